@@ -1,0 +1,450 @@
+//! The command line: arguments (clap), the orchestrator's events rendered as progress, the
+//! summary table, and the mapping of errors to documented exit codes. The only place that prints.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::engine::docker::DockerEngine;
+use crate::orchestrate::{self, Event, RunError, RunOptions};
+use crate::recipe::base::BaseSource;
+use crate::recipe::RecipeBook;
+use crate::record::store::{read_records, RECORDS_FILE};
+use crate::record::Status;
+use crate::report;
+use crate::scenario::Scenario;
+
+const EXIT_HELP: &str = "\
+Exit codes:
+  0  every cell ran and passed its checks
+  1  some cells failed (their records say why: crash, timeout, wrong_result, ...)
+  2  bad input: a scenario, recipe or record that cannot be used (file:line:column in the message)
+  3  the environment: no container engine, a base or image that cannot be made, a full disk";
+
+/// benchlab: a reproducible benchmark lab for MCP servers.
+///
+/// It builds a pinned image per SDK x runtime x version, runs each server in a cgroup-limited
+/// container on pinned CPUs, drives it from a sidecar container on other CPUs, and appends a
+/// hashed record per cell to results/<run-id>/records.jsonl.
+#[derive(Debug, Parser)]
+#[command(name = "benchlab", version, after_help = EXIT_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: build what is missing, measure every cell, print the summary table.
+    ///
+    /// Example: benchlab run scenarios/quickstart.toml
+    Run {
+        /// The scenario file (scenarios/*.toml).
+        scenario: PathBuf,
+        /// Where run folders are written.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Name the run folder yourself (default: UTC time, scenario name, a nonce).
+        #[arg(long)]
+        run_id: Option<String>,
+        /// The checkout holding images/ and lockfiles/.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// CA bundle for the image builds' download stage (default: $SSL_CERT_FILE or the
+        /// system bundle). It never reaches the runtime image or the hash.
+        #[arg(long)]
+        ca_bundle: Option<PathBuf>,
+        /// Print the summary as JSON on stdout instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the summary table of a finished run, from its records.
+    ///
+    /// Example: benchlab report results/20261130T091500Z-quickstart-1234
+    Report {
+        /// A run folder (holding records.jsonl) or a records.jsonl file.
+        run: PathBuf,
+        /// Print the rows as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
+    /// the same base exists already.
+    ///
+    /// Example: benchlab base --suite trixie --package python3 --package python3-venv
+    Base {
+        /// Debian suite: bookworm or trixie.
+        #[arg(long, default_value = "bookworm")]
+        suite: String,
+        /// Extra Debian packages in the base (repeat the flag).
+        #[arg(long = "package")]
+        packages: Vec<String>,
+    },
+    /// The built-in floor server: MCP over stdio with the least work possible.
+    NullServer {
+        /// The tool suite to serve (default: $BENCHLAB_SUITE or weekly).
+        #[arg(long)]
+        suite: Option<String>,
+    },
+    /// Print the JSON Schema of result records.
+    Schema,
+    /// (inside a server container) spawn and stop servers for the driver.
+    #[command(hide = true)]
+    Shim {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value = "/proc")]
+        proc_root: PathBuf,
+    },
+    /// (inside a sidecar container) run one cell's workload.
+    #[command(hide = true)]
+    Driver {
+        /// The cell's DriverSpec as JSON.
+        #[arg(long)]
+        spec: String,
+    },
+}
+
+/// An error with its exit code and, where one exists, what to do.
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Exit {
+    fn new(code: i32, message: impl Into<String>) -> Self {
+        Exit {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<RunError> for Exit {
+    fn from(e: RunError) -> Self {
+        let code = match &e {
+            RunError::Scenario(_) => 2,
+            RunError::Store(crate::record::store::StoreError::Io { .. }) | RunError::Io { .. } => 3,
+            RunError::Store(_) => 2,
+            RunError::Placement(_) => 2,
+            RunError::Engine(_) | RunError::Bootstrap { .. } => 3,
+        };
+        Exit::new(code, error_chain(&e))
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(&format!("\n  caused by: {text}"));
+        }
+        src = inner.source();
+    }
+    s
+}
+
+/// Runs a command; returns the process exit code.
+pub fn main_with(cli: Cli) -> Result<i32, Exit> {
+    match cli.command {
+        Command::NullServer { suite } => {
+            let name = suite
+                .or_else(|| std::env::var("BENCHLAB_SUITE").ok())
+                .unwrap_or_else(|| "weekly".into());
+            let suite = crate::mcp::suite::Suite::from_name(&name)
+                .ok_or_else(|| Exit::new(2, format!("unknown suite {name:?}")))?;
+            crate::nullserver::serve(suite)
+                .map_err(|e| Exit::new(3, format!("null-server: {e}")))?;
+            Ok(0)
+        }
+        Command::Shim { dir, proc_root } => {
+            crate::shim::run(&dir, &proc_root).map_err(|e| Exit::new(3, format!("shim: {e:#}")))?;
+            Ok(0)
+        }
+        Command::Driver { spec } => {
+            let spec: crate::driver::DriverSpec = serde_json::from_str(&spec)
+                .map_err(|e| Exit::new(2, format!("driver: bad spec: {e}")))?;
+            let outcome = crate::driver::run(&spec);
+            Ok(if outcome.failure.is_some() { 1 } else { 0 })
+        }
+        Command::Schema => {
+            print!("{}", crate::record::SCHEMA);
+            Ok(0)
+        }
+        Command::Report { run, json } => report_cmd(&run, json),
+        Command::Base { suite, packages } => {
+            let pk: Vec<&str> = packages.iter().map(String::as_str).collect();
+            let source = BaseSource::bootstrap(&suite, &pk);
+            source.validate().map_err(|m| Exit::new(2, m))?;
+            runtime().block_on(async {
+                let engine = DockerEngine::connect()
+                    .await
+                    .map_err(|e| Exit::new(3, error_chain(&e)))?;
+                let mut ui = Progress::new();
+                let work = std::env::temp_dir().join("benchlab-work");
+                let base =
+                    orchestrate::ensure_base(&engine, &source, &work, &mut |e| ui.event(e)).await?;
+                ui.finish();
+                println!("{}  {}", base.reference, base.image_id);
+                if let Some(sha) = base.rootfs_sha256 {
+                    println!("rootfs sha256 {sha}");
+                }
+                Ok(0)
+            })
+        }
+        Command::Run {
+            scenario,
+            results,
+            run_id,
+            root,
+            ca_bundle,
+            json,
+        } => {
+            let scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
+            let recipes = RecipeBook::load(&root).map_err(|e| {
+                Exit::new(
+                    2,
+                    format!("{e}\n  (run from the benchlab checkout, or pass --root)"),
+                )
+            })?;
+            let exe = std::env::current_exe()
+                .map_err(|e| Exit::new(3, format!("cannot find my own executable: {e}")))?;
+            let ca = ca_bundle
+                .or_else(|| std::env::var_os("SSL_CERT_FILE").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+            let opts = RunOptions {
+                results_dir: results,
+                run_id,
+                benchlab_exe: exe,
+                ca_bundle: ca,
+                work_dir: std::env::temp_dir().join("benchlab-work"),
+                lab_volume_bytes: 64 << 20,
+            };
+            let summary = runtime().block_on(async {
+                let engine = DockerEngine::connect()
+                    .await
+                    .map_err(|e| Exit::new(3, error_chain(&e)))?;
+                let mut ui = Progress::new();
+                let r = orchestrate::run(&engine, &scenario, &recipes, &opts, &mut |e| ui.event(e))
+                    .await;
+                ui.finish();
+                r.map_err(Exit::from)
+            })?;
+            let rows = report::summary_rows(&summary.records);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).expect("rows serialise")
+                );
+            } else {
+                println!("{}", report::summary_table(&rows));
+                println!(
+                    "run {}: {} records in {}  ({} image(s) built{})",
+                    summary.run_id,
+                    summary.records.len(),
+                    summary.run_dir.join(RECORDS_FILE).display(),
+                    summary.images_built,
+                    if summary.images_built == 0 {
+                        ": every image was a cache hit"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            let failed = summary
+                .records
+                .iter()
+                .filter(|r| r.status == Status::Failed)
+                .count();
+            if failed > 0 {
+                eprintln!("{failed} cell(s) failed:");
+                for r in summary
+                    .records
+                    .iter()
+                    .filter(|r| r.status == Status::Failed)
+                {
+                    if let Some(f) = &r.failure {
+                        eprintln!("  {}: {f}", r.cell.id);
+                    }
+                }
+                return Ok(1);
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+fn report_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
+    let path = if run.is_dir() {
+        run.join(RECORDS_FILE)
+    } else {
+        run.to_path_buf()
+    };
+    let records = read_records(&path).map_err(|e| Exit::new(2, e.to_string()))?;
+    let rows = report::summary_rows(&records);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialise")
+        );
+    } else {
+        println!("{}", report::summary_table(&rows));
+    }
+    Ok(if records.iter().any(|r| r.status == Status::Failed) {
+        1
+    } else {
+        0
+    })
+}
+
+/// Renders orchestrator events: bars on a terminal, plain lines elsewhere (CI logs).
+struct Progress {
+    bar: Option<ProgressBar>,
+    tty: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            bar: None,
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn spinner(&mut self, msg: String) {
+        self.finish_bar();
+        if self.tty {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                    .expect("valid template"),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b.set_message(msg);
+            self.bar = Some(b);
+        } else {
+            eprintln!("{msg}");
+        }
+    }
+
+    fn line(&mut self, msg: String) {
+        match &self.bar {
+            Some(b) => b.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    fn finish_bar(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+
+    fn finish(&mut self) {
+        self.finish_bar();
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Planned {
+                run_id,
+                run_dir,
+                cells,
+                images,
+            } => self.line(format!(
+                "run {run_id}: {cells} cell(s), {images} image(s); records in {}",
+                run_dir.display()
+            )),
+            Event::BaseBootstrapping { reference, suite } => self.spinner(format!(
+                "bootstrapping base {reference} from Debian {suite} (debootstrap, about a minute)"
+            )),
+            Event::BaseReady {
+                reference,
+                cached,
+                seconds,
+            } => {
+                self.finish_bar();
+                if cached {
+                    self.line(format!("base {reference}: present, not rebuilt"));
+                } else {
+                    self.line(format!("base {reference}: ready in {seconds:.0} s"));
+                }
+            }
+            Event::ImageBuilding { reference } => self.spinner(format!("building {reference}")),
+            Event::BuildLog { line } => match &self.bar {
+                Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
+                None => eprintln!("  | {line}"),
+            },
+            Event::ImageReady {
+                reference,
+                cached,
+                seconds,
+            } => {
+                self.finish_bar();
+                if cached {
+                    self.line(format!("image {reference}: cache hit, no build"));
+                } else {
+                    self.line(format!("image {reference}: built in {seconds:.0} s"));
+                }
+            }
+            Event::CellStarted {
+                index,
+                total,
+                cell_id,
+            } => {
+                self.finish_bar();
+                let msg = format!("cell {}/{total} {cell_id}", index + 1);
+                if self.tty {
+                    let b = ProgressBar::new(1);
+                    b.set_style(
+                        ProgressStyle::with_template(
+                            "{msg:40} [{bar:30}] {pos}/{len} {elapsed_precise}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                    );
+                    b.set_message(msg);
+                    self.bar = Some(b);
+                } else {
+                    eprintln!("{msg}");
+                }
+            }
+            Event::CellProgress {
+                phase, done, total, ..
+            } => {
+                if let Some(b) = &self.bar {
+                    b.set_length(total);
+                    b.set_position(done);
+                    let msg = b.message();
+                    let head = msg.split(" · ").next().unwrap_or("").to_string();
+                    b.set_message(format!("{head} · {phase}"));
+                }
+            }
+            Event::CellFinished { record } => {
+                self.finish_bar();
+                let status = match &record.failure {
+                    None => "ok".to_string(),
+                    Some(f) => format!(
+                        "FAILED {}: {}",
+                        f.reason.as_str(),
+                        f.detail.lines().next().unwrap_or("")
+                    ),
+                };
+                self.line(format!("  {} {status}", record.cell.id));
+            }
+        }
+    }
+}

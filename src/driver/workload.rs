@@ -1,0 +1,277 @@
+//! The stdio workloads: `cold_start` (fresh spawns timed to the initialize result, plus the first
+//! tools/list) and `serial_calls` (one session, warm-up, then N sequential checked calls into an
+//! HdrHistogram). Both pass the suite's correctness gate before anything counts.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::driver::stdio::{stderr_tail, Session, ShimClient};
+use crate::driver::{DriverOutcome, DriverSpec};
+use crate::mcp::{self, suite::Suite};
+use crate::record::{Failure, FailureReason};
+use crate::scenario::Workload;
+use crate::stats;
+
+/// A progress callback: phase, done, total.
+pub type Progress<'a> = dyn FnMut(&str, u64, u64) + 'a;
+
+/// Runs the spec's workload; never panics on server misbehaviour, which becomes `failure`.
+pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
+    let mut out = DriverOutcome::default();
+    let result = (|| {
+        let suite = Suite::from_name(&spec.suite).ok_or_else(|| {
+            Failure::new(
+                FailureReason::EngineError,
+                format!("unknown suite {:?}", spec.suite),
+            )
+        })?;
+        let mut shim = ShimClient::connect(&spec.lab_dir, Duration::from_secs(30))?;
+        let r = match &spec.workload {
+            Workload::ColdStart { spawns } => {
+                cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
+            }
+            Workload::SerialCalls {
+                tool,
+                warmup,
+                calls,
+            } => serial_calls(
+                spec, suite, &mut shim, tool, *warmup, *calls, &mut out, progress,
+            ),
+        };
+        let _ = shim.call(&crate::shim::Request::Shutdown);
+        r
+    })();
+    if let Err(f) = result {
+        out.failure = Some(f);
+    }
+    out
+}
+
+/// Spawns the server and performs the handshake; returns the session and the cold start.
+fn handshake(
+    spec: &DriverSpec,
+    shim: &mut ShimClient,
+    n: u32,
+    out: &mut DriverOutcome,
+) -> Result<(Session, Duration), Failure> {
+    let started = std::time::Instant::now();
+    let mut session = Session::spawn(shim, &spec.server, &spec.lab_dir, n, spec.timeouts.call())?;
+    let timeout = spec.timeouts.startup();
+    let answer = session
+        .request("initialize", &mcp::initialize_params(), timeout)
+        .map_err(|f| with_stderr(startup_failure(f), &session))?;
+    let cold = started.elapsed();
+    let result = answer.outcome.map_err(|e| {
+        with_stderr(
+            Failure::new(
+                FailureReason::ProtocolError,
+                format!("initialize was refused: {} ({})", e.message, e.code),
+            ),
+            &session,
+        )
+    })?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+        return Err(Failure::new(
+            FailureReason::ProtocolError,
+            format!(
+                "the server answered protocol version {version:?}, which the lab does not speak"
+            ),
+        ));
+    }
+    out.protocol_version = Some(version.to_string());
+    out.server_info = result.get("serverInfo").cloned();
+    session.send(&mcp::notification_line("notifications/initialized"))?;
+    Ok((session, cold))
+}
+
+fn startup_failure(f: Failure) -> Failure {
+    if f.reason == FailureReason::Timeout {
+        Failure::new(FailureReason::StartupTimeout, f.detail)
+    } else {
+        f
+    }
+}
+
+fn with_stderr(mut f: Failure, session: &Session) -> Failure {
+    if let Some(tail) = stderr_tail(&session.stderr_log) {
+        f.detail = format!(
+            "{}\n--- server stderr (tail) ---\n{}",
+            f.detail,
+            tail.trim_end()
+        );
+    }
+    f
+}
+
+/// tools/list, timed, with the suite check.
+fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<Duration, Failure> {
+    let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
+    let result = answer.outcome.map_err(|e| {
+        Failure::new(
+            FailureReason::ProtocolError,
+            format!("tools/list failed: {} ({})", e.message, e.code),
+        )
+    })?;
+    let mut names = mcp::tool_names(&result);
+    names.sort();
+    let mut want: Vec<String> = suite.tools().iter().map(|s| s.to_string()).collect();
+    want.sort();
+    if names != want {
+        return Err(Failure::new(
+            FailureReason::WrongResult,
+            format!(
+                "tools/list: expected exactly the {} suite {want:?}, got {names:?}",
+                suite.name()
+            ),
+        ));
+    }
+    Ok(answer.latency)
+}
+
+/// Calls a tool and checks its value; the latency is returned only for a correct answer.
+fn checked_call(
+    spec: &DriverSpec,
+    session: &mut Session,
+    id: u64,
+    line: &str,
+    tool: &str,
+    args: &Value,
+    expected: &Value,
+) -> Result<Duration, Failure> {
+    let answer = session.request_prerendered(id, line, spec.timeouts.call(), tool)?;
+    let result = answer.outcome.map_err(|e| {
+        Failure::new(
+            FailureReason::ToolError,
+            format!("{tool} {args}: JSON-RPC error {} {}", e.code, e.message),
+        )
+    })?;
+    match mcp::tool_value(&result) {
+        Ok(v) if mcp::values_match(expected, &v) => Ok(answer.latency),
+        Ok(v) => Err(Failure::new(
+            FailureReason::WrongResult,
+            format!("{tool} {args}: expected {expected}, got {v}"),
+        )),
+        Err(e) => Err(Failure::new(
+            FailureReason::ToolError,
+            format!("{tool} {args}: the tool reported an error: {e}"),
+        )),
+    }
+}
+
+/// The correctness gate: every tool of the suite with its fixed input.
+fn gate(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<(), Failure> {
+    for (tool, args, expected) in suite.gate() {
+        let id = session.reserve_ids(1);
+        let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
+        checked_call(spec, session, id, &line, tool, &args, &expected)?;
+    }
+    Ok(())
+}
+
+fn stop(
+    spec: &DriverSpec,
+    shim: &mut ShimClient,
+    session: Session,
+    out: &mut DriverOutcome,
+) -> Result<(), Failure> {
+    let (exit, _) = session.stop(
+        shim,
+        Duration::from_millis(spec.timeouts.stop_grace_ms),
+        Duration::from_millis(spec.timeouts.term_ms),
+    )?;
+    out.exits.push(exit);
+    Ok(())
+}
+
+fn cold_start(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    spawns: u32,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    for n in 0..spawns {
+        let (mut session, cold) = handshake(spec, shim, n, out)?;
+        let listed = list_tools(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+        out.cold_start_ns.push(cold.as_nanos() as u64);
+        out.tools_list_ns.push(listed.as_nanos() as u64);
+        if n == 0 {
+            out.memory_after_initialize = Some(shim.memory(session.pid)?);
+            gate(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+        }
+        if n + 1 == spawns {
+            out.memory_end = Some(shim.memory(session.pid)?);
+        }
+        stop(spec, shim, session, out)?;
+        progress("spawns", u64::from(n) + 1, u64::from(spawns));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn serial_calls(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    tool: &str,
+    warmup: u32,
+    calls: u32,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    if suite.call(tool, 0).is_none() {
+        return Err(Failure::new(
+            FailureReason::EngineError,
+            format!("suite {} has no tool {tool:?}", suite.name()),
+        ));
+    }
+    let (mut session, cold) = handshake(spec, shim, 0, out)?;
+    out.cold_start_ns.push(cold.as_nanos() as u64);
+    let listed = list_tools(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+    out.tools_list_ns.push(listed.as_nanos() as u64);
+    out.memory_after_initialize = Some(shim.memory(session.pid)?);
+    gate(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+
+    let mut hist = stats::latency_histogram();
+    let total = u64::from(warmup) + u64::from(calls);
+    let step = (total / 50).max(1);
+    let result = (|| {
+        for i in 0..total {
+            let (args, expected) = suite.call(tool, i).expect("checked above");
+            let id = session.reserve_ids(1);
+            // Rendered before the clock starts: the figure is the server's, not our JSON encoder's.
+            let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
+            let latency = checked_call(spec, &mut session, id, &line, tool, &args, &expected)?;
+            if i >= u64::from(warmup) {
+                stats::record(&mut hist, latency);
+                out.calls_ok += 1;
+            }
+            if (i + 1) % step == 0 || i + 1 == total {
+                progress(
+                    if i < u64::from(warmup) {
+                        "warmup"
+                    } else {
+                        "calls"
+                    },
+                    i + 1,
+                    total,
+                );
+            }
+        }
+        Ok(())
+    })();
+    if !hist.is_empty() {
+        out.calls_histogram = Some(stats::encode_histogram(&hist));
+    }
+    if let Err(f) = result {
+        return Err(with_stderr(f, &session));
+    }
+    out.memory_end = Some(shim.memory(session.pid)?);
+    stop(spec, shim, session, out)
+}

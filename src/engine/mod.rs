@@ -1,0 +1,150 @@
+//! What the lab needs from a container engine, as a trait the lab owns: images (inspect, import a
+//! rootfs, pull, build), tmpfs volumes, containers (create, start, follow output, wait, copy a
+//! file out, remove) and clean-up by label. Implementations: `docker` (bollard). It knows nothing
+//! of MCP or workloads.
+
+pub mod docker;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::record::manifest::EngineManifest;
+
+/// The label every object the lab creates carries, with the run id as its value.
+pub const LABEL_RUN: &str = "org.benchlab.run";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("no container engine answers at {endpoint}: {detail}\n  start one: `scripts/engine.sh` (installs docker.io and starts dockerd), or `dockerd &`")]
+    Unreachable { endpoint: String, detail: String },
+    #[error("image {reference} cannot be pulled: {detail}\n  without a registry, bootstrap a base here instead: `benchlab base --suite bookworm`, and name the suite in the recipe's runtime (suite = \"bookworm\") in place of base_image")]
+    Pull { reference: String, detail: String },
+    #[error("building image {reference} failed at step {step:?}: {detail}\n--- last lines of the build log ---\n{tail}")]
+    Build {
+        reference: String,
+        step: String,
+        detail: String,
+        tail: String,
+    },
+    #[error("{op} {object}: {detail}")]
+    Op {
+        op: &'static str,
+        object: String,
+        detail: String,
+    },
+}
+
+impl EngineError {
+    pub fn op(op: &'static str, object: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        EngineError::Op {
+            op,
+            object: object.into(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+/// An image known to the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageInfo {
+    pub id: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mount {
+    /// A host path, e.g. the lab's own binary.
+    Bind {
+        source: PathBuf,
+        target: String,
+        read_only: bool,
+    },
+    /// A named volume.
+    Volume { name: String, target: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Network {
+    /// Loopback only.
+    None,
+    /// Join another container's network namespace (the sidecar joins the server's).
+    Container(String),
+}
+
+/// A container to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerSpec {
+    pub name: String,
+    pub image: String,
+    pub cmd: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub labels: BTreeMap<String, String>,
+    pub cpuset: String,
+    /// Memory limit in bytes, with swap disabled.
+    pub memory: Option<u64>,
+    pub network: Network,
+    pub mounts: Vec<Mount>,
+}
+
+/// How a container ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExitState {
+    pub code: i64,
+    pub oom_killed: bool,
+}
+
+/// A line a container wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputLine {
+    Stdout(String),
+    Stderr(String),
+}
+
+#[allow(async_fn_in_trait)]
+pub trait Engine {
+    /// Engine kind, version and API version, for the environment manifest.
+    async fn describe(&self) -> Result<EngineManifest, EngineError>;
+    /// The image with this reference, if the engine has it.
+    async fn image(&self, reference: &str) -> Result<Option<ImageInfo>, EngineError>;
+    /// Imports a rootfs tar as an image (`docker import`), with labels.
+    async fn import_rootfs(
+        &self,
+        tar: &Path,
+        reference: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<ImageInfo, EngineError>;
+    /// Pulls an image from its registry.
+    async fn pull(&self, reference: &str) -> Result<ImageInfo, EngineError>;
+    /// Builds an image from a context tar; `log` gets each line of build output.
+    async fn build(
+        &self,
+        context: Vec<u8>,
+        reference: &str,
+        labels: &BTreeMap<String, String>,
+        log: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ImageInfo, EngineError>;
+    /// Creates an in-memory (tmpfs) volume.
+    async fn create_volume(
+        &self,
+        name: &str,
+        size_bytes: u64,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), EngineError>;
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<String, EngineError>;
+    async fn start(&self, id: &str) -> Result<(), EngineError>;
+    /// Follows a container's output until it exits, a line at a time.
+    async fn follow(
+        &self,
+        id: &str,
+        on_line: &mut (dyn FnMut(OutputLine) + Send),
+    ) -> Result<(), EngineError>;
+    /// Waits for a container to exit.
+    async fn wait(&self, id: &str) -> Result<ExitState, EngineError>;
+    /// Reads one file out of a container (created or running).
+    async fn read_file(&self, id: &str, path: &str) -> Result<Option<Vec<u8>>, EngineError>;
+    /// Removes a container, killing it if needed.
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError>;
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError>;
+    /// Removes every container and volume carrying `label` (any value); returns how many.
+    async fn remove_labelled(&self, label: &str) -> Result<usize, EngineError>;
+}

@@ -1,0 +1,16 @@
+//! benchlab: a reproducible benchmark lab for MCP servers. The modules follow DESIGN.md's rooms;
+//! side effects live in `engine`, `shim`, `driver` and `record::store`, the rest is pure.
+
+pub mod cli;
+pub mod driver;
+pub mod engine;
+pub mod mcp;
+pub mod nullserver;
+pub mod orchestrate;
+pub mod placement;
+pub mod recipe;
+pub mod record;
+pub mod report;
+pub mod scenario;
+pub mod shim;
+pub mod stats;

@@ -1,0 +1,183 @@
+//! The built-in floor server (`benchlab null-server`): a stdio MCP server that answers
+//! initialize, ping, tools/list and the suite's tools with the least work a correct server can do.
+//! It is measured like any other cell, so its figures are the harness's own overhead.
+
+use std::io::{BufRead, Write};
+
+use serde::Deserialize;
+use serde_json::{json, value::RawValue, Value};
+
+use crate::mcp::suite::Suite;
+use crate::mcp::SUPPORTED_PROTOCOL_VERSIONS;
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<&'a str>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// Answers one incoming line; `None` for notifications and anything that needs no answer.
+pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
+    let msg: Message = match serde_json::from_slice(line) {
+        Ok(m) => m,
+        Err(e) => {
+            return Some(error_line("null", -32700, &format!("parse error: {e}")));
+        }
+    };
+    let id = msg.id?.get();
+    let method = msg.method.unwrap_or("");
+    let result = match method {
+        "initialize" => {
+            let asked = msg
+                .params
+                .as_ref()
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let version = if SUPPORTED_PROTOCOL_VERSIONS.contains(&asked) {
+                asked
+            } else {
+                SUPPORTED_PROTOCOL_VERSIONS[0]
+            };
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "benchlab-null", "version": env!("CARGO_PKG_VERSION")},
+            })
+        }
+        "ping" => json!({}),
+        "tools/list" => json!({"tools": suite.tool_schemas()}),
+        "tools/call" => {
+            let params = msg.params.unwrap_or(Value::Null);
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            match suite.evaluate(name, &args) {
+                Ok(v) => {
+                    let text = match &v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    json!({
+                        "content": [{"type": "text", "text": text}],
+                        "structuredContent": {"result": v},
+                        "isError": false,
+                    })
+                }
+                Err(e) => json!({"content": [{"type": "text", "text": e}], "isError": true}),
+            }
+        }
+        other => {
+            return Some(error_line(
+                id,
+                -32601,
+                &format!("method not found: {other}"),
+            ))
+        }
+    };
+    let mut out = String::with_capacity(128);
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(id);
+    out.push_str(r#","result":"#);
+    out.push_str(&result.to_string());
+    out.push_str("}\n");
+    Some(out)
+}
+
+fn error_line(id: &str, code: i64, message: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{}}}\n",
+        json!({"code": code, "message": message})
+    )
+}
+
+/// Serves stdin/stdout until end of input.
+pub fn serve(suite: Suite) -> std::io::Result<()> {
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut output = stdout.lock();
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
+        if trimmed.is_empty() {
+            continue;
+        }
+        if let Some(reply) = answer(suite, trimmed) {
+            output.write_all(reply.as_bytes())?;
+            output.flush()?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::{parse_incoming, tool_value, Incoming};
+
+    fn result_of(line: &str) -> Value {
+        match parse_incoming(
+            answer(Suite::Weekly, line.as_bytes())
+                .unwrap()
+                .trim_end()
+                .as_bytes(),
+        )
+        .unwrap()
+        {
+            Incoming::Response { outcome: Ok(v), .. } => v,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn answers_the_handshake_and_the_suite() {
+        let init = result_of(&crate::mcp::request_line(
+            1,
+            "initialize",
+            &crate::mcp::initialize_params(),
+        ));
+        assert_eq!(
+            init["protocolVersion"],
+            crate::mcp::OFFERED_PROTOCOL_VERSION
+        );
+        assert!(answer(
+            Suite::Weekly,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        )
+        .is_none());
+        let list = result_of(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        assert_eq!(crate::mcp::tool_names(&list), Suite::Weekly.tools());
+        for (tool, args, expected) in Suite::Weekly.gate() {
+            let line = crate::mcp::request_line(
+                9,
+                "tools/call",
+                &crate::mcp::tools_call_params(tool, &args),
+            );
+            assert_eq!(tool_value(&result_of(&line)), Ok(expected));
+        }
+        let unknown = result_of(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+        );
+        assert!(tool_value(&unknown).is_err());
+    }
+
+    #[test]
+    fn keeps_string_ids_and_refuses_unknown_methods() {
+        let reply = answer(
+            Suite::Weekly,
+            br#"{"jsonrpc":"2.0","id":"abc","method":"resources/list"}"#,
+        )
+        .unwrap();
+        assert!(reply.contains(r#""id":"abc""#) && reply.contains("-32601"));
+    }
+}

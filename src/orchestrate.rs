@@ -1,0 +1,791 @@
+//! Running a plan: resolve every cell's recipe and placement before anything is built, make sure
+//! each base and image exists (bootstrap/build once, then cache hits), then run the cells one at
+//! a time — server container with the shim, sidecar with the driver — and append a record for
+//! each. It never prints: it emits events, and the CLI decides what the user sees.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
+use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, LABEL_RUN};
+use crate::placement;
+use crate::recipe::base::{self, BaseSource};
+use crate::recipe::{ImagePlan, RecipeBook, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY};
+use crate::record::manifest::{
+    parse_dpkg_list, BaseManifest, BenchlabManifest, EngineManifest, Environment, HostManifest,
+    ImageManifest, Package, RuntimeManifest,
+};
+use crate::record::store::Store;
+use crate::record::{
+    Cell, Failure, FailureReason, HistogramMetric, MemoryMetrics, Metrics, Observed, Placement,
+    Record, SampleMetric, ServerIdent, Status,
+};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::stats;
+
+/// What the orchestrator reports as it works.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Planned {
+        run_id: String,
+        run_dir: PathBuf,
+        cells: usize,
+        images: usize,
+    },
+    BaseBootstrapping {
+        reference: String,
+        suite: String,
+    },
+    BaseReady {
+        reference: String,
+        cached: bool,
+        seconds: f64,
+    },
+    ImageBuilding {
+        reference: String,
+    },
+    BuildLog {
+        line: String,
+    },
+    ImageReady {
+        reference: String,
+        cached: bool,
+        seconds: f64,
+    },
+    CellStarted {
+        index: usize,
+        total: usize,
+        cell_id: String,
+    },
+    CellProgress {
+        cell_id: String,
+        phase: String,
+        done: u64,
+        total: u64,
+    },
+    CellFinished {
+        record: Box<Record>,
+    },
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where run folders go (`results/`).
+    pub results_dir: PathBuf,
+    /// A run id; a fresh one when absent.
+    pub run_id: Option<String>,
+    /// The lab's own (static) executable, mounted into every container.
+    pub benchlab_exe: PathBuf,
+    /// The CA bundle for the build's fetch stage.
+    pub ca_bundle: PathBuf,
+    /// Scratch space for bootstrapping bases.
+    pub work_dir: PathBuf,
+    /// Size of the shared /lab tmpfs.
+    pub lab_volume_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Placement(#[from] placement::PlacementError),
+    #[error("bootstrapping base {reference}: {source}")]
+    Bootstrap {
+        reference: String,
+        source: base::BootstrapError,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::record::store::StoreError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+/// A cell resolved against recipes and placement.
+#[derive(Debug, Clone)]
+pub struct PlannedCell {
+    pub id: String,
+    pub server_id: String,
+    pub image: ImagePlan,
+    pub suite: String,
+    pub workload: crate::scenario::Workload,
+    pub placement: Placement,
+    pub timeouts: Timeouts,
+}
+
+/// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
+pub fn plan(
+    scenario: &Scenario,
+    recipes: &RecipeBook,
+    cpus: &[u32],
+) -> Result<Vec<PlannedCell>, RunError> {
+    let placement = placement::choose(&scenario.placement, cpus)?;
+    let mut out = Vec::new();
+    for spec in scenario.cells() {
+        let s = &spec.server;
+        let image = recipes
+            .resolve(
+                s.family.get_ref(),
+                s.version.as_ref().map(|v| v.get_ref().as_str()),
+                s.runtime.as_ref().map(|v| v.get_ref().as_str()),
+                &spec.suite,
+            )
+            .map_err(|m| {
+                let span = s
+                    .version
+                    .as_ref()
+                    .filter(|_| m.contains("version"))
+                    .map_or(s.family.span(), |v| v.span());
+                scenario.error_at(span, m)
+            })?;
+        out.push(PlannedCell {
+            id: spec.id(),
+            server_id: s.id.get_ref().clone(),
+            image,
+            suite: spec.suite.clone(),
+            workload: spec.workload.clone(),
+            placement: placement.clone(),
+            timeouts: scenario.timeouts,
+        });
+    }
+    Ok(out)
+}
+
+/// An image ready to run, with what the manifest needs to know of it.
+#[derive(Debug, Clone)]
+struct ReadyImage {
+    reference: String,
+    id: String,
+    input_hash: String,
+    base: BaseManifest,
+}
+
+/// A fresh run id: UTC time and scenario name.
+pub fn new_run_id(scenario: &str) -> String {
+    let t = crate::record::now_rfc3339()
+        .replace(':', "")
+        .replace('-', "");
+    let nonce = std::process::id() % 10_000;
+    format!("{t}-{scenario}-{nonce:04}")
+}
+
+/// Makes sure a base image exists: bootstrapped here, or pulled by digest.
+pub async fn ensure_base<E: Engine>(
+    engine: &E,
+    source: &BaseSource,
+    work_dir: &Path,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<BaseManifest, RunError> {
+    let reference = source.reference();
+    let started = Instant::now();
+    let manifest = |id: String, labels: &BTreeMap<String, String>| BaseManifest {
+        reference: reference.clone(),
+        image_id: id,
+        suite: source.suite().map(String::from),
+        rootfs_sha256: labels.get(base::LABEL_ROOTFS_SHA256).cloned(),
+    };
+    if let Some(img) = engine.image(&reference).await? {
+        let same_spec = match source {
+            BaseSource::Bootstrap { .. } => {
+                img.labels.get(base::LABEL_BASE_SPEC) == Some(&source.spec_hash())
+            }
+            BaseSource::Registry { .. } => true,
+        };
+        if same_spec {
+            emit(Event::BaseReady {
+                reference: reference.clone(),
+                cached: true,
+                seconds: 0.0,
+            });
+            return Ok(manifest(img.id.clone(), &img.labels));
+        }
+    }
+    match source {
+        BaseSource::Registry { reference } => {
+            let img = engine.pull(reference).await?;
+            emit(Event::BaseReady {
+                reference: reference.clone(),
+                cached: false,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+            Ok(manifest(img.id.clone(), &img.labels))
+        }
+        BaseSource::Bootstrap { suite, packages } => {
+            emit(Event::BaseBootstrapping {
+                reference: reference.clone(),
+                suite: suite.clone(),
+            });
+            let work = work_dir.join(format!("base-{}", &source.spec_hash()[..12]));
+            let _ = std::fs::remove_dir_all(&work);
+            let (suite2, packages2, work2) = (suite.clone(), packages.clone(), work.clone());
+            let rootfs =
+                tokio::task::spawn_blocking(move || base::bootstrap(&suite2, &packages2, &work2))
+                    .await
+                    .map_err(|e| RunError::Io {
+                        what: "bootstrap task".into(),
+                        source: std::io::Error::other(e),
+                    })?
+                    .map_err(|e| RunError::Bootstrap {
+                        reference: reference.clone(),
+                        source: e,
+                    })?;
+            let mut labels = BTreeMap::new();
+            labels.insert(base::LABEL_ROOTFS_SHA256.to_string(), rootfs.sha256.clone());
+            labels.insert(base::LABEL_SUITE.to_string(), suite.clone());
+            labels.insert(base::LABEL_BASE_SPEC.to_string(), source.spec_hash());
+            let img = engine
+                .import_rootfs(&rootfs.tar, &reference, &labels)
+                .await?;
+            let _ = std::fs::remove_dir_all(&work);
+            emit(Event::BaseReady {
+                reference: reference.clone(),
+                cached: false,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+            Ok(manifest(img.id, &labels))
+        }
+    }
+}
+
+/// Makes sure a cell's image exists; a known input hash is a cache hit with no build call.
+async fn ensure_image<E: Engine>(
+    engine: &E,
+    plan: &ImagePlan,
+    opts: &RunOptions,
+    bases: &mut HashMap<String, BaseManifest>,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<ReadyImage, RunError> {
+    let base_ref = plan.base.reference();
+    let base = match bases.get(&base_ref) {
+        Some(b) => b.clone(),
+        None => {
+            let b = ensure_base(engine, &plan.base, &opts.work_dir, emit).await?;
+            bases.insert(base_ref.clone(), b.clone());
+            b
+        }
+    };
+    let input_hash = plan.input_hash(&base.image_id);
+    if plan.build.is_none() {
+        return Ok(ReadyImage {
+            reference: base.reference.clone(),
+            id: base.image_id.clone(),
+            input_hash,
+            base,
+        });
+    }
+    let reference = plan.reference(&input_hash);
+    let started = Instant::now();
+    if let Some(img) = engine.image(&reference).await? {
+        if img.labels.get(LABEL_INPUT_HASH) == Some(&input_hash) {
+            emit(Event::ImageReady {
+                reference: reference.clone(),
+                cached: true,
+                seconds: 0.0,
+            });
+            return Ok(ReadyImage {
+                reference,
+                id: img.id,
+                input_hash,
+                base,
+            });
+        }
+    }
+    emit(Event::ImageBuilding {
+        reference: reference.clone(),
+    });
+    let ca = std::fs::read(&opts.ca_bundle).map_err(|e| RunError::Io {
+        what: format!(
+            "read the CA bundle {} for the build's fetch stage (set SSL_CERT_FILE to another)",
+            opts.ca_bundle.display()
+        ),
+        source: e,
+    })?;
+    // The base is named by id, so a re-tagged base can never slip into a build.
+    let context = plan
+        .context_tar(&base.image_id, &ca)
+        .map_err(|e| RunError::Io {
+            what: "render the build context".into(),
+            source: e,
+        })?;
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_INPUT_HASH.to_string(), input_hash.clone());
+    labels.insert("org.benchlab.family".to_string(), plan.family.clone());
+    labels.insert("org.benchlab.version".to_string(), plan.version.clone());
+    let img = engine
+        .build(context, &reference, &labels, &mut |line| {
+            emit(Event::BuildLog {
+                line: line.to_string(),
+            })
+        })
+        .await?;
+    emit(Event::ImageReady {
+        reference: reference.clone(),
+        cached: false,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    Ok(ReadyImage {
+        reference,
+        id: img.id,
+        input_hash,
+        base,
+    })
+}
+
+/// The parts of the environment shared by every cell of a run.
+#[derive(Debug, Clone)]
+struct RunContext {
+    run_id: String,
+    host: HostManifest,
+    engine: EngineManifest,
+    benchlab: BenchlabManifest,
+    scenario_sha256: String,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    pub records: Vec<Record>,
+    pub images_built: usize,
+}
+
+/// Runs a scenario end to end.
+pub async fn run<E: Engine>(
+    engine: &E,
+    scenario: &Scenario,
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<RunSummary, RunError> {
+    let cells = plan(scenario, recipes, &placement::available_cpus())?;
+    let run_id = opts
+        .run_id
+        .clone()
+        .unwrap_or_else(|| new_run_id(&scenario.name));
+    let run_dir = opts.results_dir.join(&run_id);
+    let mut distinct: Vec<&ImagePlan> = Vec::new();
+    for c in &cells {
+        if !distinct.contains(&&c.image) {
+            distinct.push(&c.image);
+        }
+    }
+    emit(Event::Planned {
+        run_id: run_id.clone(),
+        run_dir: run_dir.clone(),
+        cells: cells.len(),
+        images: distinct.len(),
+    });
+
+    let ctx = RunContext {
+        run_id: run_id.clone(),
+        host: crate::record::manifest::read_host(Path::new("/")),
+        engine: engine.describe().await?,
+        benchlab: BenchlabManifest {
+            version: env!("CARGO_PKG_VERSION").into(),
+            binary_sha256: base::sha256_file(&opts.benchlab_exe).map_err(|e| RunError::Io {
+                what: format!("hash {}", opts.benchlab_exe.display()),
+                source: e,
+            })?,
+        },
+        scenario_sha256: scenario.sha256(),
+    };
+
+    // Every image first: a build failure stops the run before anything is measured.
+    let mut bases = HashMap::new();
+    let mut images: Vec<(ImagePlan, ReadyImage)> = Vec::new();
+    let mut built = 0;
+    for plan in distinct {
+        let mut was_built = false;
+        let ready = ensure_image(engine, plan, opts, &mut bases, &mut |e| {
+            if matches!(e, Event::ImageBuilding { .. }) {
+                was_built = true;
+            }
+            emit(e)
+        })
+        .await?;
+        built += usize::from(was_built);
+        images.push((plan.clone(), ready));
+    }
+
+    let mut store = Store::open(&run_dir)?;
+    std::fs::write(run_dir.join("scenario.toml"), &scenario.source).map_err(|e| RunError::Io {
+        what: format!("copy the scenario into {}", run_dir.display()),
+        source: e,
+    })?;
+    let mut records = Vec::new();
+    let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
+    for (index, cell) in cells.iter().enumerate() {
+        emit(Event::CellStarted {
+            index,
+            total: cells.len(),
+            cell_id: cell.id.clone(),
+        });
+        let ready = &images
+            .iter()
+            .find(|(p, _)| *p == cell.image)
+            .expect("every cell's image is ready")
+            .1;
+        let record = run_cell(
+            engine,
+            &ctx,
+            cell,
+            index,
+            ready,
+            opts,
+            &mut image_facts,
+            emit,
+        )
+        .await;
+        let stored = store.append(record)?;
+        emit(Event::CellFinished {
+            record: Box::new(stored.clone()),
+        });
+        records.push(stored);
+    }
+    Ok(RunSummary {
+        run_id,
+        run_dir,
+        records,
+        images_built: built,
+    })
+}
+
+/// What an image says about itself: runtime version and installed packages.
+#[derive(Debug, Clone, Default)]
+struct ImageFacts {
+    runtime_version: Option<String>,
+    packages: Vec<Package>,
+    system_packages: Vec<Package>,
+}
+
+async fn read_image_facts<E: Engine>(
+    engine: &E,
+    container: &str,
+) -> Result<ImageFacts, EngineError> {
+    let mut facts = ImageFacts::default();
+    if let Some(bytes) = engine.read_file(container, base::DPKG_LIST_PATH).await? {
+        facts.system_packages = parse_dpkg_list(&String::from_utf8_lossy(&bytes));
+    }
+    if let Some(bytes) = engine.read_file(container, IMAGE_MANIFEST_PATH).await? {
+        #[derive(serde::Deserialize)]
+        struct ImageJson {
+            runtime: RuntimeManifest,
+            packages: Vec<Package>,
+        }
+        let parsed: ImageJson = serde_json::from_slice(&bytes)
+            .map_err(|e| EngineError::op("parse", IMAGE_MANIFEST_PATH, e))?;
+        facts.runtime_version = Some(parsed.runtime.version);
+        facts.packages = parsed.packages;
+        facts.packages.sort();
+    }
+    Ok(facts)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_cell<E: Engine>(
+    engine: &E,
+    ctx: &RunContext,
+    cell: &PlannedCell,
+    index: usize,
+    image: &ReadyImage,
+    opts: &RunOptions,
+    image_facts: &mut HashMap<String, ImageFacts>,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Record {
+    let name = format!("benchlab-{}-{index}", short(&ctx.run_id));
+    let mut created: Vec<String> = Vec::new();
+    let volume = format!("{name}-lab");
+    let result = cell_in_containers(
+        engine,
+        cell,
+        image,
+        opts,
+        &name,
+        &volume,
+        &ctx.run_id,
+        &mut created,
+        image_facts,
+        emit,
+    )
+    .await;
+    // Clean up whatever happened.
+    for id in created.iter().rev() {
+        let _ = engine.remove_container(id).await;
+    }
+    let _ = engine.remove_volume(&volume).await;
+
+    let (outcome, failure_override) = match result {
+        Ok((outcome, oom)) => (
+            outcome,
+            oom.then(|| {
+                Failure::new(
+                    FailureReason::Oom,
+                    "the server container was killed for exceeding its memory limit",
+                )
+            }),
+        ),
+        Err(e) => (
+            DriverOutcome::default(),
+            Some(Failure::new(FailureReason::EngineError, e.to_string())),
+        ),
+    };
+    let facts = image_facts.get(&image.id).cloned().unwrap_or_default();
+    build_record(ctx, cell, image, &facts, outcome, failure_override)
+}
+
+fn short(run_id: &str) -> String {
+    crate::record::sha256_hex(run_id.as_bytes())[..8].to_string()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn cell_in_containers<E: Engine>(
+    engine: &E,
+    cell: &PlannedCell,
+    image: &ReadyImage,
+    opts: &RunOptions,
+    name: &str,
+    volume: &str,
+    run_id: &str,
+    created: &mut Vec<String>,
+    image_facts: &mut HashMap<String, ImageFacts>,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<(DriverOutcome, bool), EngineError> {
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_RUN.to_string(), run_id.to_string());
+    labels.insert("org.benchlab.cell".to_string(), cell.id.clone());
+    engine
+        .create_volume(volume, opts.lab_volume_bytes, &labels)
+        .await?;
+    let mounts = vec![
+        Mount::Bind {
+            source: opts.benchlab_exe.clone(),
+            target: LAB_BINARY.into(),
+            read_only: true,
+        },
+        Mount::Volume {
+            name: volume.into(),
+            target: "/lab".into(),
+        },
+    ];
+    let server = engine
+        .create_container(&ContainerSpec {
+            name: format!("{name}-server"),
+            image: image.id.clone(),
+            cmd: vec![
+                LAB_BINARY.into(),
+                "shim".into(),
+                "--dir".into(),
+                "/lab".into(),
+            ],
+            env: Vec::new(),
+            labels: labels.clone(),
+            cpuset: cell.placement.server_cpus.clone(),
+            memory: Some(cell.placement.memory_limit_bytes),
+            network: Network::None,
+            mounts: mounts.clone(),
+        })
+        .await?;
+    created.push(server.clone());
+    if !image_facts.contains_key(&image.id) {
+        let facts = read_image_facts(engine, &server).await?;
+        image_facts.insert(image.id.clone(), facts);
+    }
+    engine.start(&server).await?;
+
+    let spec = DriverSpec {
+        lab_dir: "/lab".into(),
+        server: cell.image.launch.clone(),
+        suite: cell.suite.clone(),
+        workload: cell.workload.clone(),
+        timeouts: cell.timeouts,
+    };
+    let spec_json = serde_json::to_string(&spec).expect("specs serialise");
+    let driver = engine
+        .create_container(&ContainerSpec {
+            name: format!("{name}-driver"),
+            image: image.id.clone(),
+            cmd: vec![
+                LAB_BINARY.into(),
+                "driver".into(),
+                "--spec".into(),
+                spec_json,
+            ],
+            env: Vec::new(),
+            labels,
+            cpuset: cell.placement.driver_cpus.clone(),
+            memory: None,
+            network: Network::Container(server.clone()),
+            mounts,
+        })
+        .await?;
+    created.push(driver.clone());
+    engine.start(&driver).await?;
+
+    let mut outcome: Option<DriverOutcome> = None;
+    let mut driver_stderr: Vec<String> = Vec::new();
+    let cell_id = cell.id.clone();
+    let mut on_line = |line| match line {
+        OutputLine::Stdout(text) => match serde_json::from_str::<DriverEvent>(&text) {
+            Ok(DriverEvent::Progress { phase, done, total }) => emit(Event::CellProgress {
+                cell_id: cell_id.clone(),
+                phase,
+                done,
+                total,
+            }),
+            Ok(DriverEvent::Outcome { outcome: o }) => outcome = Some(*o),
+            Err(_) => driver_stderr.push(text),
+        },
+        OutputLine::Stderr(text) => {
+            driver_stderr.push(text);
+            if driver_stderr.len() > 40 {
+                driver_stderr.remove(0);
+            }
+        }
+    };
+    let follow = engine.follow(&driver, &mut on_line);
+    let limit = cell_time_limit(cell);
+    match tokio::time::timeout(limit, follow).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(EngineError::op(
+                "run",
+                &cell.id,
+                format!("the cell did not finish within {limit:?}; its containers were removed"),
+            ))
+        }
+    }
+    let driver_exit = engine.wait(&driver).await?;
+    // The shim exits after the driver's shutdown request; give it a moment, then read its state.
+    let server_exit = tokio::time::timeout(Duration::from_secs(10), engine.wait(&server)).await;
+    let oom = matches!(server_exit, Ok(Ok(s)) if s.oom_killed);
+    match outcome {
+        Some(o) => Ok((o, oom)),
+        None => Err(EngineError::op(
+            "run driver for",
+            &cell.id,
+            format!(
+                "it exited with code {} without an outcome; its output:\n{}",
+                driver_exit.code,
+                driver_stderr.join("\n")
+            ),
+        )),
+    }
+}
+
+/// A generous bound on a whole cell, from its own limits.
+fn cell_time_limit(cell: &PlannedCell) -> Duration {
+    let t = &cell.timeouts;
+    let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
+    let ms = match &cell.workload {
+        crate::scenario::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
+        crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
+            per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
+        }
+    };
+    Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
+}
+
+fn build_record(
+    ctx: &RunContext,
+    cell: &PlannedCell,
+    image: &ReadyImage,
+    facts: &ImageFacts,
+    outcome: DriverOutcome,
+    failure_override: Option<Failure>,
+) -> Record {
+    let runtime_version = match cell.image.runtime_kind.as_str() {
+        "native" => env!("CARGO_PKG_VERSION").to_string(),
+        _ => facts
+            .runtime_version
+            .clone()
+            .unwrap_or_else(|| "unknown".into()),
+    };
+    let environment = Environment {
+        image: ImageManifest {
+            reference: image.reference.clone(),
+            image_id: image.id.clone(),
+            input_hash: image.input_hash.clone(),
+            base: image.base.clone(),
+            packages: facts.packages.clone(),
+            system_packages: facts.system_packages.clone(),
+        },
+        runtime: RuntimeManifest {
+            name: cell.image.runtime_kind.clone(),
+            version: runtime_version.clone(),
+        },
+        host: ctx.host.clone(),
+        engine: ctx.engine.clone(),
+        placement: cell.placement.clone(),
+        benchlab: ctx.benchlab.clone(),
+        scenario_sha256: ctx.scenario_sha256.clone(),
+        deviations: Vec::new(),
+    };
+    let failure = failure_override.or(outcome.failure.clone());
+    let samples = |v: &[u64]| {
+        stats::summarize_samples(v).map(|summary| SampleMetric {
+            samples_ms: v.iter().map(|&ns| ns as f64 / 1e6).collect(),
+            summary,
+        })
+    };
+    let calls = outcome.calls_histogram.as_ref().and_then(|h| {
+        let hist = stats::decode_histogram(h).ok()?;
+        Some(HistogramMetric {
+            summary: stats::summarize(&hist)?,
+            histogram: h.clone(),
+        })
+    });
+    Record {
+        format_version: crate::record::FORMAT_VERSION,
+        run_id: ctx.run_id.clone(),
+        seq: 0,
+        recorded_at: crate::record::now_rfc3339(),
+        status: if failure.is_some() {
+            Status::Failed
+        } else {
+            Status::Ok
+        },
+        failure,
+        cell: Cell {
+            id: cell.id.clone(),
+            server: ServerIdent {
+                id: cell.server_id.clone(),
+                family: cell.image.family.clone(),
+                sdk_version: cell.image.version.clone(),
+                api: cell.image.api.clone(),
+                runtime: cell.image.runtime_name.clone(),
+                runtime_version,
+            },
+            transport: "stdio".into(),
+            suite: cell.suite.clone(),
+            workload: cell.workload.clone(),
+            placement: cell.placement.clone(),
+            timeouts: cell.timeouts,
+        },
+        metrics: Metrics {
+            cold_start: samples(&outcome.cold_start_ns),
+            tools_list: samples(&outcome.tools_list_ns),
+            calls,
+            memory: MemoryMetrics {
+                after_initialize: outcome.memory_after_initialize,
+                end: outcome.memory_end,
+            },
+        },
+        observed: Observed {
+            protocol_version: outcome.protocol_version,
+            server_info: outcome.server_info,
+            exits: outcome.exits,
+        },
+        environment,
+        env_hash: String::new(),
+        prev_hash: None,
+        hash: String::new(),
+    }
+}

@@ -1,0 +1,202 @@
+//! CPU placement: reading the CPUs this process may use and choosing disjoint cpusets for the
+//! server and sidecar containers (or one shared set when a scenario asks). It starts nothing.
+
+use crate::record::Placement;
+use crate::scenario::{PlacementMode, PlacementSpec};
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlacementError {
+    #[error("a split placement needs at least 2 CPUs, and this host offers {available}: use `mode = \"shared\"` in [placement], or run on a bigger host")]
+    NotEnoughCpus { available: String },
+    #[error("cpuset {set:?} asks for CPUs this host does not offer (available: {available})")]
+    Unavailable { set: String, available: String },
+    #[error("server_cpus {server:?} and driver_cpus {driver:?} overlap, but the placement mode is split: make them disjoint or use mode = \"shared\"")]
+    Overlap { server: String, driver: String },
+    #[error("{0}")]
+    Syntax(String),
+}
+
+/// Parses a Linux CPU list (`0-3,6,8-9`).
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let a: u32 = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad CPU list {s:?}"))?;
+        let b: u32 = b
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad CPU list {s:?}"))?;
+        if b < a {
+            return Err(format!("bad CPU range {part:?} in {s:?}"));
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        return Err(format!("empty CPU list {s:?}"));
+    }
+    Ok(out)
+}
+
+/// Formats CPUs as a compact list (`0-3,6`).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The CPUs this process may run on (its affinity mask), which the containers inherit as the
+/// universe to choose from.
+pub fn available_cpus() -> Vec<u32> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count() as u32)
+            .filter(|&c| set.is_set(c as usize).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1))
+            .collect(),
+    }
+}
+
+/// Chooses the cpusets for one cell.
+pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, PlacementError> {
+    let avail = format_cpu_list(available);
+    let check = |set: &str| -> Result<Vec<u32>, PlacementError> {
+        let cpus = parse_cpu_list(set).map_err(PlacementError::Syntax)?;
+        if cpus.iter().any(|c| !available.contains(c)) {
+            return Err(PlacementError::Unavailable {
+                set: set.into(),
+                available: avail.clone(),
+            });
+        }
+        Ok(cpus)
+    };
+    let last = *available.last().ok_or(PlacementError::NotEnoughCpus {
+        available: avail.clone(),
+    })?;
+    let (server, driver) = match spec.mode {
+        PlacementMode::Split => {
+            let server = match &spec.server_cpus {
+                Some(s) => check(s)?,
+                None => vec![last],
+            };
+            let driver = match &spec.driver_cpus {
+                Some(s) => check(s)?,
+                None => {
+                    // The highest CPU not given to the server.
+                    let free: Vec<u32> = available
+                        .iter()
+                        .copied()
+                        .filter(|c| !server.contains(c))
+                        .collect();
+                    vec![*free.last().ok_or(PlacementError::NotEnoughCpus {
+                        available: avail.clone(),
+                    })?]
+                }
+            };
+            if server.iter().any(|c| driver.contains(c)) {
+                return Err(PlacementError::Overlap {
+                    server: format_cpu_list(&server),
+                    driver: format_cpu_list(&driver),
+                });
+            }
+            (server, driver)
+        }
+        PlacementMode::Shared => {
+            let server = match &spec.server_cpus {
+                Some(s) => check(s)?,
+                None => vec![last],
+            };
+            let driver = match &spec.driver_cpus {
+                Some(s) => check(s)?,
+                None => server.clone(),
+            };
+            (server, driver)
+        }
+    };
+    Ok(Placement {
+        server_cpus: format_cpu_list(&server),
+        driver_cpus: format_cpu_list(&driver),
+        shared: spec.mode == PlacementMode::Shared,
+        memory_limit_bytes: spec.memory.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Memory;
+
+    fn spec(mode: PlacementMode, s: Option<&str>, d: Option<&str>) -> PlacementSpec {
+        PlacementSpec {
+            mode,
+            server_cpus: s.map(String::from),
+            driver_cpus: d.map(String::from),
+            memory: Memory(1 << 30),
+        }
+    }
+
+    #[test]
+    fn cpu_lists_round_trip() {
+        assert_eq!(
+            parse_cpu_list("0-3,6,8-9").unwrap(),
+            vec![0, 1, 2, 3, 6, 8, 9]
+        );
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn split_gives_disjoint_sets_on_two_cores() {
+        let p = choose(&spec(PlacementMode::Split, None, None), &[0, 1]).unwrap();
+        assert_eq!(
+            (p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared),
+            ("1", "0", false)
+        );
+        let p = choose(&spec(PlacementMode::Shared, None, None), &[0, 1]).unwrap();
+        assert_eq!(
+            (p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared),
+            ("1", "1", true)
+        );
+    }
+
+    #[test]
+    fn refuses_what_the_host_cannot_do() {
+        assert!(matches!(
+            choose(&spec(PlacementMode::Split, None, None), &[0]),
+            Err(PlacementError::NotEnoughCpus { .. })
+        ));
+        assert!(matches!(
+            choose(&spec(PlacementMode::Split, Some("0"), Some("0")), &[0, 1]),
+            Err(PlacementError::Overlap { .. })
+        ));
+        assert!(matches!(
+            choose(&spec(PlacementMode::Split, Some("5"), None), &[0, 1]),
+            Err(PlacementError::Unavailable { .. })
+        ));
+    }
+}

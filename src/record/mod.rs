@@ -1,0 +1,308 @@
+//! The versioned result record: what a cell was, what it measured, the environment manifest it
+//! ran in and the hashes that make the store tamper-evident. Canonical JSON and sha256 live here;
+//! computing metrics does not.
+
+pub mod manifest;
+pub mod store;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::driver::Timeouts;
+use crate::scenario::Workload;
+use crate::shim::{ExitInfo, TreeMemory};
+use crate::stats::LatencySummary;
+
+pub use manifest::Environment;
+
+/// The record format this build writes and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The JSON Schema of a record (draft 2020-12), kept beside the code that writes it.
+pub const SCHEMA: &str = include_str!("record.schema.json");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Failed,
+}
+
+/// Why a cell failed. Named reasons, never message strings, so failures can be counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// The server exited or closed its stdout while it was expected to answer.
+    Crash,
+    /// No initialize result within the start-up limit.
+    StartupTimeout,
+    /// No answer to a request within the call limit.
+    Timeout,
+    /// Something on stdout that is not the protocol, or a refused handshake.
+    ProtocolError,
+    /// A tool answered with a value other than the expected one, or tools/list was wrong.
+    WrongResult,
+    /// A tool answered with an error where a value was expected.
+    ToolError,
+    /// The server was killed by the kernel for exceeding its memory limit.
+    Oom,
+    /// The lab itself failed: engine, shim, driver or image.
+    EngineError,
+}
+
+impl FailureReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::Crash => "crash",
+            FailureReason::StartupTimeout => "startup_timeout",
+            FailureReason::Timeout => "timeout",
+            FailureReason::ProtocolError => "protocol_error",
+            FailureReason::WrongResult => "wrong_result",
+            FailureReason::ToolError => "tool_error",
+            FailureReason::Oom => "oom",
+            FailureReason::EngineError => "engine_error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub reason: FailureReason,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn new(reason: FailureReason, detail: impl Into<String>) -> Self {
+        Failure {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason.as_str(), self.detail)
+    }
+}
+
+/// The server under test in a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerIdent {
+    /// The scenario's name for it.
+    pub id: String,
+    /// Recipe family (`python-mcp`, ...) or `benchlab-null` for the built-in floor server.
+    pub family: String,
+    /// SDK version (the lab's own version for the null server).
+    pub sdk_version: String,
+    /// The SDK's API generation the server source uses (`mcpserver`, `fastmcp`, `lowlevel`, ...).
+    pub api: String,
+    /// Runtime name (`cpython`, `node`, `bun`, `native`) and the version actually installed.
+    pub runtime: String,
+    pub runtime_version: String,
+}
+
+/// Where a cell ran: CPU sets and the memory limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// cpuset of the server container (`cpuset.cpus` syntax).
+    pub server_cpus: String,
+    /// cpuset of the sidecar (driver) container.
+    pub driver_cpus: String,
+    /// True when the scenario asked server and driver to share CPUs.
+    pub shared: bool,
+    /// The server container's memory limit (swap disabled), bytes.
+    pub memory_limit_bytes: u64,
+}
+
+/// What one cell is: the server, transport, suite, workload and limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `<server id>/<workload kind>`, unique within a scenario.
+    pub id: String,
+    pub server: ServerIdent,
+    pub transport: String,
+    pub suite: String,
+    pub workload: Workload,
+    pub placement: Placement,
+    pub timeouts: Timeouts,
+}
+
+/// A latency metric from individual samples (cold starts, first tools/list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleMetric {
+    /// Every sample, in the order taken, in milliseconds.
+    pub samples_ms: Vec<f64>,
+    pub summary: LatencySummary,
+}
+
+/// A latency metric from a histogram (serial calls).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistogramMetric {
+    pub summary: LatencySummary,
+    /// HdrHistogram V2 deflate encoding, base64, values in nanoseconds.
+    pub histogram: String,
+}
+
+/// Memory of the server's process tree (from /proc inside its container).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryMetrics {
+    pub after_initialize: Option<TreeMemory>,
+    pub end: Option<TreeMemory>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub cold_start: Option<SampleMetric>,
+    pub tools_list: Option<SampleMetric>,
+    pub calls: Option<HistogramMetric>,
+    pub memory: MemoryMetrics,
+}
+
+/// What the server said about itself and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    pub protocol_version: Option<String>,
+    pub server_info: Option<Value>,
+    pub exits: Vec<ExitInfo>,
+}
+
+/// One measured cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub format_version: u32,
+    pub run_id: String,
+    /// Position in the run's store, from 0.
+    pub seq: u64,
+    /// UTC, RFC 3339, when the record was written (not part of env_hash).
+    pub recorded_at: String,
+    pub status: Status,
+    pub failure: Option<Failure>,
+    pub cell: Cell,
+    pub metrics: Metrics,
+    pub observed: Observed,
+    pub environment: Environment,
+    /// sha256 hex of the environment's canonical JSON.
+    pub env_hash: String,
+    /// The previous record's `hash` in this store; null for the first.
+    pub prev_hash: Option<String>,
+    /// sha256 hex of this record's canonical JSON without the `hash` field.
+    pub hash: String,
+}
+
+/// Canonical JSON: object keys sorted by their UTF-8 bytes, no insignificant whitespace, numbers
+/// as serde_json prints them. Independent of serde_json's map ordering features.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push(':');
+                write_canonical(&map[*k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// sha256 of a serialisable value's canonical JSON.
+pub fn canonical_hash<T: Serialize>(v: &T) -> String {
+    let value = serde_json::to_value(v).expect("stored types serialise to JSON");
+    sha256_hex(canonical_json(&value).as_bytes())
+}
+
+impl Record {
+    /// The hash this record should carry: over everything but `hash` itself.
+    pub fn compute_hash(&self) -> String {
+        let mut value = serde_json::to_value(self).expect("records serialise");
+        value
+            .as_object_mut()
+            .expect("a record is an object")
+            .remove("hash");
+        sha256_hex(canonical_json(&value).as_bytes())
+    }
+}
+
+/// Now, as RFC 3339 UTC with seconds (no dependency on a calendar crate).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).
+pub fn rfc3339(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth() {
+        let v = json!({"b": 1, "a": {"z": [3, {"y": 1, "x": 2}], "c": "é\n"}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"c":"é\n","z":[3,{"x":2,"y":1}]},"b":1}"#
+        );
+        let w: Value =
+            serde_json::from_str(r#"{"a":{"z":[3,{"x":2,"y":1}],"c":"é\n"},"b":1}"#).unwrap();
+        assert_eq!(canonical_hash(&v), canonical_hash(&w));
+    }
+
+    #[test]
+    fn formats_utc_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_032_245), "2026-11-30T09:50:45Z");
+    }
+}

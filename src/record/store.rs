@@ -1,0 +1,147 @@
+//! The append-only store of a run: `results/<run-id>/records.jsonl`, one record per line, each
+//! chained to the one before by `prev_hash`, appended with a single write and an fsync.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::record::{Record, FORMAT_VERSION};
+
+pub const RECORDS_FILE: &str = "records.jsonl";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a record: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}:{line}: record format_version {found} is not one this benchlab reads (it reads {FORMAT_VERSION})")]
+    Version {
+        path: PathBuf,
+        line: usize,
+        found: u64,
+    },
+    #[error(
+        "{path}:{line}: the last line is incomplete (a write was cut short); it is not a record"
+    )]
+    Torn { path: PathBuf, line: usize },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An open run directory that records are appended to.
+pub struct Store {
+    path: PathBuf,
+    file: File,
+    last_hash: Option<String>,
+    next_seq: u64,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `run_dir`, continuing its chain.
+    pub fn open(run_dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(run_dir).map_err(io(run_dir))?;
+        let path = run_dir.join(RECORDS_FILE);
+        let existing = if path.exists() {
+            read_records(&path)?
+        } else {
+            Vec::new()
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        if existing.is_empty() {
+            // Make the new file's directory entry durable too.
+            if let Ok(d) = File::open(run_dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(Store {
+            path,
+            file,
+            last_hash: existing.last().map(|r| r.hash.clone()),
+            next_seq: existing.len() as u64,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Chains, hashes and appends a record; returns it as stored.
+    pub fn append(&mut self, mut record: Record) -> Result<Record, StoreError> {
+        record.format_version = FORMAT_VERSION;
+        record.seq = self.next_seq;
+        record.prev_hash = self.last_hash.clone();
+        record.env_hash = record.environment.hash();
+        record.hash = record.compute_hash();
+        let mut line = serde_json::to_string(&record).expect("records serialise");
+        line.push('\n');
+        // One write of the whole line: a crash leaves at most a torn last line, which readers
+        // detect (no newline) and never take for a record.
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(io(&self.path))?;
+        self.file.sync_data().map_err(io(&self.path))?;
+        self.last_hash = Some(record.hash.clone());
+        self.next_seq += 1;
+        Ok(record)
+    }
+}
+
+/// Reads every record of a store, refusing unknown format versions and torn lines.
+pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let mut out = Vec::new();
+    let line_count = text.lines().count();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if n == line_count && !text.ends_with('\n') {
+            return Err(StoreError::Torn {
+                path: path.into(),
+                line: n,
+            });
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| StoreError::Parse {
+                path: path.into(),
+                line: n,
+                message: e.to_string(),
+            })?;
+        let version = value
+            .get("format_version")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        if version != u64::from(FORMAT_VERSION) {
+            return Err(StoreError::Version {
+                path: path.into(),
+                line: n,
+                found: version,
+            });
+        }
+        let record: Record = serde_json::from_value(value).map_err(|e| StoreError::Parse {
+            path: path.into(),
+            line: n,
+            message: e.to_string(),
+        })?;
+        out.push(record);
+    }
+    Ok(out)
+}

@@ -1,0 +1,420 @@
+//! Inside the server container: `benchlab shim` stands in for a stdio client's parent process.
+//! It spawns the server on request with stdin/stdout on FIFOs the driver made in the shared
+//! volume, keeps its stderr drained into a log file, stops it the way the MCP lifecycle says
+//! (close stdin, wait, SIGTERM, SIGKILL) and reads its process tree's memory from /proc.
+//! It never measures latency: that is the driver's job, on the other CPU set.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+/// The control socket's file name inside the shared volume.
+pub const SOCKET: &str = "ctl.sock";
+
+/// A request from the driver, one JSON object per line on the control socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Spawn the server with stdin read from `stdin_fifo` and stdout written to `stdout_fifo`.
+    /// The driver has already opened `stdout_fifo` for reading, so neither open blocks.
+    Spawn {
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+        stdin_fifo: PathBuf,
+        stdout_fifo: PathBuf,
+        stderr_log: PathBuf,
+    },
+    /// The memory of the server's process tree now.
+    Memory { pid: u32 },
+    /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
+    /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
+    Stop {
+        pid: u32,
+        grace_ms: u64,
+        term_ms: u64,
+    },
+    /// Stop everything and exit.
+    Shutdown,
+}
+
+/// The shim's answer to one request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Spawned {
+        pid: u32,
+    },
+    Memory {
+        memory: TreeMemory,
+    },
+    Stopped {
+        exit: ExitInfo,
+        memory_before_stop: Option<TreeMemory>,
+    },
+    Bye,
+    Error {
+        message: String,
+    },
+}
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// `exited` by itself after stdin closed, `terminated` by SIGTERM, `killed` by SIGKILL, or
+    /// `already_exited` before the stop was asked for.
+    pub how: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Milliseconds from the stop request to the exit.
+    pub stop_ms: f64,
+}
+
+/// Memory of a process tree, summed over the server and all its descendants.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMemory {
+    /// Sum of VmRSS (resident set) over the tree.
+    pub rss_bytes: u64,
+    /// Sum of VmHWM (each process's own peak resident set) over the tree: an upper bound on the
+    /// tree's peak, exact for a single process.
+    pub hwm_bytes: u64,
+    pub processes: u32,
+}
+
+/// Reads the memory of `root` and its descendants from a /proc-like folder (a root path, so
+/// tests can point it at fixtures).
+pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir(proc_root)? {
+        let entry = entry?;
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue; // the process went away while we looked
+        };
+        if let Some(ppid) = parse_ppid(&stat) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    let mut mem = TreeMemory::default();
+    for pid in tree {
+        let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status"))
+        else {
+            continue;
+        };
+        mem.processes += 1;
+        mem.rss_bytes += status_kib(&status, "VmRSS:") * 1024;
+        mem.hwm_bytes += status_kib(&status, "VmHWM:") * 1024;
+    }
+    Ok(mem)
+}
+
+/// The parent pid from /proc/<pid>/stat; the command name may hold spaces and parentheses, so
+/// parse from the last ')'.
+fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn status_kib(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l[key.len()..].split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Opens a FIFO without blocking, then makes the descriptor blocking again for the child.
+fn open_fifo(path: &Path, write: bool) -> std::io::Result<File> {
+    let f = OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    Ok(f)
+}
+
+struct Shim {
+    proc_root: PathBuf,
+    children: HashMap<u32, Child>,
+}
+
+impl Shim {
+    fn handle(&mut self, req: Request) -> Reply {
+        match req {
+            Request::Spawn {
+                argv,
+                env,
+                cwd,
+                stdin_fifo,
+                stdout_fifo,
+                stderr_log,
+            } => {
+                match self.spawn(
+                    &argv,
+                    &env,
+                    cwd.as_deref(),
+                    &stdin_fifo,
+                    &stdout_fifo,
+                    &stderr_log,
+                ) {
+                    Ok(pid) => Reply::Spawned { pid },
+                    Err(e) => Reply::Error {
+                        message: format!("spawn {:?}: {e}", argv),
+                    },
+                }
+            }
+            Request::Memory { pid } => match tree_memory(&self.proc_root, pid) {
+                Ok(memory) => Reply::Memory { memory },
+                Err(e) => Reply::Error {
+                    message: format!("read /proc for pid {pid}: {e}"),
+                },
+            },
+            Request::Stop {
+                pid,
+                grace_ms,
+                term_ms,
+            } => {
+                let memory_before_stop = tree_memory(&self.proc_root, pid)
+                    .ok()
+                    .filter(|m| m.processes > 0);
+                match self.stop(pid, grace_ms, term_ms) {
+                    Ok(exit) => Reply::Stopped {
+                        exit,
+                        memory_before_stop,
+                    },
+                    Err(message) => Reply::Error { message },
+                }
+            }
+            Request::Shutdown => Reply::Bye,
+        }
+    }
+
+    fn spawn(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: Option<&str>,
+        stdin_fifo: &Path,
+        stdout_fifo: &Path,
+        stderr_log: &Path,
+    ) -> std::io::Result<u32> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
+        let stdin = open_fifo(stdin_fifo, false)?;
+        let stdout = open_fifo(stdout_fifo, true)?;
+        let stderr = File::create(stderr_log)?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr))
+            // Its own process group, so a stop reaches every process the server started.
+            .process_group(0);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        let child = cmd.spawn()?;
+        let pid = child.id();
+        self.children.insert(pid, child);
+        Ok(pid)
+    }
+
+    fn stop(&mut self, pid: u32, grace_ms: u64, term_ms: u64) -> Result<ExitInfo, String> {
+        let mut child = self
+            .children
+            .remove(&pid)
+            .ok_or_else(|| format!("no server with pid {pid}"))?;
+        let started = Instant::now();
+        let group = Pid::from_raw(pid as i32);
+        let mut how = "already_exited";
+        let mut status = child.try_wait().map_err(|e| e.to_string())?;
+        if status.is_none() {
+            how = "exited";
+            status = wait_until(&mut child, Duration::from_millis(grace_ms));
+        }
+        if status.is_none() {
+            how = "terminated";
+            let _ = killpg(group, Signal::SIGTERM);
+            status = wait_until(&mut child, Duration::from_millis(term_ms));
+        }
+        if status.is_none() {
+            how = "killed";
+            let _ = killpg(group, Signal::SIGKILL);
+            status = child.wait().ok();
+        }
+        // Whatever the server left behind in its group goes too.
+        let _ = killpg(group, Signal::SIGKILL);
+        reap_orphans();
+        let status = status.ok_or_else(|| format!("could not reap pid {pid}"))?;
+        Ok(ExitInfo {
+            how: how.into(),
+            code: status.code(),
+            signal: status.signal(),
+            stop_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    fn kill_all(&mut self) {
+        for (pid, mut child) in self.children.drain() {
+            let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+}
+
+fn wait_until(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The shim is PID 1 of the server container: processes re-parented to it must be reaped. Only
+/// called when none of our own children is alive, so no exit status of ours is taken.
+fn reap_orphans() {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    if std::process::id() != 1 {
+        return;
+    }
+    while let Ok(s) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+        if s == WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
+
+/// Runs the shim: serves the control socket in `dir` until a `shutdown` request.
+pub fn run(dir: &Path, proc_root: &Path) -> anyhow::Result<()> {
+    let sock = dir.join(SOCKET);
+    let _ = std::fs::remove_file(&sock);
+    let listener = UnixListener::bind(&sock)
+        .map_err(|e| anyhow::anyhow!("bind control socket {}: {e}", sock.display()))?;
+    let mut shim = Shim {
+        proc_root: proc_root.to_path_buf(),
+        children: HashMap::new(),
+    };
+    for conn in listener.incoming() {
+        let conn = conn?;
+        if serve_connection(&mut shim, conn)? {
+            break;
+        }
+    }
+    shim.kill_all();
+    let _ = std::fs::remove_file(&sock);
+    Ok(())
+}
+
+/// Serves one driver connection; true when the driver asked the shim to exit.
+fn serve_connection(shim: &mut Shim, conn: UnixStream) -> anyhow::Result<bool> {
+    let mut writer = conn.try_clone()?;
+    let reader = BufReader::new(conn);
+    for line in reader.lines() {
+        let line = line?;
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(Request::Shutdown) => {
+                shim.kill_all();
+                writeln!(writer, "{}", serde_json::to_string(&Reply::Bye)?)?;
+                return Ok(true);
+            }
+            Ok(req) => shim.handle(req),
+            Err(e) => Reply::Error {
+                message: format!("bad request: {e}"),
+            },
+        };
+        writeln!(writer, "{}", serde_json::to_string(&reply)?)?;
+    }
+    // The driver went away without a shutdown: stop its servers, wait for the next driver.
+    shim.kill_all();
+    Ok(false)
+}
+
+/// The last `max` bytes of a log file, as text (for failure details).
+pub fn tail(path: &Path, max: u64) -> Option<String> {
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(max))).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_proc(root: &Path, pid: u32, ppid: u32, comm: &str, rss_kib: u64, hwm_kib: u64) {
+        let d = root.join(pid.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("stat"),
+            format!("{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("status"),
+            format!("Name:\t{comm}\nVmHWM:\t {hwm_kib} kB\nVmRSS:\t {rss_kib} kB\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn sums_the_whole_tree_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write_proc(r, 1, 0, "benchlab", 1000, 1000);
+        write_proc(r, 10, 1, "python3", 30_000, 35_000);
+        write_proc(r, 11, 10, "worker (a) b", 5_000, 6_000);
+        write_proc(r, 12, 11, "grandchild", 100, 200);
+        write_proc(r, 20, 1, "other", 7_000, 7_000);
+        std::fs::create_dir_all(r.join("self")).unwrap();
+        let m = tree_memory(r, 10).unwrap();
+        assert_eq!(m.processes, 3);
+        assert_eq!(m.rss_bytes, (30_000 + 5_000 + 100) * 1024);
+        assert_eq!(m.hwm_bytes, (35_000 + 6_000 + 200) * 1024);
+        assert_eq!(tree_memory(r, 99).unwrap().processes, 0);
+    }
+
+    #[test]
+    fn parses_ppid_past_odd_command_names() {
+        assert_eq!(parse_ppid("42 (a) b) c) R 7 42 42"), Some(7));
+    }
+}
