@@ -1,0 +1,55 @@
+//! The command line without an engine: bad scenarios are refused with file:line:column and exit
+//! code 2 before anything is built; --help teaches.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+
+fn run_scenario(text: &str) -> (i32, String) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("bad.toml");
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["run"])
+        .arg(&p)
+        .args(["--root", env!("CARGO_MANIFEST_DIR"), "--results"])
+        .arg(d.path().join("results"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&p.display().to_string(), "bad.toml");
+    (out.status.code().unwrap(), stderr)
+}
+
+const BASE: &str = "name = \"t\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n[[workload]]\nkind = \"cold_start\"\nspawns = 2\n";
+
+#[test]
+fn unknown_key_is_refused_with_its_position() {
+    let (code, err) = run_scenario(&BASE.replace("spawns = 2", "spawns = 2\nspwans = 3"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.toml:8:1: unknown field `spwans`"), "{err}");
+}
+
+#[test]
+fn wrong_type_is_refused_with_its_position() {
+    let (code, err) = run_scenario(&BASE.replace("spawns = 2", "spawns = \"two\""));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.toml:7:10: invalid type: string \"two\""), "{err}");
+}
+
+#[test]
+fn unknown_version_is_refused_at_the_version() {
+    let text = BASE.replace("family = \"benchlab-null\"", "family = \"python-mcp\"\nversion = \"0.0.1\"");
+    let (code, err) = run_scenario(&text);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.toml:5:11: python-mcp has no recipe for version \"0.0.1\""), "{err}");
+}
+
+#[test]
+fn help_lists_commands_and_exit_codes() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in ["run", "report", "base", "null-server", "Exit codes"] {
+        assert!(text.contains(word), "--help lacks {word}: {text}");
+    }
+    assert!(!text.contains("shim"), "hidden roles stay hidden");
+}
