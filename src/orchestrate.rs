@@ -169,9 +169,7 @@ struct ReadyImage {
 
 /// A fresh run id: UTC time and scenario name.
 pub fn new_run_id(scenario: &str) -> String {
-    let t = crate::record::now_rfc3339()
-        .replace(':', "")
-        .replace('-', "");
+    let t = crate::record::now_rfc3339().replace([':', '-'], "");
     let nonce = std::process::id() % 10_000;
     format!("{t}-{scenario}-{nonce:04}")
 }

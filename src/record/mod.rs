@@ -283,9 +283,120 @@ pub fn rfc3339(unix_secs: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::record::manifest::*;
     use serde_json::json;
+
+    /// A complete record with awkward floats, for store and hash tests.
+    pub(crate) fn sample_record(id: &str) -> Record {
+        let placement = Placement {
+            server_cpus: "1".into(),
+            driver_cpus: "0".into(),
+            shared: false,
+            memory_limit_bytes: 1 << 30,
+        };
+        let summary = LatencySummary {
+            count: 3,
+            min_ms: 0.1,
+            p50_ms: 0.30000000000000004,
+            p90_ms: 0.7,
+            p95_ms: 0.7,
+            p99_ms: 0.7,
+            max_ms: 0.7,
+            mean_ms: 1.0 / 3.0,
+        };
+        Record {
+            format_version: FORMAT_VERSION,
+            run_id: "run".into(),
+            seq: 0,
+            recorded_at: rfc3339(0),
+            status: Status::Ok,
+            failure: None,
+            cell: Cell {
+                id: format!("{id}/cold_start"),
+                server: ServerIdent {
+                    id: id.into(),
+                    family: "benchlab-null".into(),
+                    sdk_version: "0".into(),
+                    api: "builtin".into(),
+                    runtime: "native".into(),
+                    runtime_version: "0".into(),
+                },
+                transport: "stdio".into(),
+                suite: "weekly".into(),
+                workload: Workload::ColdStart { spawns: 3 },
+                placement: placement.clone(),
+                timeouts: Timeouts::default(),
+            },
+            metrics: Metrics {
+                cold_start: Some(SampleMetric {
+                    samples_ms: vec![0.1, 0.30000000000000004, 0.7000000000000001],
+                    summary: summary.clone(),
+                }),
+                tools_list: None,
+                calls: None,
+                memory: MemoryMetrics {
+                    after_initialize: Some(TreeMemory {
+                        rss_bytes: 4096,
+                        hwm_bytes: 8192,
+                        processes: 1,
+                    }),
+                    end: None,
+                },
+            },
+            observed: Observed {
+                protocol_version: Some("2025-11-25".into()),
+                server_info: Some(json!({"name": "x", "v": 1.5e-7})),
+                exits: vec![],
+            },
+            environment: Environment {
+                image: ImageManifest {
+                    reference: "benchlab/base:bookworm".into(),
+                    image_id: "sha256:00".into(),
+                    input_hash: "0".repeat(64),
+                    base: BaseManifest {
+                        reference: "benchlab/base:bookworm".into(),
+                        image_id: "sha256:00".into(),
+                        suite: Some("bookworm".into()),
+                        rootfs_sha256: None,
+                    },
+                    packages: vec![],
+                    system_packages: vec![Package {
+                        name: "libc6".into(),
+                        version: "2.36".into(),
+                    }],
+                },
+                runtime: RuntimeManifest {
+                    name: "native".into(),
+                    version: "0".into(),
+                },
+                host: HostManifest {
+                    kernel: "6".into(),
+                    cpu_model: "cpu".into(),
+                    cpus_online: "0-1".into(),
+                    logical_cpus: 2,
+                    memory_bytes: 1,
+                    cgroup_version: 1,
+                },
+                engine: EngineManifest {
+                    kind: "docker".into(),
+                    version: "20".into(),
+                    api_version: "1.41".into(),
+                },
+                placement,
+                benchlab: BenchlabManifest {
+                    version: "0".into(),
+                    binary_sha256: "1".repeat(64),
+                },
+                scenario_sha256: "2".repeat(64),
+                deviations: vec![],
+            },
+            env_hash: String::new(),
+            prev_hash: None,
+            hash: String::new(),
+        }
+    }
 
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {

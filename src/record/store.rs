@@ -145,3 +145,57 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::tests::sample_record;
+
+    #[test]
+    fn appends_chain_and_read_back() {
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(d.path()).unwrap();
+        let a = store.append(sample_record("a")).unwrap();
+        let b = store.append(sample_record("b")).unwrap();
+        assert_eq!(a.prev_hash, None);
+        assert_eq!(b.prev_hash.as_deref(), Some(a.hash.as_str()));
+        assert_eq!((a.seq, b.seq), (0, 1));
+        // A reopened store continues the chain.
+        let mut again = Store::open(d.path()).unwrap();
+        let c = again.append(sample_record("c")).unwrap();
+        assert_eq!(c.prev_hash.as_deref(), Some(b.hash.as_str()));
+        assert_eq!(c.seq, 2);
+        let back = read_records(&d.path().join(RECORDS_FILE)).unwrap();
+        assert_eq!(back, vec![a, b, c]);
+        for r in &back {
+            assert_eq!(
+                r.compute_hash(),
+                r.hash,
+                "hashes survive the JSON round trip"
+            );
+            assert_eq!(r.environment.hash(), r.env_hash);
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_reported_not_parsed() {
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(d.path()).unwrap();
+        store.append(sample_record("a")).unwrap();
+        let path = d.path().join(RECORDS_FILE);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(r#"{"format_version":1,"run_id":"#);
+        std::fs::write(&path, text).unwrap();
+        let e = read_records(&path).unwrap_err();
+        assert!(matches!(e, StoreError::Torn { line: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn unknown_format_versions_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join(RECORDS_FILE);
+        std::fs::write(&path, "{\"format_version\":99}\n").unwrap();
+        let e = read_records(&path).unwrap_err().to_string();
+        assert!(e.contains(":1: record format_version 99"), "{e}");
+    }
+}
