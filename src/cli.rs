@@ -20,7 +20,8 @@ use crate::scenario::Scenario;
 const EXIT_HELP: &str = "\
 Exit codes:
   0  every cell ran and passed its checks
-  1  some cells failed (their records say why: crash, timeout, wrong_result, ...)
+  1  some cells did not do what the scenario expects (their records say why: crash, timeout,
+     wrong_result, ...); a failure the scenario expects (expect = \"failure\") is a result
   2  bad input: a scenario, recipe or record that cannot be used (file:line:column in the message)
   3  the environment: no container engine, a base or image that cannot be made, a full disk";
 
@@ -44,7 +45,7 @@ pub enum Command {
     Run {
         /// The scenario file (scenarios/*.toml).
         scenario: PathBuf,
-        /// Where run folders are written.
+        /// Where run folders are written: <results>/<scenario name>/<run id>/.
         #[arg(long, default_value = "results")]
         results: PathBuf,
         /// Name the run folder yourself (default: UTC time, scenario name, a nonce).
@@ -83,6 +84,25 @@ pub enum Command {
         #[arg(long = "package")]
         packages: Vec<String>,
     },
+    /// Regenerate lock folders (lockfiles/<family>/<version>-<runtime>/) with a real locker (uv
+    /// for Python, npm for Node/Bun) run in a container of the target's own base.
+    ///
+    /// Example: benchlab lock python-mcp 2.3.0 --runtime cpython-trixie
+    Lock {
+        /// A recipe family (images/<family>/).
+        family: String,
+        /// One of the family's versions.
+        version: String,
+        /// Only this runtime (default: every runtime the version lists).
+        #[arg(long)]
+        runtime: Option<String>,
+        /// The checkout holding images/ and lockfiles/.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// CA bundle for the locker's downloads (default: $SSL_CERT_FILE or the system bundle).
+        #[arg(long)]
+        ca_bundle: Option<PathBuf>,
+    },
     /// The built-in floor server: MCP over stdio with the least work possible.
     NullServer {
         /// The tool suite to serve (default: $BENCHLAB_SUITE or weekly).
@@ -116,10 +136,7 @@ pub struct Exit {
 
 impl Exit {
     fn new(code: i32, message: impl Into<String>) -> Self {
-        Exit {
-            code,
-            message: message.into(),
-        }
+        Exit { code, message: message.into() }
     }
 }
 
@@ -153,13 +170,11 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 pub fn main_with(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
         Command::NullServer { suite } => {
-            let name = suite
-                .or_else(|| std::env::var("BENCHLAB_SUITE").ok())
-                .unwrap_or_else(|| "weekly".into());
+            let name =
+                suite.or_else(|| std::env::var("BENCHLAB_SUITE").ok()).unwrap_or_else(|| "weekly".into());
             let suite = crate::mcp::suite::Suite::from_name(&name)
                 .ok_or_else(|| Exit::new(2, format!("unknown suite {name:?}")))?;
-            crate::nullserver::serve(suite)
-                .map_err(|e| Exit::new(3, format!("null-server: {e}")))?;
+            crate::nullserver::serve(suite).map_err(|e| Exit::new(3, format!("null-server: {e}")))?;
             Ok(0)
         }
         Command::Shim { dir, proc_root } => {
@@ -167,8 +182,8 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             Ok(0)
         }
         Command::Driver { spec } => {
-            let spec: crate::driver::DriverSpec = serde_json::from_str(&spec)
-                .map_err(|e| Exit::new(2, format!("driver: bad spec: {e}")))?;
+            let spec: crate::driver::DriverSpec =
+                serde_json::from_str(&spec).map_err(|e| Exit::new(2, format!("driver: bad spec: {e}")))?;
             let outcome = crate::driver::run(&spec);
             Ok(if outcome.failure.is_some() { 1 } else { 0 })
         }
@@ -181,14 +196,11 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let pk: Vec<&str> = packages.iter().map(String::as_str).collect();
             let source = BaseSource::bootstrap(&suite, &pk);
             source.validate().map_err(|m| Exit::new(2, m))?;
-            runtime().block_on(async {
-                let engine = DockerEngine::connect()
-                    .await
-                    .map_err(|e| Exit::new(3, error_chain(&e)))?;
+            tokio_runtime().block_on(async {
+                let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
                 let work = std::env::temp_dir().join("benchlab-work");
-                let base =
-                    orchestrate::ensure_base(&engine, &source, &work, &mut |e| ui.event(e)).await?;
+                let base = orchestrate::ensure_base(&engine, &source, &work, &mut |e| ui.event(e)).await?;
                 ui.finish();
                 println!("{}  {}", base.reference, base.image_id);
                 if let Some(sha) = base.rootfs_sha256 {
@@ -197,50 +209,47 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Run {
-            scenario,
-            results,
-            run_id,
-            root,
-            ca_bundle,
-            json,
-        } => {
+        Command::Lock { family, version, runtime, root, ca_bundle } => {
+            let recipes = RecipeBook::load(&root).map_err(|e| {
+                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
+            })?;
+            let opts = run_options(PathBuf::from("results"), None, ca_bundle)?;
+            tokio_runtime().block_on(async {
+                let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
+                let mut ui = Progress::new();
+                let r = orchestrate::lock(
+                    &engine,
+                    &recipes,
+                    &family,
+                    &version,
+                    runtime.as_deref(),
+                    &opts,
+                    &mut |e| ui.event(e),
+                )
+                .await;
+                ui.finish();
+                for dir in r.map_err(Exit::from)? {
+                    println!("locked {}", dir.display());
+                }
+                Ok(0)
+            })
+        }
+        Command::Run { scenario, results, run_id, root, ca_bundle, json } => {
             let scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
             let recipes = RecipeBook::load(&root).map_err(|e| {
-                Exit::new(
-                    2,
-                    format!("{e}\n  (run from the benchlab checkout, or pass --root)"),
-                )
+                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
             })?;
-            let exe = std::env::current_exe()
-                .map_err(|e| Exit::new(3, format!("cannot find my own executable: {e}")))?;
-            let ca = ca_bundle
-                .or_else(|| std::env::var_os("SSL_CERT_FILE").map(PathBuf::from))
-                .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
-            let opts = RunOptions {
-                results_dir: results,
-                run_id,
-                benchlab_exe: exe,
-                ca_bundle: ca,
-                work_dir: std::env::temp_dir().join("benchlab-work"),
-                lab_volume_bytes: 64 << 20,
-            };
-            let summary = runtime().block_on(async {
-                let engine = DockerEngine::connect()
-                    .await
-                    .map_err(|e| Exit::new(3, error_chain(&e)))?;
+            let opts = run_options(results, run_id, ca_bundle)?;
+            let summary = tokio_runtime().block_on(async {
+                let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
-                let r = orchestrate::run(&engine, &scenario, &recipes, &opts, &mut |e| ui.event(e))
-                    .await;
+                let r = orchestrate::run(&engine, &scenario, &recipes, &opts, &mut |e| ui.event(e)).await;
                 ui.finish();
                 r.map_err(Exit::from)
             })?;
             let rows = report::summary_rows(&summary.records);
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).expect("rows serialise")
-                );
+                println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
             } else {
                 println!("{}", report::summary_table(&rows));
                 println!(
@@ -249,27 +258,21 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                     summary.records.len(),
                     summary.run_dir.join(RECORDS_FILE).display(),
                     summary.images_built,
-                    if summary.images_built == 0 {
-                        ": every image was a cache hit"
-                    } else {
-                        ""
-                    }
+                    if summary.images_built == 0 { ": every image was a cache hit" } else { "" }
                 );
             }
-            let failed = summary
-                .records
-                .iter()
-                .filter(|r| r.status == Status::Failed)
-                .count();
-            if failed > 0 {
-                eprintln!("{failed} cell(s) failed:");
-                for r in summary
-                    .records
-                    .iter()
-                    .filter(|r| r.status == Status::Failed)
-                {
-                    if let Some(f) = &r.failure {
-                        eprintln!("  {}: {f}", r.cell.id);
+            let unexpected: Vec<&crate::record::Record> =
+                summary.records.iter().filter(|r| !r.as_expected()).collect();
+            for r in summary.records.iter().filter(|r| r.as_expected() && r.status == Status::Failed) {
+                let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
+                eprintln!("  {}: failed as the scenario expects ({reason})", r.cell.id);
+            }
+            if !unexpected.is_empty() {
+                eprintln!("{} cell(s) did not do what the scenario expects:", unexpected.len());
+                for r in unexpected {
+                    match &r.failure {
+                        Some(f) => eprintln!("  {}: {f}", r.cell.id),
+                        None => eprintln!("  {}: succeeded, but the scenario expects a failure", r.cell.id),
                     }
                 }
                 return Ok(1);
@@ -279,7 +282,28 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// Run options from the command line: the lab's own executable and the fetch-stage CA bundle.
+fn run_options(
+    results: PathBuf,
+    run_id: Option<String>,
+    ca_bundle: Option<PathBuf>,
+) -> Result<RunOptions, Exit> {
+    let exe =
+        std::env::current_exe().map_err(|e| Exit::new(3, format!("cannot find my own executable: {e}")))?;
+    let ca = ca_bundle
+        .or_else(|| std::env::var_os("SSL_CERT_FILE").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    Ok(RunOptions {
+        results_dir: results,
+        run_id,
+        benchlab_exe: exe,
+        ca_bundle: ca,
+        work_dir: std::env::temp_dir().join("benchlab-work"),
+        lab_volume_bytes: 64 << 20,
+    })
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -288,26 +312,15 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn report_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
-    let path = if run.is_dir() {
-        run.join(RECORDS_FILE)
-    } else {
-        run.to_path_buf()
-    };
+    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
     let records = read_records(&path).map_err(|e| Exit::new(2, e.to_string()))?;
     let rows = report::summary_rows(&records);
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("rows serialise")
-        );
+        println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
     } else {
         println!("{}", report::summary_table(&rows));
     }
-    Ok(if records.iter().any(|r| r.status == Status::Failed) {
-        1
-    } else {
-        0
-    })
+    Ok(if records.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
 }
 
 /// Renders orchestrator events: bars on a terminal, plain lines elsewhere (CI logs).
@@ -318,10 +331,7 @@ struct Progress {
 
 impl Progress {
     fn new() -> Self {
-        Progress {
-            bar: None,
-            tty: std::io::stderr().is_terminal(),
-        }
+        Progress { bar: None, tty: std::io::stderr().is_terminal() }
     }
 
     fn spinner(&mut self, msg: String) {
@@ -329,8 +339,7 @@ impl Progress {
         if self.tty {
             let b = ProgressBar::new_spinner();
             b.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-                    .expect("valid template"),
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid template"),
             );
             b.enable_steady_tick(Duration::from_millis(120));
             b.set_message(msg);
@@ -359,28 +368,19 @@ impl Progress {
 
     fn event(&mut self, e: Event) {
         match e {
-            Event::Planned {
-                run_id,
-                run_dir,
-                cells,
-                images,
-            } => self.line(format!(
+            Event::Planned { run_id, run_dir, cells, images } => self.line(format!(
                 "run {run_id}: {cells} cell(s), {images} image(s); records in {}",
                 run_dir.display()
             )),
             Event::BaseBootstrapping { reference, suite } => self.spinner(format!(
                 "bootstrapping base {reference} from Debian {suite} (debootstrap, about a minute)"
             )),
-            Event::BaseReady {
-                reference,
-                cached,
-                seconds,
-            } => {
+            Event::Ready { what, reference, cached, seconds } => {
                 self.finish_bar();
                 if cached {
-                    self.line(format!("base {reference}: present, not rebuilt"));
+                    self.line(format!("{what} {reference}: cache hit, no build"));
                 } else {
-                    self.line(format!("base {reference}: ready in {seconds:.0} s"));
+                    self.line(format!("{what} {reference}: ready in {seconds:.0} s"));
                 }
             }
             Event::ImageBuilding { reference } => self.spinner(format!("building {reference}")),
@@ -388,33 +388,15 @@ impl Progress {
                 Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
                 None => eprintln!("  | {line}"),
             },
-            Event::ImageReady {
-                reference,
-                cached,
-                seconds,
-            } => {
-                self.finish_bar();
-                if cached {
-                    self.line(format!("image {reference}: cache hit, no build"));
-                } else {
-                    self.line(format!("image {reference}: built in {seconds:.0} s"));
-                }
-            }
-            Event::CellStarted {
-                index,
-                total,
-                cell_id,
-            } => {
+            Event::CellStarted { index, total, cell_id } => {
                 self.finish_bar();
                 let msg = format!("cell {}/{total} {cell_id}", index + 1);
                 if self.tty {
                     let b = ProgressBar::new(1);
                     b.set_style(
-                        ProgressStyle::with_template(
-                            "{msg:40} [{bar:30}] {pos}/{len} {elapsed_precise}",
-                        )
-                        .expect("valid template")
-                        .progress_chars("=> "),
+                        ProgressStyle::with_template("{msg:40} [{bar:30}] {pos}/{len} {elapsed_precise}")
+                            .expect("valid template")
+                            .progress_chars("=> "),
                     );
                     b.set_message(msg);
                     self.bar = Some(b);
@@ -422,9 +404,7 @@ impl Progress {
                     eprintln!("{msg}");
                 }
             }
-            Event::CellProgress {
-                phase, done, total, ..
-            } => {
+            Event::CellProgress { phase, done, total, .. } => {
                 if let Some(b) = &self.bar {
                     b.set_length(total);
                     b.set_position(done);
@@ -437,11 +417,9 @@ impl Progress {
                 self.finish_bar();
                 let status = match &record.failure {
                     None => "ok".to_string(),
-                    Some(f) => format!(
-                        "FAILED {}: {}",
-                        f.reason.as_str(),
-                        f.detail.lines().next().unwrap_or("")
-                    ),
+                    Some(f) => {
+                        format!("FAILED {}: {}", f.reason.as_str(), f.detail.lines().next().unwrap_or(""))
+                    }
                 };
                 self.line(format!("  {} {status}", record.cell.id));
             }

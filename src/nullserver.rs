@@ -54,10 +54,7 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
         "tools/call" => {
             let params = msg.params.unwrap_or(Value::Null);
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            let args = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
+            let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
             match suite.evaluate(name, &args) {
                 Ok(v) => {
                     let text = match &v {
@@ -73,13 +70,7 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
                 Err(e) => json!({"content": [{"type": "text", "text": e}], "isError": true}),
             }
         }
-        other => {
-            return Some(error_line(
-                id,
-                -32601,
-                &format!("method not found: {other}"),
-            ))
-        }
+        other => return Some(error_line(id, -32601, &format!("method not found: {other}"))),
     };
     let mut out = String::with_capacity(128);
     out.push_str(r#"{"jsonrpc":"2.0","id":"#);
@@ -91,10 +82,7 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
 }
 
 fn error_line(id: &str, code: i64, message: &str) -> String {
-    format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{}}}\n",
-        json!({"code": code, "message": message})
-    )
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{}}}\n", json!({"code": code, "message": message}))
 }
 
 /// Serves stdin/stdout until end of input.
@@ -123,17 +111,11 @@ pub fn serve(suite: Suite) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::suite::Expected;
     use crate::mcp::{parse_incoming, tool_value, Incoming};
 
     fn result_of(line: &str) -> Value {
-        match parse_incoming(
-            answer(Suite::Weekly, line.as_bytes())
-                .unwrap()
-                .trim_end()
-                .as_bytes(),
-        )
-        .unwrap()
-        {
+        match parse_incoming(answer(Suite::Weekly, line.as_bytes()).unwrap().trim_end().as_bytes()).unwrap() {
             Incoming::Response { outcome: Ok(v), .. } => v,
             other => panic!("unexpected {other:?}"),
         }
@@ -141,29 +123,22 @@ mod tests {
 
     #[test]
     fn answers_the_handshake_and_the_suite() {
-        let init = result_of(&crate::mcp::request_line(
-            1,
-            "initialize",
-            &crate::mcp::initialize_params(),
-        ));
-        assert_eq!(
-            init["protocolVersion"],
-            crate::mcp::OFFERED_PROTOCOL_VERSION
-        );
-        assert!(answer(
-            Suite::Weekly,
-            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
-        )
-        .is_none());
-        let list = result_of(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-        assert_eq!(crate::mcp::tool_names(&list), Suite::Weekly.tools());
-        for (tool, args, expected) in Suite::Weekly.gate() {
-            let line = crate::mcp::request_line(
-                9,
-                "tools/call",
-                &crate::mcp::tools_call_params(tool, &args),
-            );
-            assert_eq!(tool_value(&result_of(&line)), Ok(expected));
+        let init = result_of(&crate::mcp::request_line(1, "initialize", &crate::mcp::initialize_params()));
+        assert_eq!(init["protocolVersion"], crate::mcp::OFFERED_PROTOCOL_VERSION);
+        assert!(answer(Suite::Weekly, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
+        for suite in Suite::ALL {
+            let list = answer(*suite, br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).unwrap();
+            let list: Value = serde_json::from_str(&list).unwrap();
+            assert_eq!(crate::mcp::tool_names(&list["result"]), suite.tools());
+            for (tool, args, expected) in suite.gate() {
+                let line =
+                    crate::mcp::request_line(9, "tools/call", &crate::mcp::tools_call_params(tool, &args));
+                let reply: Value = serde_json::from_str(&answer(*suite, line.as_bytes()).unwrap()).unwrap();
+                match expected {
+                    Expected::Value(v) => assert_eq!(tool_value(&reply["result"]), Ok(v)),
+                    Expected::Error => assert!(tool_value(&reply["result"]).is_err()),
+                }
+            }
         }
         let unknown = result_of(
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
@@ -173,11 +148,8 @@ mod tests {
 
     #[test]
     fn keeps_string_ids_and_refuses_unknown_methods() {
-        let reply = answer(
-            Suite::Weekly,
-            br#"{"jsonrpc":"2.0","id":"abc","method":"resources/list"}"#,
-        )
-        .unwrap();
+        let reply =
+            answer(Suite::Weekly, br#"{"jsonrpc":"2.0","id":"abc","method":"resources/list"}"#).unwrap();
         assert!(reply.contains(r#""id":"abc""#) && reply.contains("-32601"));
     }
 }

@@ -11,17 +11,17 @@ use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
 use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, LABEL_RUN};
 use crate::placement;
 use crate::recipe::base::{self, BaseSource};
-use crate::recipe::{ImagePlan, RecipeBook, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY};
+use crate::recipe::{ImagePlan, RecipeBook, ServerWant, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY};
 use crate::record::manifest::{
     parse_dpkg_list, BaseManifest, BenchlabManifest, EngineManifest, Environment, HostManifest,
     ImageManifest, Package, RuntimeManifest,
 };
 use crate::record::store::Store;
 use crate::record::{
-    Cell, Failure, FailureReason, HistogramMetric, MemoryMetrics, Metrics, Observed, Placement,
-    Record, SampleMetric, ServerIdent, Status,
+    Cell, Failure, FailureReason, HistogramMetric, MemoryMetrics, Metrics, Observed, Placement, Record,
+    SampleMetric, ServerIdent, Status,
 };
-use crate::scenario::{Scenario, ScenarioError};
+use crate::scenario::{Expect, Scenario, ScenarioError};
 use crate::stats;
 
 /// What the orchestrator reports as it works.
@@ -37,7 +37,10 @@ pub enum Event {
         reference: String,
         suite: String,
     },
-    BaseReady {
+    /// A base (`what = "base"`) or a recipe image (`what = "image"`) is ready: found in the
+    /// engine with the same inputs (`cached`), or just made.
+    Ready {
+        what: &'static str,
         reference: String,
         cached: bool,
         seconds: f64,
@@ -47,11 +50,6 @@ pub enum Event {
     },
     BuildLog {
         line: String,
-    },
-    ImageReady {
-        reference: String,
-        cached: bool,
-        seconds: f64,
     },
     CellStarted {
         index: usize,
@@ -95,17 +93,11 @@ pub enum RunError {
     #[error(transparent)]
     Placement(#[from] placement::PlacementError),
     #[error("bootstrapping base {reference}: {source}")]
-    Bootstrap {
-        reference: String,
-        source: base::BootstrapError,
-    },
+    Bootstrap { reference: String, source: base::BootstrapError },
     #[error(transparent)]
     Store(#[from] crate::record::store::StoreError),
     #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    Io { what: String, source: std::io::Error },
 }
 
 /// A cell resolved against recipes and placement.
@@ -118,33 +110,41 @@ pub struct PlannedCell {
     pub workload: crate::scenario::Workload,
     pub placement: Placement,
     pub timeouts: Timeouts,
+    pub expect: Expect,
+    /// The runtime version the reproduced source used, if the scenario says.
+    pub source_runtime: Option<String>,
+    /// The scenario's extra environment for the server.
+    pub env: BTreeMap<String, String>,
 }
 
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
-pub fn plan(
-    scenario: &Scenario,
-    recipes: &RecipeBook,
-    cpus: &[u32],
-) -> Result<Vec<PlannedCell>, RunError> {
+pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<Vec<PlannedCell>, RunError> {
     let placement = placement::choose(&scenario.placement, cpus)?;
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
-        let image = recipes
-            .resolve(
-                s.family.get_ref(),
-                s.version.as_ref().map(|v| v.get_ref().as_str()),
-                s.runtime.as_ref().map(|v| v.get_ref().as_str()),
-                &spec.suite,
-            )
-            .map_err(|m| {
-                let span = s
-                    .version
-                    .as_ref()
-                    .filter(|_| m.contains("version"))
-                    .map_or(s.family.span(), |v| v.span());
-                scenario.error_at(span, m)
-            })?;
+        let want = ServerWant {
+            family: s.family.get_ref().clone(),
+            version: s.version.as_ref().map(|v| v.get_ref().clone()),
+            runtime: s.runtime.as_ref().map(|v| v.get_ref().clone()),
+            api: s.api.as_ref().map(|v| v.get_ref().clone()),
+            suite: spec.suite.clone(),
+            env: s.env.clone(),
+            expect_failure: s.expect == Expect::Failure,
+        };
+        let image = recipes.resolve(&want).map_err(|m| {
+            // Point at the field the message is about.
+            let span = if m.contains("API") || m.contains("suite") {
+                s.api.as_ref().map(|v| v.span())
+            } else if m.contains("runtime") {
+                s.runtime.as_ref().map(|v| v.span())
+            } else if m.contains("version") {
+                s.version.as_ref().map(|v| v.span())
+            } else {
+                None
+            };
+            scenario.error_at(span.unwrap_or_else(|| s.family.span()), m)
+        })?;
         out.push(PlannedCell {
             id: spec.id(),
             server_id: s.id.get_ref().clone(),
@@ -153,6 +153,9 @@ pub fn plan(
             workload: spec.workload.clone(),
             placement: placement.clone(),
             timeouts: scenario.timeouts,
+            expect: s.expect,
+            source_runtime: s.source_runtime.clone(),
+            env: s.env.clone(),
         });
     }
     Ok(out)
@@ -197,18 +200,15 @@ pub async fn ensure_base<E: Engine>(
             BaseSource::Registry { .. } => true,
         };
         if same_spec {
-            emit(Event::BaseReady {
-                reference: reference.clone(),
-                cached: true,
-                seconds: 0.0,
-            });
+            emit(Event::Ready { what: "base", reference: reference.clone(), cached: true, seconds: 0.0 });
             return Ok(manifest(img.id.clone(), &img.labels));
         }
     }
     match source {
         BaseSource::Registry { reference } => {
             let img = engine.pull(reference).await?;
-            emit(Event::BaseReady {
+            emit(Event::Ready {
+                what: "base",
                 reference: reference.clone(),
                 cached: false,
                 seconds: started.elapsed().as_secs_f64(),
@@ -216,33 +216,25 @@ pub async fn ensure_base<E: Engine>(
             Ok(manifest(img.id.clone(), &img.labels))
         }
         BaseSource::Bootstrap { suite, packages } => {
-            emit(Event::BaseBootstrapping {
-                reference: reference.clone(),
-                suite: suite.clone(),
-            });
+            emit(Event::BaseBootstrapping { reference: reference.clone(), suite: suite.clone() });
             let work = work_dir.join(format!("base-{}", &source.spec_hash()[..12]));
             let _ = std::fs::remove_dir_all(&work);
             let (suite2, packages2, work2) = (suite.clone(), packages.clone(), work.clone());
-            let rootfs =
-                tokio::task::spawn_blocking(move || base::bootstrap(&suite2, &packages2, &work2))
-                    .await
-                    .map_err(|e| RunError::Io {
-                        what: "bootstrap task".into(),
-                        source: std::io::Error::other(e),
-                    })?
-                    .map_err(|e| RunError::Bootstrap {
-                        reference: reference.clone(),
-                        source: e,
-                    })?;
+            let rootfs = tokio::task::spawn_blocking(move || base::bootstrap(&suite2, &packages2, &work2))
+                .await
+                .map_err(|e| RunError::Io {
+                    what: "bootstrap task".into(),
+                    source: std::io::Error::other(e),
+                })?
+                .map_err(|e| RunError::Bootstrap { reference: reference.clone(), source: e })?;
             let mut labels = BTreeMap::new();
             labels.insert(base::LABEL_ROOTFS_SHA256.to_string(), rootfs.sha256.clone());
             labels.insert(base::LABEL_SUITE.to_string(), suite.clone());
             labels.insert(base::LABEL_BASE_SPEC.to_string(), source.spec_hash());
-            let img = engine
-                .import_rootfs(&rootfs.tar, &reference, &labels)
-                .await?;
+            let img = engine.import_rootfs(&rootfs.tar, &reference, &labels).await?;
             let _ = std::fs::remove_dir_all(&work);
-            emit(Event::BaseReady {
+            emit(Event::Ready {
+                what: "base",
                 reference: reference.clone(),
                 cached: false,
                 seconds: started.elapsed().as_secs_f64(),
@@ -260,16 +252,22 @@ async fn ensure_image<E: Engine>(
     bases: &mut HashMap<String, BaseManifest>,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<ReadyImage, RunError> {
-    let base_ref = plan.base.reference();
-    let base = match bases.get(&base_ref) {
-        Some(b) => b.clone(),
-        None => {
-            let b = ensure_base(engine, &plan.base, &opts.work_dir, emit).await?;
-            bases.insert(base_ref.clone(), b.clone());
-            b
-        }
+    let mut base_for =
+        async |source: &BaseSource, emit: &mut (dyn FnMut(Event) + Send)| -> Result<BaseManifest, RunError> {
+            let key = source.reference();
+            if let Some(b) = bases.get(&key) {
+                return Ok(b.clone());
+            }
+            let b = ensure_base(engine, source, &opts.work_dir, emit).await?;
+            bases.insert(key, b.clone());
+            Ok(b)
+        };
+    let base = base_for(&plan.base, emit).await?;
+    let fetch_base = match &plan.fetch_base {
+        Some(f) => base_for(f, emit).await?,
+        None => base.clone(),
     };
-    let input_hash = plan.input_hash(&base.image_id);
+    let input_hash = plan.input_hash(&base.image_id, &fetch_base.image_id);
     if plan.build.is_none() {
         return Ok(ReadyImage {
             reference: base.reference.clone(),
@@ -282,22 +280,11 @@ async fn ensure_image<E: Engine>(
     let started = Instant::now();
     if let Some(img) = engine.image(&reference).await? {
         if img.labels.get(LABEL_INPUT_HASH) == Some(&input_hash) {
-            emit(Event::ImageReady {
-                reference: reference.clone(),
-                cached: true,
-                seconds: 0.0,
-            });
-            return Ok(ReadyImage {
-                reference,
-                id: img.id,
-                input_hash,
-                base,
-            });
+            emit(Event::Ready { what: "image", reference: reference.clone(), cached: true, seconds: 0.0 });
+            return Ok(ReadyImage { reference, id: img.id, input_hash, base });
         }
     }
-    emit(Event::ImageBuilding {
-        reference: reference.clone(),
-    });
+    emit(Event::ImageBuilding { reference: reference.clone() });
     let ca = std::fs::read(&opts.ca_bundle).map_err(|e| RunError::Io {
         what: format!(
             "read the CA bundle {} for the build's fetch stage (set SSL_CERT_FILE to another)",
@@ -307,33 +294,22 @@ async fn ensure_image<E: Engine>(
     })?;
     // The base is named by id, so a re-tagged base can never slip into a build.
     let context = plan
-        .context_tar(&base.image_id, &ca)
-        .map_err(|e| RunError::Io {
-            what: "render the build context".into(),
-            source: e,
-        })?;
+        .context_tar(&base.image_id, &fetch_base.image_id, &ca)
+        .map_err(|e| RunError::Io { what: "render the build context".into(), source: e })?;
     let mut labels = BTreeMap::new();
     labels.insert(LABEL_INPUT_HASH.to_string(), input_hash.clone());
     labels.insert("org.benchlab.family".to_string(), plan.family.clone());
     labels.insert("org.benchlab.version".to_string(), plan.version.clone());
     let img = engine
-        .build(context, &reference, &labels, &mut |line| {
-            emit(Event::BuildLog {
-                line: line.to_string(),
-            })
-        })
+        .build(context, &reference, &labels, &mut |line| emit(Event::BuildLog { line: line.to_string() }))
         .await?;
-    emit(Event::ImageReady {
+    emit(Event::Ready {
+        what: "image",
         reference: reference.clone(),
         cached: false,
         seconds: started.elapsed().as_secs_f64(),
     });
-    Ok(ReadyImage {
-        reference,
-        id: img.id,
-        input_hash,
-        base,
-    })
+    Ok(ReadyImage { reference, id: img.id, input_hash, base })
 }
 
 /// The parts of the environment shared by every cell of a run.
@@ -364,14 +340,11 @@ pub async fn run<E: Engine>(
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<RunSummary, RunError> {
     let cells = plan(scenario, recipes, &placement::available_cpus())?;
-    let run_id = opts
-        .run_id
-        .clone()
-        .unwrap_or_else(|| new_run_id(&scenario.name));
-    let run_dir = opts.results_dir.join(&run_id);
+    let run_id = opts.run_id.clone().unwrap_or_else(|| new_run_id(&scenario.name));
+    let run_dir = opts.results_dir.join(&scenario.name).join(&run_id);
     let mut distinct: Vec<&ImagePlan> = Vec::new();
     for c in &cells {
-        if !distinct.contains(&&c.image) {
+        if !distinct.iter().any(|d| d.same_image(&c.image)) {
             distinct.push(&c.image);
         }
     }
@@ -421,39 +394,15 @@ pub async fn run<E: Engine>(
     let mut records = Vec::new();
     let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
     for (index, cell) in cells.iter().enumerate() {
-        emit(Event::CellStarted {
-            index,
-            total: cells.len(),
-            cell_id: cell.id.clone(),
-        });
-        let ready = &images
-            .iter()
-            .find(|(p, _)| *p == cell.image)
-            .expect("every cell's image is ready")
-            .1;
-        let record = run_cell(
-            engine,
-            &ctx,
-            cell,
-            index,
-            ready,
-            opts,
-            &mut image_facts,
-            emit,
-        )
-        .await;
+        emit(Event::CellStarted { index, total: cells.len(), cell_id: cell.id.clone() });
+        let ready =
+            &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
+        let record = run_cell(engine, &ctx, cell, index, ready, opts, &mut image_facts, emit).await;
         let stored = store.append(record)?;
-        emit(Event::CellFinished {
-            record: Box::new(stored.clone()),
-        });
+        emit(Event::CellFinished { record: Box::new(stored.clone()) });
         records.push(stored);
     }
-    Ok(RunSummary {
-        run_id,
-        run_dir,
-        records,
-        images_built: built,
-    })
+    Ok(RunSummary { run_id, run_dir, records, images_built: built })
 }
 
 /// What an image says about itself: runtime version and installed packages.
@@ -464,10 +413,7 @@ struct ImageFacts {
     system_packages: Vec<Package>,
 }
 
-async fn read_image_facts<E: Engine>(
-    engine: &E,
-    container: &str,
-) -> Result<ImageFacts, EngineError> {
+async fn read_image_facts<E: Engine>(engine: &E, container: &str) -> Result<ImageFacts, EngineError> {
     let mut facts = ImageFacts::default();
     if let Some(bytes) = engine.read_file(container, base::DPKG_LIST_PATH).await? {
         facts.system_packages = parse_dpkg_list(&String::from_utf8_lossy(&bytes));
@@ -478,8 +424,8 @@ async fn read_image_facts<E: Engine>(
             runtime: RuntimeManifest,
             packages: Vec<Package>,
         }
-        let parsed: ImageJson = serde_json::from_slice(&bytes)
-            .map_err(|e| EngineError::op("parse", IMAGE_MANIFEST_PATH, e))?;
+        let parsed: ImageJson =
+            serde_json::from_slice(&bytes).map_err(|e| EngineError::op("parse", IMAGE_MANIFEST_PATH, e))?;
         facts.runtime_version = Some(parsed.runtime.version);
         facts.packages = parsed.packages;
         facts.packages.sort();
@@ -530,10 +476,7 @@ async fn run_cell<E: Engine>(
                 )
             }),
         ),
-        Err(e) => (
-            DriverOutcome::default(),
-            Some(Failure::new(FailureReason::EngineError, e.to_string())),
-        ),
+        Err(e) => (DriverOutcome::default(), Some(Failure::new(FailureReason::EngineError, e.to_string()))),
     };
     let facts = image_facts.get(&image.id).cloned().unwrap_or_default();
     build_record(ctx, cell, image, &facts, outcome, failure_override)
@@ -559,30 +502,16 @@ async fn cell_in_containers<E: Engine>(
     let mut labels = BTreeMap::new();
     labels.insert(LABEL_RUN.to_string(), run_id.to_string());
     labels.insert("org.benchlab.cell".to_string(), cell.id.clone());
-    engine
-        .create_volume(volume, opts.lab_volume_bytes, &labels)
-        .await?;
+    engine.create_volume(volume, opts.lab_volume_bytes, &labels).await?;
     let mounts = vec![
-        Mount::Bind {
-            source: opts.benchlab_exe.clone(),
-            target: LAB_BINARY.into(),
-            read_only: true,
-        },
-        Mount::Volume {
-            name: volume.into(),
-            target: "/lab".into(),
-        },
+        Mount::Bind { source: opts.benchlab_exe.clone(), target: LAB_BINARY.into(), read_only: true },
+        Mount::Volume { name: volume.into(), target: "/lab".into() },
     ];
     let server = engine
         .create_container(&ContainerSpec {
             name: format!("{name}-server"),
             image: image.id.clone(),
-            cmd: vec![
-                LAB_BINARY.into(),
-                "shim".into(),
-                "--dir".into(),
-                "/lab".into(),
-            ],
+            cmd: vec![LAB_BINARY.into(), "shim".into(), "--dir".into(), "/lab".into()],
             env: Vec::new(),
             labels: labels.clone(),
             cpuset: cell.placement.server_cpus.clone(),
@@ -610,12 +539,7 @@ async fn cell_in_containers<E: Engine>(
         .create_container(&ContainerSpec {
             name: format!("{name}-driver"),
             image: image.id.clone(),
-            cmd: vec![
-                LAB_BINARY.into(),
-                "driver".into(),
-                "--spec".into(),
-                spec_json,
-            ],
+            cmd: vec![LAB_BINARY.into(), "driver".into(), "--spec".into(), spec_json],
             env: Vec::new(),
             labels,
             cpuset: cell.placement.driver_cpus.clone(),
@@ -632,12 +556,9 @@ async fn cell_in_containers<E: Engine>(
     let cell_id = cell.id.clone();
     let mut on_line = |line| match line {
         OutputLine::Stdout(text) => match serde_json::from_str::<DriverEvent>(&text) {
-            Ok(DriverEvent::Progress { phase, done, total }) => emit(Event::CellProgress {
-                cell_id: cell_id.clone(),
-                phase,
-                done,
-                total,
-            }),
+            Ok(DriverEvent::Progress { phase, done, total }) => {
+                emit(Event::CellProgress { cell_id: cell_id.clone(), phase, done, total })
+            }
             Ok(DriverEvent::Outcome { outcome: o }) => outcome = Some(*o),
             Err(_) => driver_stderr.push(text),
         },
@@ -691,6 +612,16 @@ fn cell_time_limit(cell: &PlannedCell) -> Duration {
     Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
 }
 
+/// The deviation to record when a reproduction asked for a runtime version this cell did not
+/// run ("3.12" is met by any 3.12.x; "3.12.3" only by itself).
+fn runtime_deviation(kind: &str, wanted: Option<&str>, actual: &str) -> Option<String> {
+    let wanted = wanted?;
+    let met = actual == wanted || actual.starts_with(&format!("{wanted}."));
+    (!met).then(|| {
+        format!("the reproduced source ran {kind} {wanted}, which cannot be had here; this cell ran {kind} {actual}")
+    })
+}
+
 fn build_record(
     ctx: &RunContext,
     cell: &PlannedCell,
@@ -701,10 +632,7 @@ fn build_record(
 ) -> Record {
     let runtime_version = match cell.image.runtime_kind.as_str() {
         "native" => env!("CARGO_PKG_VERSION").to_string(),
-        _ => facts
-            .runtime_version
-            .clone()
-            .unwrap_or_else(|| "unknown".into()),
+        _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
     };
     let environment = Environment {
         image: ImageManifest {
@@ -715,16 +643,19 @@ fn build_record(
             packages: facts.packages.clone(),
             system_packages: facts.system_packages.clone(),
         },
-        runtime: RuntimeManifest {
-            name: cell.image.runtime_kind.clone(),
-            version: runtime_version.clone(),
-        },
+        runtime: RuntimeManifest { name: cell.image.runtime_kind.clone(), version: runtime_version.clone() },
         host: ctx.host.clone(),
         engine: ctx.engine.clone(),
         placement: cell.placement.clone(),
         benchlab: ctx.benchlab.clone(),
         scenario_sha256: ctx.scenario_sha256.clone(),
-        deviations: Vec::new(),
+        deviations: runtime_deviation(
+            &cell.image.runtime_kind,
+            cell.source_runtime.as_deref(),
+            &runtime_version,
+        )
+        .into_iter()
+        .collect(),
     };
     let failure = failure_override.or(outcome.failure.clone());
     let samples = |v: &[u64]| {
@@ -735,21 +666,14 @@ fn build_record(
     };
     let calls = outcome.calls_histogram.as_ref().and_then(|h| {
         let hist = stats::decode_histogram(h).ok()?;
-        Some(HistogramMetric {
-            summary: stats::summarize(&hist)?,
-            histogram: h.clone(),
-        })
+        Some(HistogramMetric { summary: stats::summarize(&hist)?, histogram: h.clone() })
     });
     Record {
         format_version: crate::record::FORMAT_VERSION,
         run_id: ctx.run_id.clone(),
         seq: 0,
         recorded_at: crate::record::now_rfc3339(),
-        status: if failure.is_some() {
-            Status::Failed
-        } else {
-            Status::Ok
-        },
+        status: if failure.is_some() { Status::Failed } else { Status::Ok },
         failure,
         cell: Cell {
             id: cell.id.clone(),
@@ -760,12 +684,15 @@ fn build_record(
                 api: cell.image.api.clone(),
                 runtime: cell.image.runtime_name.clone(),
                 runtime_version,
+                source: cell.image.source.clone(),
+                env: cell.env.clone(),
             },
             transport: "stdio".into(),
             suite: cell.suite.clone(),
             workload: cell.workload.clone(),
             placement: cell.placement.clone(),
             timeouts: cell.timeouts,
+            expect: cell.expect,
         },
         metrics: Metrics {
             cold_start: samples(&outcome.cold_start_ns),
@@ -785,5 +712,113 @@ fn build_record(
         env_hash: String::new(),
         prev_hash: None,
         hash: String::new(),
+    }
+}
+
+/// The uv release `benchlab lock` installs in the target base to lock Python sets.
+pub const UV_VERSION: &str = "0.13.9";
+
+/// Regenerates lock folders with a real locker run inside a container of each target's base
+/// (so the Python version and platform tags are the image's own). The container has the default
+/// network (it downloads); the CA bundle is mounted read-only for it.
+pub async fn lock<E: Engine>(
+    engine: &E,
+    recipes: &RecipeBook,
+    family: &str,
+    version: &str,
+    runtime: Option<&str>,
+    opts: &RunOptions,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<Vec<PathBuf>, RunError> {
+    let jobs = recipes
+        .lock_jobs(family, version, runtime)
+        .map_err(|m| RunError::Io { what: "plan the lock".into(), source: std::io::Error::other(m) })?;
+    let mut done = Vec::new();
+    for job in jobs {
+        let base = ensure_base(engine, &job.base, &opts.work_dir, emit).await?;
+        let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
+        let script = match job.locker {
+            "uv" => format!(
+                "set -e; python3 -m venv /tmp/locker; \
+                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; \
+                 cd /lock; SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile requirements.in --generate-hashes \
+                 --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt"
+            ),
+            _ => "set -e; cd /lock; npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved".to_string(),
+        };
+        let mut labels = BTreeMap::new();
+        labels.insert(LABEL_RUN.to_string(), format!("lock-{}", std::process::id()));
+        let dir = std::fs::canonicalize(&job.dir)
+            .map_err(|e| RunError::Io { what: format!("lock folder {}", job.dir.display()), source: e })?;
+        let id = engine
+            .create_container(&ContainerSpec {
+                name: format!("benchlab-lock-{}-{}", std::process::id(), done.len()),
+                image: base.image_id.clone(),
+                cmd: vec!["sh".into(), "-c".into(), script],
+                env: Vec::new(),
+                labels,
+                cpuset: String::new(),
+                memory: None,
+                network: Network::Egress,
+                mounts: vec![
+                    Mount::Bind { source: dir.clone(), target: "/lock".into(), read_only: false },
+                    Mount::Bind { source: opts.ca_bundle.clone(), target: "/ca.pem".into(), read_only: true },
+                ],
+            })
+            .await?;
+        emit(Event::ImageBuilding {
+            reference: format!("lock {} {} ({}, {})", job.family, job.version, job.runtime, job.locker),
+        });
+        let result = async {
+            engine.start(&id).await?;
+            let mut tail: Vec<String> = Vec::new();
+            engine
+                .follow(&id, &mut |line| {
+                    let text = match line {
+                        OutputLine::Stdout(t) | OutputLine::Stderr(t) => t,
+                    };
+                    emit(Event::BuildLog { line: text.clone() });
+                    tail.push(text);
+                    if tail.len() > 30 {
+                        tail.remove(0);
+                    }
+                })
+                .await?;
+            let exit = engine.wait(&id).await?;
+            if exit.code != 0 {
+                return Err(EngineError::op(
+                    "lock",
+                    &command,
+                    format!("the locker exited with {}:\n{}", exit.code, tail.join("\n")),
+                ));
+            }
+            Ok(())
+        }
+        .await;
+        let _ = engine.remove_container(&id).await;
+        result?;
+        emit(Event::Ready {
+            what: "lock",
+            reference: dir.display().to_string(),
+            cached: false,
+            seconds: 0.0,
+        });
+        done.push(dir);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_deviations_are_named() {
+        assert_eq!(runtime_deviation("cpython", Some("3.13"), "3.13.5"), None);
+        assert_eq!(runtime_deviation("cpython", Some("3.13.5"), "3.13.5"), None);
+        assert_eq!(runtime_deviation("cpython", None, "3.11.2"), None);
+        let d = runtime_deviation("cpython", Some("3.12.3"), "3.13.5").unwrap();
+        assert!(d.contains("3.12.3") && d.contains("3.13.5"), "{d}");
+        assert!(runtime_deviation("node", Some("22.1"), "22.12.0").is_some());
     }
 }

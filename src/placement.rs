@@ -24,14 +24,8 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
             Some((a, b)) => (a, b),
             None => (part, part),
         };
-        let a: u32 = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad CPU list {s:?}"))?;
-        let b: u32 = b
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad CPU list {s:?}"))?;
+        let a: u32 = a.trim().parse().map_err(|_| format!("bad CPU list {s:?}"))?;
+        let b: u32 = b.trim().parse().map_err(|_| format!("bad CPU list {s:?}"))?;
         if b < a {
             return Err(format!("bad CPU range {part:?} in {s:?}"));
         }
@@ -57,11 +51,7 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        parts.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
+        parts.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
         i = j + 1;
     }
     parts.join(",")
@@ -74,10 +64,7 @@ pub fn available_cpus() -> Vec<u32> {
         Ok(set) => (0..nix::sched::CpuSet::count() as u32)
             .filter(|&c| set.is_set(c as usize).unwrap_or(false))
             .collect(),
-        Err(_) => (0..std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1))
-            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)).collect(),
     }
 }
 
@@ -87,16 +74,11 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
     let check = |set: &str| -> Result<Vec<u32>, PlacementError> {
         let cpus = parse_cpu_list(set).map_err(PlacementError::Syntax)?;
         if cpus.iter().any(|c| !available.contains(c)) {
-            return Err(PlacementError::Unavailable {
-                set: set.into(),
-                available: avail.clone(),
-            });
+            return Err(PlacementError::Unavailable { set: set.into(), available: avail.clone() });
         }
         Ok(cpus)
     };
-    let last = *available.last().ok_or(PlacementError::NotEnoughCpus {
-        available: avail.clone(),
-    })?;
+    let last = *available.last().ok_or(PlacementError::NotEnoughCpus { available: avail.clone() })?;
     let (server, driver) = match spec.mode {
         PlacementMode::Split => {
             let server = match &spec.server_cpus {
@@ -107,14 +89,8 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
                 Some(s) => check(s)?,
                 None => {
                     // The highest CPU not given to the server.
-                    let free: Vec<u32> = available
-                        .iter()
-                        .copied()
-                        .filter(|c| !server.contains(c))
-                        .collect();
-                    vec![*free.last().ok_or(PlacementError::NotEnoughCpus {
-                        available: avail.clone(),
-                    })?]
+                    let free: Vec<u32> = available.iter().copied().filter(|c| !server.contains(c)).collect();
+                    vec![*free.last().ok_or(PlacementError::NotEnoughCpus { available: avail.clone() })?]
                 }
             };
             if server.iter().any(|c| driver.contains(c)) {
@@ -161,10 +137,7 @@ mod tests {
 
     #[test]
     fn cpu_lists_round_trip() {
-        assert_eq!(
-            parse_cpu_list("0-3,6,8-9").unwrap(),
-            vec![0, 1, 2, 3, 6, 8, 9]
-        );
+        assert_eq!(parse_cpu_list("0-3,6,8-9").unwrap(), vec![0, 1, 2, 3, 6, 8, 9]);
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("").is_err());
@@ -173,15 +146,9 @@ mod tests {
     #[test]
     fn split_gives_disjoint_sets_on_two_cores() {
         let p = choose(&spec(PlacementMode::Split, None, None), &[0, 1]).unwrap();
-        assert_eq!(
-            (p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared),
-            ("1", "0", false)
-        );
+        assert_eq!((p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared), ("1", "0", false));
         let p = choose(&spec(PlacementMode::Shared, None, None), &[0, 1]).unwrap();
-        assert_eq!(
-            (p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared),
-            ("1", "1", true)
-        );
+        assert_eq!((p.server_cpus.as_str(), p.driver_cpus.as_str(), p.shared), ("1", "1", true));
     }
 
     #[test]

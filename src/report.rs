@@ -1,9 +1,7 @@
 //! Pure renderers of records: the summary rows (one per server, workloads merged), as a
 //! comfy-table for terminals and as JSON for machines. Nothing here runs or reads files.
 
-use comfy_table::{
-    presets::UTF8_FULL_CONDENSED, Cell as TCell, CellAlignment, ContentArrangement, Table,
-};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TCell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
 use crate::record::{Record, Status};
@@ -16,6 +14,8 @@ pub struct SummaryRow {
     pub sdk_version: String,
     pub runtime: String,
     pub runtime_version: String,
+    /// Lines of code of the server source (non-blank, non-comment).
+    pub source_loc: Option<u32>,
     pub server_cpus: String,
     pub driver_cpus: String,
     pub cold_start_p50_ms: Option<f64>,
@@ -45,6 +45,7 @@ pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
                     sdk_version: s.sdk_version.clone(),
                     runtime: s.runtime.clone(),
                     runtime_version: s.runtime_version.clone(),
+                    source_loc: s.source.as_ref().map(|src| src.loc),
                     server_cpus: r.cell.placement.server_cpus.clone(),
                     driver_cpus: r.cell.placement.driver_cpus.clone(),
                     cold_start_p50_ms: None,
@@ -90,12 +91,12 @@ pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
         }
         if r.status == Status::Failed {
             let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
-            let note = format!("{kind}: {reason}");
-            row.status = if row.status == "ok" {
-                note
+            let note = if r.as_expected() {
+                format!("{kind}: {reason} (expected)")
             } else {
-                format!("{}; {note}", row.status)
+                format!("{kind}: {reason}")
             };
+            row.status = if row.status == "ok" { note } else { format!("{}; {note}", row.status) };
         }
     }
     rows
@@ -111,16 +112,13 @@ fn ms(v: Option<f64>) -> String {
 }
 
 fn mib(v: Option<u64>) -> String {
-    v.map_or("—".into(), |b| {
-        format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
-    })
+    v.map_or("—".into(), |b| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)))
 }
 
 /// The terminal table.
 pub fn summary_table(rows: &[SummaryRow]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
     t.set_header(vec![
         "server",
         "sdk",
@@ -132,6 +130,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
         "call p95",
         "call p99",
         "RSS after init",
+        "LOC",
         "status",
     ]);
     for r in rows {
@@ -150,6 +149,8 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
             TCell::new(ms(r.call_p95_ms)).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.call_p99_ms)).set_alignment(CellAlignment::Right),
             TCell::new(mib(r.rss_after_initialize_bytes)).set_alignment(CellAlignment::Right),
+            TCell::new(r.source_loc.map_or("—".into(), |n| n.to_string()))
+                .set_alignment(CellAlignment::Right),
             TCell::new(&r.status),
         ]);
     }

@@ -2,6 +2,7 @@
 //! keys refused, validation, and expansion into cells (servers × workloads). It reads the file and
 //! nothing else: recipes are resolved by the orchestrator, before anything is built.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,11 +20,7 @@ pub enum Workload {
     ColdStart { spawns: u32 },
     /// One session: `warmup` unrecorded calls, then `calls` sequential tools/call of `tool`, each
     /// answer checked.
-    SerialCalls {
-        tool: String,
-        warmup: u32,
-        calls: u32,
-    },
+    SerialCalls { tool: String, warmup: u32, calls: u32 },
 }
 
 impl Workload {
@@ -88,9 +85,7 @@ impl<'de> Deserialize<'de> for Memory {
         }
         match Raw::deserialize(d)? {
             Raw::Bytes(b) => Ok(Memory(b)),
-            Raw::Text(s) => parse_memory(&s)
-                .map(Memory)
-                .map_err(serde::de::Error::custom),
+            Raw::Text(s) => parse_memory(&s).map(Memory).map_err(serde::de::Error::custom),
         }
     }
 }
@@ -100,22 +95,15 @@ pub fn parse_memory(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("memory {s:?}: expected a number with KiB, MiB or GiB"))?;
+    let n: u64 = num.parse().map_err(|_| format!("memory {s:?}: expected a number with KiB, MiB or GiB"))?;
     let mult = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
-        other => {
-            return Err(format!(
-                "memory {s:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
-            ))
-        }
+        other => return Err(format!("memory {s:?}: unknown unit {other:?} (use KiB, MiB or GiB)")),
     };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("memory {s:?} is too large"))
+    n.checked_mul(mult).ok_or_else(|| format!("memory {s:?} is too large"))
 }
 
 /// One server under test.
@@ -132,6 +120,27 @@ pub struct ServerEntry {
     pub runtime: Option<Spanned<String>>,
     /// Overrides the scenario's suite for this server.
     pub suite: Option<String>,
+    /// Runs the server source of another API generation than the version's own; only with
+    /// `expect = "failure"` (to show that it fails, as a published claim may say).
+    pub api: Option<Spanned<String>>,
+    /// Extra environment for the server process (recorded in the cell).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `success` (the default) or `failure`: a cell expected to fail is a result when it fails.
+    #[serde(default)]
+    pub expect: Expect,
+    /// The runtime version the source being reproduced used (e.g. "3.12.3"); when the cell runs
+    /// another, the record's environment lists the deviation.
+    pub source_runtime: Option<String>,
+}
+
+/// What a cell is expected to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    #[default]
+    Success,
+    Failure,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -158,6 +167,8 @@ struct RawScenario {
 #[serde(deny_unknown_fields)]
 struct RawWorkload {
     kind: Spanned<String>,
+    /// Names the workload in cell ids (`<server>/<name>`); needed when a kind appears twice.
+    name: Option<Spanned<String>>,
     spawns: Option<Spanned<u32>>,
     tool: Option<Spanned<String>>,
     warmup: Option<Spanned<u32>>,
@@ -168,21 +179,12 @@ impl RawWorkload {
     /// The typed workload, or the span and message of what is wrong.
     fn typed(&self) -> Result<Workload, (std::ops::Range<usize>, String)> {
         let stray = |name: &str, span: Option<std::ops::Range<usize>>| match span {
-            Some(sp) => Err((
-                sp,
-                format!(
-                    "`{name}` does not belong to a {} workload",
-                    self.kind.get_ref()
-                ),
-            )),
+            Some(sp) => Err((sp, format!("`{name}` does not belong to a {} workload", self.kind.get_ref()))),
             None => Ok(()),
         };
         let need = |name: &str, v: &Option<Spanned<u32>>| {
             v.as_ref().map(|x| *x.get_ref()).ok_or_else(|| {
-                (
-                    self.kind.span(),
-                    format!("a {} workload needs `{name}`", self.kind.get_ref()),
-                )
+                (self.kind.span(), format!("a {} workload needs `{name}`", self.kind.get_ref()))
             })
         };
         match self.kind.get_ref().as_str() {
@@ -190,18 +192,14 @@ impl RawWorkload {
                 stray("tool", self.tool.as_ref().map(|t| t.span()))?;
                 stray("warmup", self.warmup.as_ref().map(|t| t.span()))?;
                 stray("calls", self.calls.as_ref().map(|t| t.span()))?;
-                Ok(Workload::ColdStart {
-                    spawns: need("spawns", &self.spawns)?,
-                })
+                Ok(Workload::ColdStart { spawns: need("spawns", &self.spawns)? })
             }
             "serial_calls" => {
                 stray("spawns", self.spawns.as_ref().map(|t| t.span()))?;
-                let tool = self.tool.as_ref().ok_or_else(|| {
-                    (
-                        self.kind.span(),
-                        "a serial_calls workload needs `tool`".to_string(),
-                    )
-                })?;
+                let tool = self
+                    .tool
+                    .as_ref()
+                    .ok_or_else(|| (self.kind.span(), "a serial_calls workload needs `tool`".to_string()))?;
                 Ok(Workload::SerialCalls {
                     tool: tool.get_ref().clone(),
                     warmup: self.warmup.as_ref().map_or(0, |w| *w.get_ref()),
@@ -241,23 +239,17 @@ pub struct Scenario {
     pub timeouts: Timeouts,
     pub servers: Vec<ServerEntry>,
     pub workloads: Vec<Workload>,
+    /// The name of each workload in cell ids (its kind unless the scenario names it).
+    pub workload_names: Vec<String>,
 }
 
 /// A scenario problem, located in its file.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     #[error("cannot read scenario {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
-    At {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    At { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{path}: {message}")]
     Whole { path: PathBuf, message: String },
 }
@@ -266,9 +258,7 @@ pub enum ScenarioError {
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let before = &source[..offset.min(source.len())];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.chars().count(), |nl| {
-        before[nl + 1..].chars().count()
-    }) + 1;
+    let column = before.rfind('\n').map_or(before.chars().count(), |nl| before[nl + 1..].chars().count()) + 1;
     (line, column)
 }
 
@@ -278,20 +268,20 @@ pub struct CellSpec {
     pub server: ServerEntry,
     pub suite: String,
     pub workload: Workload,
+    /// The workload's name in the cell id.
+    pub name: String,
 }
 
 impl CellSpec {
     pub fn id(&self) -> String {
-        format!("{}/{}", self.server.id.get_ref(), self.workload.kind())
+        format!("{}/{}", self.server.id.get_ref(), self.name)
     }
 }
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let source = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-            path: path.into(),
-            source,
-        })?;
+        let source = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Read { path: path.into(), source })?;
         Scenario::parse(path, source)
     }
 
@@ -299,17 +289,9 @@ impl Scenario {
         let raw: RawScenario = toml::from_str(&source).map_err(|e| match e.span() {
             Some(span) => {
                 let (line, column) = line_col(&source, span.start);
-                ScenarioError::At {
-                    path: path.into(),
-                    line,
-                    column,
-                    message: e.message().to_string(),
-                }
+                ScenarioError::At { path: path.into(), line, column, message: e.message().to_string() }
             }
-            None => ScenarioError::Whole {
-                path: path.into(),
-                message: e.message().to_string(),
-            },
+            None => ScenarioError::Whole { path: path.into(), message: e.message().to_string() },
         })?;
         let s = Scenario {
             path: path.into(),
@@ -328,17 +310,13 @@ impl Scenario {
             },
             servers: raw.servers,
             workloads: Vec::new(),
+            workload_names: Vec::new(),
             source,
         };
         let mut s = s;
         let at = |span: std::ops::Range<usize>, message: String, s: &Scenario| {
             let (line, column) = line_col(&s.source, span.start);
-            ScenarioError::At {
-                path: path.into(),
-                line,
-                column,
-                message,
-            }
+            ScenarioError::At { path: path.into(), line, column, message }
         };
         if Suite::from_name(&s.suite).is_none() {
             let names: Vec<_> = Suite::ALL.iter().map(|x| x.name()).collect();
@@ -362,11 +340,7 @@ impl Scenario {
         }
         for (i, srv) in s.servers.iter().enumerate() {
             let id = srv.id.get_ref();
-            if id.is_empty()
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
                 return Err(at(
                     srv.id.span(),
                     format!("server id {id:?} must be non-empty letters, digits, '-', '_' or '.'"),
@@ -374,31 +348,17 @@ impl Scenario {
                 ));
             }
             if s.servers[..i].iter().any(|o| o.id.get_ref() == id) {
-                return Err(at(
-                    srv.id.span(),
-                    format!("server id {id:?} is used twice"),
-                    &s,
-                ));
+                return Err(at(srv.id.span(), format!("server id {id:?} is used twice"), &s));
             }
             if let Some(suite) = &srv.suite {
                 if Suite::from_name(suite).is_none() {
-                    return Err(at(
-                        srv.id.span(),
-                        format!("server {id:?}: unknown suite {suite:?}"),
-                        &s,
-                    ));
+                    return Err(at(srv.id.span(), format!("server {id:?}: unknown suite {suite:?}"), &s));
                 }
             }
         }
         for raw_w in &raw.workloads {
             let suite = Suite::from_name(&s.suite).expect("checked above");
-            let w = Spanned::new(
-                raw_w.span(),
-                raw_w
-                    .get_ref()
-                    .typed()
-                    .map_err(|(span, m)| at(span, m, &s))?,
-            );
+            let w = Spanned::new(raw_w.span(), raw_w.get_ref().typed().map_err(|(span, m)| at(span, m, &s))?);
             match w.get_ref() {
                 Workload::ColdStart { spawns } if *spawns == 0 => {
                     return Err(at(w.span(), "cold_start needs spawns >= 1".into(), &s))
@@ -422,46 +382,50 @@ impl Scenario {
             if s.workloads.contains(w.get_ref()) {
                 return Err(at(w.span(), "this workload is listed twice".into(), &s));
             }
-            if s.workloads.iter().any(|x| x.kind() == w.get_ref().kind()) {
+            let name = match &raw_w.get_ref().name {
+                Some(n) => {
+                    let v = n.get_ref();
+                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                        return Err(at(
+                            n.span(),
+                            format!("workload name {v:?} must be letters, digits, '-', '_' or '.'"),
+                            &s,
+                        ));
+                    }
+                    v.clone()
+                }
+                None => w.get_ref().kind().to_string(),
+            };
+            if s.workload_names.contains(&name) {
                 return Err(at(
                     w.span(),
-                    format!(
-                        "only one {} workload per scenario for now (cell ids are server/workload)",
-                        w.get_ref().kind()
-                    ),
+                    format!("a second workload named {name:?}: give each workload of the same kind its own `name`"),
                     &s,
                 ));
             }
             s.workloads.push(w.get_ref().clone());
+            s.workload_names.push(name);
         }
         Ok(s)
     }
 
     /// Locates a span of this scenario's file, for errors found after parsing (unknown recipe,
     /// impossible version).
-    pub fn error_at(
-        &self,
-        span: std::ops::Range<usize>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
+    pub fn error_at(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
         let (line, column) = line_col(&self.source, span.start);
-        ScenarioError::At {
-            path: self.path.clone(),
-            line,
-            column,
-            message: message.into(),
-        }
+        ScenarioError::At { path: self.path.clone(), line, column, message: message.into() }
     }
 
     /// Expands the scenario into cells, server by server, workload by workload.
     pub fn cells(&self) -> Vec<CellSpec> {
         let mut out = Vec::new();
         for server in &self.servers {
-            for workload in &self.workloads {
+            for (workload, name) in self.workloads.iter().zip(&self.workload_names) {
                 out.push(CellSpec {
                     server: server.clone(),
                     suite: server.suite.clone().unwrap_or_else(|| self.suite.clone()),
                     workload: workload.clone(),
+                    name: name.clone(),
                 });
             }
         }
@@ -513,15 +477,7 @@ calls = 100
         let s = parse(GOOD).unwrap();
         assert_eq!(s.placement.memory, Memory(512 << 20));
         let ids: Vec<_> = s.cells().iter().map(CellSpec::id).collect();
-        assert_eq!(
-            ids,
-            [
-                "null/cold_start",
-                "null/serial_calls",
-                "mcp/cold_start",
-                "mcp/serial_calls"
-            ]
-        );
+        assert_eq!(ids, ["null/cold_start", "null/serial_calls", "mcp/cold_start", "mcp/serial_calls"]);
     }
 
     #[test]
@@ -532,16 +488,10 @@ calls = 100
         assert!(e.contains("spwans"), "{e}");
         let bad = GOOD.replace("spawns = 3", "spawns = 3\ncalls = 4");
         let e = parse(&bad).unwrap_err().to_string();
-        assert!(
-            e.starts_with("scenarios/t.toml:20:9: ") && e.contains("does not belong"),
-            "{e}"
-        );
+        assert!(e.starts_with("scenarios/t.toml:20:9: ") && e.contains("does not belong"), "{e}");
         let bad = GOOD.replace("mode = \"split\"", "mode = \"split\"\ncpus = 2");
         let e = parse(&bad).unwrap_err().to_string();
-        assert!(
-            e.starts_with("scenarios/t.toml:6:1: ") && e.contains("cpus"),
-            "{e}"
-        );
+        assert!(e.starts_with("scenarios/t.toml:6:1: ") && e.contains("cpus"), "{e}");
     }
 
     #[test]
@@ -551,26 +501,17 @@ calls = 100
         assert!(e.starts_with("scenarios/t.toml:19:10: "), "{e}");
         let bad = GOOD.replace("memory = \"512MiB\"", "memory = \"512MB\"");
         let e = parse(&bad).unwrap_err().to_string();
-        assert!(
-            e.starts_with("scenarios/t.toml:6:10: ") && e.contains("unknown unit"),
-            "{e}"
-        );
+        assert!(e.starts_with("scenarios/t.toml:6:10: ") && e.contains("unknown unit"), "{e}");
     }
 
     #[test]
     fn semantic_errors_point_at_the_entry() {
         let bad = GOOD.replace("tool = \"add_numbers\"", "tool = \"fibonacci\"");
         let e = parse(&bad).unwrap_err().to_string();
-        assert!(
-            e.contains("scenarios/t.toml:") && e.contains("no tool \"fibonacci\""),
-            "{e}"
-        );
+        assert!(e.contains("scenarios/t.toml:") && e.contains("no tool \"fibonacci\""), "{e}");
         let bad = GOOD.replace("id = \"mcp\"", "id = \"null\"");
         let e = parse(&bad).unwrap_err().to_string();
-        assert!(
-            e.starts_with("scenarios/t.toml:13:6: ") && e.contains("used twice"),
-            "{e}"
-        );
+        assert!(e.starts_with("scenarios/t.toml:13:6: ") && e.contains("used twice"), "{e}");
     }
 
     #[test]

@@ -1,21 +1,23 @@
 //! Inside the server container: `benchlab shim` stands in for a stdio client's parent process.
-//! It spawns the server on request with stdin/stdout on FIFOs the driver made in the shared
-//! volume, keeps its stderr drained into a log file, stops it the way the MCP lifecycle says
-//! (close stdin, wait, SIGTERM, SIGKILL) and reads its process tree's memory from /proc.
-//! It never measures latency: that is the driver's job, on the other CPU set.
+//! It spawns the server on request with stdin/stdout on anonymous pipes and hands the client's
+//! ends to the driver over the control socket (SCM_RIGHTS), keeps the server's stderr drained into
+//! a log file, stops it the way the MCP lifecycle says (close stdin, wait, SIGTERM, SIGKILL) and
+//! reads its process tree's memory from /proc. It never measures latency: that is the driver's
+//! job, on the other CPU set.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, IoSlice, IoSliceMut, Read, Seek, SeekFrom};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::fcntl::OFlag;
 use nix::sys::signal::{killpg, Signal};
+use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
@@ -26,47 +28,27 @@ pub const SOCKET: &str = "ctl.sock";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
-    /// Spawn the server with stdin read from `stdin_fifo` and stdout written to `stdout_fifo`.
-    /// The driver has already opened `stdout_fifo` for reading, so neither open blocks.
-    Spawn {
-        argv: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: Option<String>,
-        stdin_fifo: PathBuf,
-        stdout_fifo: PathBuf,
-        stderr_log: PathBuf,
-    },
+    /// Spawn the server on two anonymous pipes; the `Spawned` reply carries the write end of its
+    /// stdin and the read end of its stdout as SCM_RIGHTS, in that order.
+    Spawn { argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<String>, stderr_log: PathBuf },
     /// The memory of the server's process tree now.
     Memory { pid: u32 },
     /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
     /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
-    Stop {
-        pid: u32,
-        grace_ms: u64,
-        term_ms: u64,
-    },
+    Stop { pid: u32, grace_ms: u64, term_ms: u64 },
     /// Stop everything and exit.
     Shutdown,
 }
 
-/// The shim's answer to one request.
+/// The shim's answer to one request, one JSON object per line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
-    Spawned {
-        pid: u32,
-    },
-    Memory {
-        memory: TreeMemory,
-    },
-    Stopped {
-        exit: ExitInfo,
-        memory_before_stop: Option<TreeMemory>,
-    },
+    Spawned { pid: u32 },
+    Memory { memory: TreeMemory },
+    Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
     Bye,
-    Error {
-        message: String,
-    },
+    Error { message: String },
 }
 
 /// How a server process ended.
@@ -98,11 +80,7 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir(proc_root)? {
         let entry = entry?;
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
@@ -121,8 +99,7 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
     }
     let mut mem = TreeMemory::default();
     for pid in tree {
-        let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status"))
-        else {
+        let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")) else {
             continue;
         };
         mem.processes += 1;
@@ -148,92 +125,51 @@ fn status_kib(status: &str, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Opens a FIFO without blocking, then makes the descriptor blocking again for the child.
-fn open_fifo(path: &Path, write: bool) -> std::io::Result<File> {
-    let f = OpenOptions::new()
-        .read(!write)
-        .write(write)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let fd = f.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-    }
-    Ok(f)
-}
-
 struct Shim {
     proc_root: PathBuf,
     children: HashMap<u32, Child>,
 }
 
 impl Shim {
-    fn handle(&mut self, req: Request) -> Reply {
-        match req {
-            Request::Spawn {
-                argv,
-                env,
-                cwd,
-                stdin_fifo,
-                stdout_fifo,
-                stderr_log,
-            } => {
-                match self.spawn(
-                    &argv,
-                    &env,
-                    cwd.as_deref(),
-                    &stdin_fifo,
-                    &stdout_fifo,
-                    &stderr_log,
-                ) {
-                    Ok(pid) => Reply::Spawned { pid },
-                    Err(e) => Reply::Error {
-                        message: format!("spawn {:?}: {e}", argv),
-                    },
-                }
+    /// Handles a request; a spawn also returns the client's ends of the server's pipes.
+    fn handle(&mut self, req: Request) -> (Reply, Vec<OwnedFd>) {
+        let reply = match req {
+            Request::Spawn { argv, env, cwd, stderr_log } => {
+                return match self.spawn(&argv, &env, cwd.as_deref(), &stderr_log) {
+                    Ok((pid, ends)) => (Reply::Spawned { pid }, ends),
+                    Err(e) => (Reply::Error { message: format!("spawn {argv:?}: {e}") }, Vec::new()),
+                };
             }
             Request::Memory { pid } => match tree_memory(&self.proc_root, pid) {
                 Ok(memory) => Reply::Memory { memory },
-                Err(e) => Reply::Error {
-                    message: format!("read /proc for pid {pid}: {e}"),
-                },
+                Err(e) => Reply::Error { message: format!("read /proc for pid {pid}: {e}") },
             },
-            Request::Stop {
-                pid,
-                grace_ms,
-                term_ms,
-            } => {
-                let memory_before_stop = tree_memory(&self.proc_root, pid)
-                    .ok()
-                    .filter(|m| m.processes > 0);
+            Request::Stop { pid, grace_ms, term_ms } => {
+                let memory_before_stop = tree_memory(&self.proc_root, pid).ok().filter(|m| m.processes > 0);
                 match self.stop(pid, grace_ms, term_ms) {
-                    Ok(exit) => Reply::Stopped {
-                        exit,
-                        memory_before_stop,
-                    },
+                    Ok(exit) => Reply::Stopped { exit, memory_before_stop },
                     Err(message) => Reply::Error { message },
                 }
             }
             Request::Shutdown => Reply::Bye,
-        }
+        };
+        (reply, Vec::new())
     }
 
+    /// Spawns the server on fresh anonymous pipes (what a local client's fork would give it) and
+    /// returns its pid with the client's ends: stdin's write end, stdout's read end.
     fn spawn(
         &mut self,
         argv: &[String],
         env: &[(String, String)],
         cwd: Option<&str>,
-        stdin_fifo: &Path,
-        stdout_fifo: &Path,
         stderr_log: &Path,
-    ) -> std::io::Result<u32> {
+    ) -> std::io::Result<(u32, Vec<OwnedFd>)> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
-        let stdin = open_fifo(stdin_fifo, false)?;
-        let stdout = open_fifo(stdout_fifo, true)?;
+        let (stdin, stdin_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (stdout_r, stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let stderr = File::create(stderr_log)?;
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -246,17 +182,16 @@ impl Shim {
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }
+        // The child's ends are dropped (closed here) with `cmd`; only the server holds them.
         let child = cmd.spawn()?;
+        drop(cmd);
         let pid = child.id();
         self.children.insert(pid, child);
-        Ok(pid)
+        Ok((pid, vec![stdin_w, stdout_r]))
     }
 
     fn stop(&mut self, pid: u32, grace_ms: u64, term_ms: u64) -> Result<ExitInfo, String> {
-        let mut child = self
-            .children
-            .remove(&pid)
-            .ok_or_else(|| format!("no server with pid {pid}"))?;
+        let mut child = self.children.remove(&pid).ok_or_else(|| format!("no server with pid {pid}"))?;
         let started = Instant::now();
         let group = Pid::from_raw(pid as i32);
         let mut how = "already_exited";
@@ -328,10 +263,7 @@ pub fn run(dir: &Path, proc_root: &Path) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&sock);
     let listener = UnixListener::bind(&sock)
         .map_err(|e| anyhow::anyhow!("bind control socket {}: {e}", sock.display()))?;
-    let mut shim = Shim {
-        proc_root: proc_root.to_path_buf(),
-        children: HashMap::new(),
-    };
+    let mut shim = Shim { proc_root: proc_root.to_path_buf(), children: HashMap::new() };
     for conn in listener.incoming() {
         let conn = conn?;
         if serve_connection(&mut shim, conn)? {
@@ -345,26 +277,73 @@ pub fn run(dir: &Path, proc_root: &Path) -> anyhow::Result<()> {
 
 /// Serves one driver connection; true when the driver asked the shim to exit.
 fn serve_connection(shim: &mut Shim, conn: UnixStream) -> anyhow::Result<bool> {
-    let mut writer = conn.try_clone()?;
+    let writer = conn.try_clone()?;
     let reader = BufReader::new(conn);
     for line in reader.lines() {
         let line = line?;
-        let reply = match serde_json::from_str::<Request>(&line) {
+        let (reply, fds) = match serde_json::from_str::<Request>(&line) {
             Ok(Request::Shutdown) => {
                 shim.kill_all();
-                writeln!(writer, "{}", serde_json::to_string(&Reply::Bye)?)?;
+                send_reply(&writer, &Reply::Bye, &[])?;
                 return Ok(true);
             }
             Ok(req) => shim.handle(req),
-            Err(e) => Reply::Error {
-                message: format!("bad request: {e}"),
-            },
+            Err(e) => (Reply::Error { message: format!("bad request: {e}") }, Vec::new()),
         };
-        writeln!(writer, "{}", serde_json::to_string(&reply)?)?;
+        send_reply(&writer, &reply, &fds)?;
+        // Our copies of the client's ends close here: the driver holds them now.
+        drop(fds);
     }
     // The driver went away without a shutdown: stop its servers, wait for the next driver.
     shim.kill_all();
     Ok(false)
+}
+
+/// Sends one reply line, with descriptors attached (SCM_RIGHTS) when there are any.
+fn send_reply(sock: &UnixStream, reply: &Reply, fds: &[OwnedFd]) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(reply).expect("replies serialise");
+    line.push('\n');
+    let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    let cmsgs = [ControlMessage::ScmRights(&raw)];
+    let mut sent = 0;
+    while sent < line.len() {
+        let iov = [IoSlice::new(&line.as_bytes()[sent..])];
+        // The descriptors ride with the first byte.
+        let c: &[ControlMessage] = if sent == 0 && !raw.is_empty() { &cmsgs } else { &[] };
+        sent += sendmsg::<()>(sock.as_raw_fd(), &iov, c, MsgFlags::empty(), None)?;
+    }
+    Ok(())
+}
+
+/// Receives one reply line and the descriptors that came with it.
+pub fn recv_reply(sock: &UnixStream) -> std::io::Result<(String, Vec<OwnedFd>)> {
+    let mut line = Vec::with_capacity(256);
+    let mut fds = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut cmsg = nix::cmsg_space!([RawFd; 4]);
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::MSG_CMSG_CLOEXEC)?;
+        for c in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(received) = c {
+                // SAFETY: the kernel just installed these descriptors in our table; we own them.
+                fds.extend(received.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+            }
+        }
+        let n = msg.bytes;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the shim closed its control socket",
+            ));
+        }
+        line.extend_from_slice(&buf[..n]);
+        // Request and reply alternate, so a reply never shares a read with the next one.
+        if line.ends_with(b"\n") {
+            line.pop();
+            return Ok((String::from_utf8_lossy(&line).into_owned(), fds));
+        }
+    }
 }
 
 /// The last `max` bytes of a log file, as text (for failure details).
@@ -384,11 +363,7 @@ mod tests {
     fn write_proc(root: &Path, pid: u32, ppid: u32, comm: &str, rss_kib: u64, hwm_kib: u64) {
         let d = root.join(pid.to_string());
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join("stat"),
-            format!("{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560"),
-        )
-        .unwrap();
+        std::fs::write(d.join("stat"), format!("{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560")).unwrap();
         std::fs::write(
             d.join("status"),
             format!("Name:\t{comm}\nVmHWM:\t {hwm_kib} kB\nVmRSS:\t {rss_kib} kB\n"),

@@ -21,9 +21,7 @@ pub fn record(h: &mut Histogram<u64>, d: Duration) {
 /// The standard V2 deflate encoding, base64: readable by other HdrHistogram tools.
 pub fn encode_histogram(h: &Histogram<u64>) -> String {
     let mut buf = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut buf)
-        .expect("serialising into memory cannot fail");
+    V2DeflateSerializer::new().serialize(h, &mut buf).expect("serialising into memory cannot fail");
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
@@ -37,9 +35,7 @@ pub enum DecodeError {
 
 pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, DecodeError> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(s)?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(DecodeError::Hdr)
+    Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(DecodeError::Hdr)
 }
 
 /// Summary of a latency distribution, in milliseconds.

@@ -26,34 +26,22 @@ const BASE: &str = "name = \"t\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab
 fn unknown_key_is_refused_with_its_position() {
     let (code, err) = run_scenario(&BASE.replace("spawns = 2", "spawns = 2\nspwans = 3"));
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("bad.toml:8:1: unknown field `spwans`"),
-        "{err}"
-    );
+    assert!(err.contains("bad.toml:8:1: unknown field `spwans`"), "{err}");
 }
 
 #[test]
 fn wrong_type_is_refused_with_its_position() {
     let (code, err) = run_scenario(&BASE.replace("spawns = 2", "spawns = \"two\""));
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("bad.toml:7:10: invalid type: string \"two\""),
-        "{err}"
-    );
+    assert!(err.contains("bad.toml:7:10: invalid type: string \"two\""), "{err}");
 }
 
 #[test]
 fn unknown_version_is_refused_at_the_version() {
-    let text = BASE.replace(
-        "family = \"benchlab-null\"",
-        "family = \"python-mcp\"\nversion = \"0.0.1\"",
-    );
+    let text = BASE.replace("family = \"benchlab-null\"", "family = \"python-mcp\"\nversion = \"0.0.1\"");
     let (code, err) = run_scenario(&text);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("bad.toml:5:11: python-mcp has no recipe for version \"0.0.1\""),
-        "{err}"
-    );
+    assert!(err.contains("bad.toml:5:11: python-mcp has no recipe for version \"0.0.1\""), "{err}");
 }
 
 #[test]

@@ -13,12 +13,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn engine_must_answer() {
-    let ok = Command::new("docker")
-        .arg("info")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(ok, "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one");
+    let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(
+        ok,
+        "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one"
+    );
 }
 
 struct Run {
@@ -31,30 +30,16 @@ struct Run {
 fn run_quickstart(results: &Path, run_id: &str) -> Run {
     let out = Command::new(BIN)
         .current_dir(ROOT)
-        .args([
-            "run",
-            "scenarios/quickstart.toml",
-            "--run-id",
-            run_id,
-            "--results",
-        ])
+        .args(["run", "scenarios/quickstart.toml", "--run-id", run_id, "--results"])
         .arg(results)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text = std::fs::read_to_string(results.join(run_id).join("records.jsonl"))
+    let text = std::fs::read_to_string(results.join("quickstart").join(run_id).join("records.jsonl"))
         .unwrap_or_else(|e| panic!("no records ({e}); stderr:\n{stderr}"));
-    let records = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-        records,
-    }
+    let records = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    Run { code: out.status.code().unwrap_or(-1), stdout, stderr, records }
 }
 
 fn ms(r: &Value, path: &[&str]) -> f64 {
@@ -62,8 +47,7 @@ fn ms(r: &Value, path: &[&str]) -> f64 {
     for p in path {
         v = &v[*p];
     }
-    v.as_f64()
-        .unwrap_or_else(|| panic!("{path:?} missing in {}", r["cell"]["id"]))
+    v.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {}", r["cell"]["id"]))
 }
 
 #[test]
@@ -74,45 +58,21 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
     let validator = jsonschema::validator_for(&schema).unwrap();
 
     let first = run_quickstart(results.path(), "first");
-    assert_eq!(
-        first.code, 0,
-        "stdout:\n{}\nstderr:\n{}",
-        first.stdout, first.stderr
-    );
-    assert!(
-        first.stdout.contains("cold start p50"),
-        "the table is printed:\n{}",
-        first.stdout
-    );
-    assert_eq!(
-        first.records.len(),
-        4,
-        "null and mcp-2.3.0, cold_start and serial_calls"
-    );
+    assert_eq!(first.code, 0, "stdout:\n{}\nstderr:\n{}", first.stdout, first.stderr);
+    assert!(first.stdout.contains("cold start p50"), "the table is printed:\n{}", first.stdout);
+    assert_eq!(first.records.len(), 4, "null and mcp-2.3.0, cold_start and serial_calls");
 
     let mut prev: Option<String> = None;
     for r in &first.records {
-        let errors: Vec<String> = validator
-            .iter_errors(r)
-            .map(|e| format!("{} at {}", e, e.instance_path))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "record {} breaks the schema: {errors:#?}",
-            r["cell"]["id"]
-        );
+        let errors: Vec<String> =
+            validator.iter_errors(r).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "record {} breaks the schema: {errors:#?}", r["cell"]["id"]);
         assert_eq!(r["status"], "ok", "{}", r["failure"]);
         let p = &r["cell"]["placement"];
-        let (s, d) = (
-            p["server_cpus"].as_str().unwrap(),
-            p["driver_cpus"].as_str().unwrap(),
-        );
+        let (s, d) = (p["server_cpus"].as_str().unwrap(), p["driver_cpus"].as_str().unwrap());
         let sc = benchlab::placement::parse_cpu_list(s).unwrap();
         let dc = benchlab::placement::parse_cpu_list(d).unwrap();
-        assert!(
-            sc.iter().all(|c| !dc.contains(c)),
-            "server {s} and driver {d} must be disjoint"
-        );
+        assert!(sc.iter().all(|c| !dc.contains(c)), "server {s} and driver {d} must be disjoint");
         assert_eq!(r["environment"]["placement"], *p);
         assert_eq!(r["env_hash"].as_str().unwrap().len(), 64);
         // The chain and the hashes hold.
@@ -123,89 +83,35 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
         prev = Some(rec.hash.clone());
     }
 
-    let by_id: BTreeMap<String, &Value> = first
-        .records
-        .iter()
-        .map(|r| (r["cell"]["id"].as_str().unwrap().to_string(), r))
-        .collect();
+    let by_id: BTreeMap<String, &Value> =
+        first.records.iter().map(|r| (r["cell"]["id"].as_str().unwrap().to_string(), r)).collect();
     let mcp_cold = &by_id["mcp-2.3.0/cold_start"];
     let mcp_calls = &by_id["mcp-2.3.0/serial_calls"];
     let null_calls = &by_id["null/serial_calls"];
     let null_cold = &by_id["null/cold_start"];
     // Honest figures, with bounds wide enough for a noisy shared machine.
     let cold = ms(mcp_cold, &["metrics", "cold_start", "summary", "p50_ms"]);
-    assert!(
-        (50.0..10_000.0).contains(&cold),
-        "mcp 2.3.0 cold start {cold} ms"
-    );
+    assert!((50.0..10_000.0).contains(&cold), "mcp 2.3.0 cold start {cold} ms");
     let mcp_p50 = ms(mcp_calls, &["metrics", "calls", "summary", "p50_ms"]);
-    assert!(
-        mcp_p50 < 5.0,
-        "mcp 2.3.0 call p50 {mcp_p50} ms should be well under 5 ms"
-    );
+    assert!(mcp_p50 < 5.0, "mcp 2.3.0 call p50 {mcp_p50} ms should be well under 5 ms");
     let null_p50 = ms(null_calls, &["metrics", "calls", "summary", "p50_ms"]);
-    assert!(
-        null_p50 < mcp_p50,
-        "the floor ({null_p50} ms) is below the SDK ({mcp_p50} ms)"
-    );
+    assert!(null_p50 < mcp_p50, "the floor ({null_p50} ms) is below the SDK ({mcp_p50} ms)");
     assert!(ms(null_cold, &["metrics", "cold_start", "summary", "p50_ms"]) < cold);
     assert_eq!(mcp_calls["metrics"]["calls"]["summary"]["count"], 2000);
     // The environment says what was installed.
-    let pkgs = mcp_calls["environment"]["image"]["packages"]
-        .as_array()
-        .unwrap();
-    assert!(
-        pkgs.iter()
-            .any(|p| p["name"] == "mcp" && p["version"] == "2.3.0"),
-        "{pkgs:?}"
-    );
-    assert!(mcp_calls["environment"]["runtime"]["version"]
-        .as_str()
-        .unwrap()
-        .starts_with("3.11."));
-    assert!(
-        mcp_calls["environment"]["image"]["system_packages"]
-            .as_array()
-            .unwrap()
-            .len()
-            > 50
-    );
-    assert_eq!(
-        mcp_calls["environment"]["image"]["base"]["rootfs_sha256"]
-            .as_str()
-            .unwrap()
-            .len(),
-        64
-    );
-    assert!(
-        mcp_calls["metrics"]["memory"]["after_initialize"]["rss_bytes"]
-            .as_u64()
-            .unwrap()
-            > 10 << 20
-    );
+    let pkgs = mcp_calls["environment"]["image"]["packages"].as_array().unwrap();
+    assert!(pkgs.iter().any(|p| p["name"] == "mcp" && p["version"] == "2.3.0"), "{pkgs:?}");
+    assert!(mcp_calls["environment"]["runtime"]["version"].as_str().unwrap().starts_with("3.11."));
+    assert!(mcp_calls["environment"]["image"]["system_packages"].as_array().unwrap().len() > 50);
+    assert_eq!(mcp_calls["environment"]["image"]["base"]["rootfs_sha256"].as_str().unwrap().len(), 64);
+    assert!(mcp_calls["metrics"]["memory"]["after_initialize"]["rss_bytes"].as_u64().unwrap() > 10 << 20);
 
     let second = run_quickstart(results.path(), "second");
     assert_eq!(second.code, 0, "stderr:\n{}", second.stderr);
-    assert!(
-        !second.stderr.contains("building "),
-        "the second run builds nothing:\n{}",
-        second.stderr
-    );
-    assert!(
-        !second.stderr.contains("bootstrapping"),
-        "{}",
-        second.stderr
-    );
-    assert!(
-        second.stderr.contains("cache hit, no build"),
-        "{}",
-        second.stderr
-    );
-    assert!(
-        second.stdout.contains("every image was a cache hit"),
-        "{}",
-        second.stdout
-    );
+    assert!(!second.stderr.contains("building "), "the second run builds nothing:\n{}", second.stderr);
+    assert!(!second.stderr.contains("bootstrapping"), "{}", second.stderr);
+    assert!(second.stderr.contains("cache hit, no build"), "{}", second.stderr);
+    assert!(second.stdout.contains("every image was a cache hit"), "{}", second.stdout);
     for (a, b) in first.records.iter().zip(&second.records) {
         assert_eq!(a["cell"]["id"], b["cell"]["id"]);
         assert_eq!(
@@ -218,7 +124,7 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
     // The report reads the records back.
     let out = Command::new(BIN)
         .arg("report")
-        .arg(results.path().join("second"))
+        .arg(results.path().join("quickstart").join("second"))
         .arg("--json")
         .output()
         .unwrap();
@@ -227,12 +133,7 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
     assert_eq!(rows.as_array().unwrap().len(), 2);
 
     // Nothing of the runs is left in the engine.
-    let left = Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=org.benchlab.run"])
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
-        "containers left behind"
-    );
+    let left =
+        Command::new("docker").args(["ps", "-aq", "--filter", "label=org.benchlab.run"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "containers left behind");
 }

@@ -38,12 +38,7 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts {
-            startup_ms: 30_000,
-            call_ms: 10_000,
-            stop_grace_ms: 2_000,
-            term_ms: 2_000,
-        }
+        Timeouts { startup_ms: 30_000, call_ms: 10_000, stop_grace_ms: 2_000, term_ms: 2_000 }
     }
 }
 
@@ -94,14 +89,8 @@ pub struct DriverOutcome {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DriverEvent {
-    Progress {
-        phase: String,
-        done: u64,
-        total: u64,
-    },
-    Outcome {
-        outcome: Box<DriverOutcome>,
-    },
+    Progress { phase: String, done: u64, total: u64 },
+    Outcome { outcome: Box<DriverOutcome> },
 }
 
 /// Prints one event line and flushes it, so the orchestrator sees progress as it happens.
@@ -115,14 +104,8 @@ pub fn emit(event: &DriverEvent) {
 /// Runs the driver role: the spec comes as JSON (an argument or the environment).
 pub fn run(spec: &DriverSpec) -> DriverOutcome {
     let outcome = workload::run(spec, &mut |phase, done, total| {
-        emit(&DriverEvent::Progress {
-            phase: phase.to_string(),
-            done,
-            total,
-        })
+        emit(&DriverEvent::Progress { phase: phase.to_string(), done, total })
     });
-    emit(&DriverEvent::Outcome {
-        outcome: Box::new(outcome.clone()),
-    });
+    emit(&DriverEvent::Outcome { outcome: Box::new(outcome.clone()) });
     outcome
 }

@@ -1,11 +1,11 @@
 //! The driver's side of the stdio bridge: the control-socket client of the shim, and a server
-//! session speaking newline-delimited JSON-RPC over the real FIFOs the shim wired to the server.
+//! session speaking newline-delimited JSON-RPC over the anonymous pipes the shim spawned the
+//! server on (the client's ends arrive over the control socket, as SCM_RIGHTS).
 //! Reads use poll(2) with deadlines so a hung server becomes a `timeout`, never a hung driver.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,8 +20,7 @@ use crate::shim::{self, ExitInfo, Reply, Request, TreeMemory};
 
 /// The control-socket client of the shim.
 pub struct ShimClient {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    sock: UnixStream,
 }
 
 impl ShimClient {
@@ -32,20 +31,11 @@ impl ShimClient {
         let deadline = Instant::now() + limit;
         loop {
             match UnixStream::connect(&path) {
-                Ok(s) => {
-                    let writer = s.try_clone().map_err(engine_failure)?;
-                    return Ok(ShimClient {
-                        reader: BufReader::new(s),
-                        writer,
-                    });
-                }
+                Ok(sock) => return Ok(ShimClient { sock }),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(Failure::new(
                         FailureReason::EngineError,
-                        format!(
-                            "the shim did not answer on {} within {limit:?}: {e}",
-                            path.display()
-                        ),
+                        format!("the shim did not answer on {} within {limit:?}: {e}", path.display()),
                     ))
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -53,32 +43,23 @@ impl ShimClient {
         }
     }
 
-    pub fn call(&mut self, req: &Request) -> Result<Reply, Failure> {
+    /// Sends a request; returns the reply and any descriptors that came with it.
+    pub fn call_with_fds(&mut self, req: &Request) -> Result<(Reply, Vec<OwnedFd>), Failure> {
         let mut line = serde_json::to_string(req).expect("requests serialise");
         line.push('\n');
-        self.writer
-            .write_all(line.as_bytes())
-            .map_err(engine_failure)?;
-        let mut answer = String::new();
-        if self.reader.read_line(&mut answer).map_err(engine_failure)? == 0 {
-            return Err(Failure::new(
-                FailureReason::EngineError,
-                "the shim closed its control socket",
-            ));
-        }
+        (&self.sock).write_all(line.as_bytes()).map_err(engine_failure)?;
+        let (answer, fds) = shim::recv_reply(&self.sock).map_err(engine_failure)?;
         let reply: Reply = serde_json::from_str(&answer).map_err(|e| {
-            Failure::new(
-                FailureReason::EngineError,
-                format!("bad shim reply {answer:?}: {e}"),
-            )
+            Failure::new(FailureReason::EngineError, format!("bad shim reply {answer:?}: {e}"))
         })?;
         if let Reply::Error { message } = reply {
-            return Err(Failure::new(
-                FailureReason::EngineError,
-                format!("shim: {message}"),
-            ));
+            return Err(Failure::new(FailureReason::EngineError, format!("shim: {message}")));
         }
-        Ok(reply)
+        Ok((reply, fds))
+    }
+
+    pub fn call(&mut self, req: &Request) -> Result<Reply, Failure> {
+        self.call_with_fds(req).map(|(reply, _)| reply)
     }
 
     pub fn memory(&mut self, pid: u32) -> Result<TreeMemory, Failure> {
@@ -94,10 +75,7 @@ fn engine_failure(e: std::io::Error) -> Failure {
 }
 
 fn unexpected(reply: Reply) -> Failure {
-    Failure::new(
-        FailureReason::EngineError,
-        format!("unexpected shim reply {reply:?}"),
-    )
+    Failure::new(FailureReason::EngineError, format!("unexpected shim reply {reply:?}"))
 }
 
 /// One running server, as its stdio client sees it.
@@ -121,8 +99,8 @@ pub struct Answer {
 }
 
 impl Session {
-    /// Spawns the server through the shim and returns once its pipes are connected; the caller
-    /// starts its clock before this call (the spawn is part of a cold start).
+    /// Spawns the server through the shim and returns with the client's ends of its pipes; the
+    /// caller starts its clock before this call (the spawn is part of a cold start).
     pub fn spawn(
         shim: &mut ShimClient,
         launch: &ServerLaunch,
@@ -130,60 +108,34 @@ impl Session {
         n: u32,
         write_limit: Duration,
     ) -> Result<Session, Failure> {
-        let stdin_fifo = dir.join(format!("s{n}.in"));
-        let stdout_fifo = dir.join(format!("s{n}.out"));
         let stderr_log = dir.join(format!("s{n}.stderr.log"));
-        for p in [&stdin_fifo, &stdout_fifo] {
-            let _ = std::fs::remove_file(p);
-            nix::unistd::mkfifo(p.as_path(), nix::sys::stat::Mode::from_bits_truncate(0o666))
-                .map_err(|e| {
-                    Failure::new(
-                        FailureReason::EngineError,
-                        format!("mkfifo {}: {e}", p.display()),
-                    )
-                })?;
-        }
-        // Open our read end first (non-blocking, so it succeeds without a writer); the shim's
-        // non-blocking open of the write end then finds a reader.
-        let stdout = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&stdout_fifo)
-            .map_err(|e| {
-                Failure::new(
-                    FailureReason::EngineError,
-                    format!("open {}: {e}", stdout_fifo.display()),
-                )
-            })?;
-        // Hold a writer on the server's stdin before it exists: a FIFO read with no writer is an
-        // immediate end of file, and a fast server would see its input end before we opened it.
-        // Linux opens a FIFO O_RDWR without blocking; we never read from it, and dropping it is
-        // the server's end of input.
-        let stdin = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&stdin_fifo)
-            .map_err(|e| {
-                Failure::new(
-                    FailureReason::EngineError,
-                    format!("open {}: {e}", stdin_fifo.display()),
-                )
-            })?;
-        let reply = shim.call(&Request::Spawn {
+        let (reply, mut fds) = shim.call_with_fds(&Request::Spawn {
             argv: launch.argv.clone(),
             env: launch.env.clone(),
             cwd: launch.cwd.clone(),
-            stdin_fifo: stdin_fifo.clone(),
-            stdout_fifo: stdout_fifo.clone(),
             stderr_log: stderr_log.clone(),
         })?;
         let pid = match reply {
             Reply::Spawned { pid } => pid,
             other => return Err(unexpected(other)),
         };
-        let _ = std::fs::remove_file(&stdin_fifo);
-        let _ = std::fs::remove_file(&stdout_fifo);
+        if fds.len() != 2 {
+            return Err(Failure::new(
+                FailureReason::EngineError,
+                format!("the shim sent {} descriptors with the spawn, not 2", fds.len()),
+            ));
+        }
+        let stdout = File::from(fds.pop().expect("two descriptors"));
+        let stdin = File::from(fds.pop().expect("two descriptors"));
+        // Both ends non-blocking: reads and writes wait in poll(2), with deadlines.
+        for f in [&stdin, &stdout] {
+            let fd = f.as_raw_fd();
+            // SAFETY: fcntl on a descriptor we own.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
         Ok(Session {
             pid,
             stdin: Some(stdin),
@@ -208,10 +160,8 @@ impl Session {
     /// pipe, and the write waits for room only until the call limit.
     pub fn send(&mut self, line: &str) -> Result<(), Failure> {
         let deadline = Instant::now() + self.write_limit;
-        let stdin = self
-            .stdin
-            .as_ref()
-            .ok_or_else(|| Failure::new(FailureReason::Crash, "stdin already closed"))?;
+        let stdin =
+            self.stdin.as_ref().ok_or_else(|| Failure::new(FailureReason::Crash, "stdin already closed"))?;
         let mut rest = line.as_bytes();
         while !rest.is_empty() {
             match nix::unistd::write(stdin, rest) {
@@ -226,10 +176,7 @@ impl Session {
                     }
                     let ms = (deadline - now).as_millis().clamp(1, i32::MAX as u128) as i32;
                     let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLOUT)];
-                    let _ = poll(
-                        &mut fds,
-                        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-                    );
+                    let _ = poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX));
                 }
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => {
@@ -245,12 +192,7 @@ impl Session {
 
     /// Sends a request and waits for its response; the latency runs from just before the write
     /// to the read that completed the response line.
-    pub fn request(
-        &mut self,
-        method: &str,
-        params: &Value,
-        timeout: Duration,
-    ) -> Result<Answer, Failure> {
+    pub fn request(&mut self, method: &str, params: &Value, timeout: Duration) -> Result<Answer, Failure> {
         let id = self.take_id();
         let line = mcp::request_line(id, method, params);
         let started = Instant::now();
@@ -290,10 +232,7 @@ impl Session {
             let (line, arrived) = self.read_line(deadline, what)?;
             match mcp::parse_incoming(&line) {
                 Ok(Incoming::Response { id: got, outcome }) if got == id => {
-                    return Ok(Answer {
-                        latency: arrived - started,
-                        outcome,
-                    });
+                    return Ok(Answer { latency: arrived - started, outcome });
                 }
                 Ok(Incoming::Response { id: got, .. }) => {
                     return Err(Failure::new(
@@ -315,9 +254,7 @@ impl Session {
                     let shown: String = String::from_utf8_lossy(&line).chars().take(200).collect();
                     return Err(Failure::new(
                         FailureReason::ProtocolError,
-                        format!(
-                            "{what}: the server wrote a line that is not JSON-RPC ({e}): {shown:?}"
-                        ),
+                        format!("{what}: the server wrote a line that is not JSON-RPC ({e}): {shown:?}"),
                     ));
                 }
             }
@@ -362,19 +299,11 @@ impl Session {
             let left = deadline - now;
             let mut fds = [PollFd::new(self.stdout.as_fd(), PollFlags::POLLIN)];
             let ms = left.as_millis().min(i32::MAX as u128) as i32;
-            match poll(
-                &mut fds,
-                PollTimeout::try_from(ms.max(1)).unwrap_or(PollTimeout::MAX),
-            ) {
+            match poll(&mut fds, PollTimeout::try_from(ms.max(1)).unwrap_or(PollTimeout::MAX)) {
                 Ok(0) => continue,
                 Ok(_) => {}
                 Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => {
-                    return Err(Failure::new(
-                        FailureReason::EngineError,
-                        format!("poll: {e}"),
-                    ))
-                }
+                Err(e) => return Err(Failure::new(FailureReason::EngineError, format!("poll: {e}"))),
             }
             match nix::unistd::read(self.stdout.as_raw_fd(), &mut self.buf[end..]) {
                 Ok(0) => {
@@ -390,10 +319,7 @@ impl Session {
                 }
                 Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => {
-                    return Err(Failure::new(
-                        FailureReason::Crash,
-                        format!("{what}: read stdout: {e}"),
-                    ))
+                    return Err(Failure::new(FailureReason::Crash, format!("{what}: read stdout: {e}")))
                 }
             }
             self.filled = end;
@@ -418,10 +344,7 @@ impl Session {
             grace_ms: grace.as_millis() as u64,
             term_ms: term.as_millis() as u64,
         })? {
-            Reply::Stopped {
-                exit,
-                memory_before_stop,
-            } => Ok((exit, memory_before_stop)),
+            Reply::Stopped { exit, memory_before_stop } => Ok((exit, memory_before_stop)),
             other => Err(unexpected(other)),
         }
     }

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::driver::stdio::{stderr_tail, Session, ShimClient};
 use crate::driver::{DriverOutcome, DriverSpec};
-use crate::mcp::{self, suite::Suite};
+use crate::mcp::suite::{Expected, Suite};
+use crate::mcp::{self};
 use crate::record::{Failure, FailureReason};
 use crate::scenario::Workload;
 use crate::stats;
@@ -21,23 +22,14 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
     let mut out = DriverOutcome::default();
     let result = (|| {
         let suite = Suite::from_name(&spec.suite).ok_or_else(|| {
-            Failure::new(
-                FailureReason::EngineError,
-                format!("unknown suite {:?}", spec.suite),
-            )
+            Failure::new(FailureReason::EngineError, format!("unknown suite {:?}", spec.suite))
         })?;
         let mut shim = ShimClient::connect(&spec.lab_dir, Duration::from_secs(30))?;
         let r = match &spec.workload {
-            Workload::ColdStart { spawns } => {
-                cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
+            Workload::ColdStart { spawns } => cold_start(spec, suite, &mut shim, *spawns, &mut out, progress),
+            Workload::SerialCalls { tool, warmup, calls } => {
+                serial_calls(spec, suite, &mut shim, tool, *warmup, *calls, &mut out, progress)
             }
-            Workload::SerialCalls {
-                tool,
-                warmup,
-                calls,
-            } => serial_calls(
-                spec, suite, &mut shim, tool, *warmup, *calls, &mut out, progress,
-            ),
         };
         let _ = shim.call(&crate::shim::Request::Shutdown);
         r
@@ -71,16 +63,11 @@ fn handshake(
             &session,
         )
     })?;
-    let version = result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
     if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
         return Err(Failure::new(
             FailureReason::ProtocolError,
-            format!(
-                "the server answered protocol version {version:?}, which the lab does not speak"
-            ),
+            format!("the server answered protocol version {version:?}, which the lab does not speak"),
         ));
     }
     out.protocol_version = Some(version.to_string());
@@ -99,11 +86,7 @@ fn startup_failure(f: Failure) -> Failure {
 
 fn with_stderr(mut f: Failure, session: &Session) -> Failure {
     if let Some(tail) = stderr_tail(&session.stderr_log) {
-        f.detail = format!(
-            "{}\n--- server stderr (tail) ---\n{}",
-            f.detail,
-            tail.trim_end()
-        );
+        f.detail = format!("{}\n--- server stderr (tail) ---\n{}", f.detail, tail.trim_end());
     }
     f
 }
@@ -112,10 +95,7 @@ fn with_stderr(mut f: Failure, session: &Session) -> Failure {
 fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<Duration, Failure> {
     let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
     let result = answer.outcome.map_err(|e| {
-        Failure::new(
-            FailureReason::ProtocolError,
-            format!("tools/list failed: {} ({})", e.message, e.code),
-        )
+        Failure::new(FailureReason::ProtocolError, format!("tools/list failed: {} ({})", e.message, e.code))
     })?;
     let mut names = mcp::tool_names(&result);
     names.sort();
@@ -124,10 +104,7 @@ fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<
     if names != want {
         return Err(Failure::new(
             FailureReason::WrongResult,
-            format!(
-                "tools/list: expected exactly the {} suite {want:?}, got {names:?}",
-                suite.name()
-            ),
+            format!("tools/list: expected exactly the {} suite {want:?}, got {names:?}", suite.name()),
         ));
     }
     Ok(answer.latency)
@@ -163,12 +140,28 @@ fn checked_call(
     }
 }
 
-/// The correctness gate: every tool of the suite with its fixed input.
+/// The correctness gate: every tool of the suite with its fixed inputs, error cases included.
 fn gate(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<(), Failure> {
     for (tool, args, expected) in suite.gate() {
         let id = session.reserve_ids(1);
         let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
-        checked_call(spec, session, id, &line, tool, &args, &expected)?;
+        match expected {
+            Expected::Value(v) => {
+                checked_call(spec, session, id, &line, tool, &args, &v)?;
+            }
+            Expected::Error => {
+                let answer = session.request_prerendered(id, &line, spec.timeouts.call(), tool)?;
+                // Either form of error is right: SDKs differ (MCP-NOTES).
+                if let Ok(result) = answer.outcome {
+                    if let Ok(v) = mcp::tool_value(&result) {
+                        return Err(Failure::new(
+                            FailureReason::WrongResult,
+                            format!("gate: {tool} {args}: expected an error result, got the value {v}"),
+                        ));
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -253,15 +246,7 @@ fn serial_calls(
                 out.calls_ok += 1;
             }
             if (i + 1) % step == 0 || i + 1 == total {
-                progress(
-                    if i < u64::from(warmup) {
-                        "warmup"
-                    } else {
-                        "calls"
-                    },
-                    i + 1,
-                    total,
-                );
+                progress(if i < u64::from(warmup) { "warmup" } else { "calls" }, i + 1, total);
             }
         }
         Ok(())

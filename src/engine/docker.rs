@@ -24,8 +24,7 @@ pub struct DockerEngine {
 impl DockerEngine {
     /// Connects to the local engine (DOCKER_HOST or the default socket) and checks it answers.
     pub async fn connect() -> Result<DockerEngine, EngineError> {
-        let endpoint =
-            std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+        let endpoint = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
         let unreachable = |e: bollard::errors::Error| EngineError::Unreachable {
             endpoint: endpoint.clone(),
             detail: e.to_string(),
@@ -42,22 +41,12 @@ fn labels_map(labels: &BTreeMap<String, String>) -> HashMap<String, String> {
 }
 
 fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
+    matches!(e, bollard::errors::Error::DockerResponseServerError { status_code: 404, .. })
 }
 
 impl Engine for DockerEngine {
     async fn describe(&self) -> Result<EngineManifest, EngineError> {
-        let v = self
-            .docker
-            .version()
-            .await
-            .map_err(|e| EngineError::op("query", "engine version", e))?;
+        let v = self.docker.version().await.map_err(|e| EngineError::op("query", "engine version", e))?;
         Ok(EngineManifest {
             kind: "docker".into(),
             version: v.version.unwrap_or_default(),
@@ -69,12 +58,7 @@ impl Engine for DockerEngine {
         match self.docker.inspect_image(reference).await {
             Ok(img) => Ok(Some(ImageInfo {
                 id: img.id.unwrap_or_default(),
-                labels: img
-                    .config
-                    .and_then(|c| c.labels)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect(),
+                labels: img.config.and_then(|c| c.labels).unwrap_or_default().into_iter().collect(),
             })),
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(EngineError::op("inspect image", reference, e)),
@@ -88,9 +72,8 @@ impl Engine for DockerEngine {
         labels: &BTreeMap<String, String>,
     ) -> Result<ImageInfo, EngineError> {
         let (repo, tag) = reference.rsplit_once(':').unwrap_or((reference, "latest"));
-        let body = tokio::fs::read(tar)
-            .await
-            .map_err(|e| EngineError::op("read", tar.display().to_string(), e))?;
+        let body =
+            tokio::fs::read(tar).await.map_err(|e| EngineError::op("read", tar.display().to_string(), e))?;
         let changes: Vec<String> = labels
             .iter()
             .map(|(k, v)| format!("LABEL {k}={}", serde_json::Value::String(v.clone())))
@@ -102,39 +85,25 @@ impl Engine for DockerEngine {
             changes: changes.iter().map(String::as_str).collect(),
             ..Default::default()
         };
-        let mut stream = self
-            .docker
-            .create_image(Some(opts), Some(body.into()), None);
+        let mut stream = self.docker.create_image(Some(opts), Some(body.into()), None);
         while let Some(item) = stream.next().await {
             item.map_err(|e| EngineError::op("import", reference, e))?;
         }
         self.image(reference).await?.ok_or_else(|| {
-            EngineError::op(
-                "import",
-                reference,
-                "the engine reports no image after the import",
-            )
+            EngineError::op("import", reference, "the engine reports no image after the import")
         })
     }
 
     async fn pull(&self, reference: &str) -> Result<ImageInfo, EngineError> {
-        let opts = CreateImageOptions {
-            from_image: reference,
-            ..Default::default()
-        };
+        let opts = CreateImageOptions { from_image: reference, ..Default::default() };
         let mut stream = self.docker.create_image(Some(opts), None, None);
         while let Some(item) = stream.next().await {
-            item.map_err(|e| EngineError::Pull {
-                reference: reference.into(),
-                detail: e.to_string(),
-            })?;
+            item.map_err(|e| EngineError::Pull { reference: reference.into(), detail: e.to_string() })?;
         }
-        self.image(reference)
-            .await?
-            .ok_or_else(|| EngineError::Pull {
-                reference: reference.into(),
-                detail: "no image after the pull".into(),
-            })
+        self.image(reference).await?.ok_or_else(|| EngineError::Pull {
+            reference: reference.into(),
+            detail: "no image after the pull".into(),
+        })
     }
 
     async fn build(
@@ -179,13 +148,9 @@ impl Engine for DockerEngine {
                 return Err(fail(err, &step, &tail));
             }
         }
-        self.image(reference).await?.ok_or_else(|| {
-            fail(
-                "the engine reports no image after the build".into(),
-                &step,
-                &tail,
-            )
-        })
+        self.image(reference)
+            .await?
+            .ok_or_else(|| fail("the engine reports no image after the build".into(), &step, &tail))
     }
 
     async fn create_volume(
@@ -215,11 +180,7 @@ impl Engine for DockerEngine {
             .mounts
             .iter()
             .map(|m| match m {
-                Mount::Bind {
-                    source,
-                    target,
-                    read_only,
-                } => BollardMount {
+                Mount::Bind { source, target, read_only } => BollardMount {
                     target: Some(target.clone()),
                     source: Some(source.display().to_string()),
                     typ: Some(MountTypeEnum::BIND),
@@ -236,12 +197,13 @@ impl Engine for DockerEngine {
             .collect();
         let host_config = HostConfig {
             mounts: Some(mounts),
-            cpuset_cpus: Some(spec.cpuset.clone()),
+            cpuset_cpus: (!spec.cpuset.is_empty()).then(|| spec.cpuset.clone()),
             memory: spec.memory.map(|m| m as i64),
             memory_swap: spec.memory.map(|m| m as i64),
             network_mode: Some(match &spec.network {
                 Network::None => "none".to_string(),
                 Network::Container(id) => format!("container:{id}"),
+                Network::Egress => "bridge".to_string(),
             }),
             ..Default::default()
         };
@@ -259,10 +221,7 @@ impl Engine for DockerEngine {
         let created = self
             .docker
             .create_container(
-                Some(CreateContainerOptions {
-                    name: spec.name.clone(),
-                    platform: None,
-                }),
+                Some(CreateContainerOptions { name: spec.name.clone(), platform: None }),
                 config,
             )
             .await
@@ -282,52 +241,34 @@ impl Engine for DockerEngine {
         id: &str,
         on_line: &mut (dyn FnMut(OutputLine) + Send),
     ) -> Result<(), EngineError> {
-        let opts = LogsOptions::<String> {
-            follow: true,
-            stdout: true,
-            stderr: true,
-            ..Default::default()
-        };
+        let opts = LogsOptions::<String> { follow: true, stdout: true, stderr: true, ..Default::default() };
         let mut stream = self.docker.logs(id, Some(opts));
         let (mut out, mut err) = (Vec::<u8>::new(), Vec::<u8>::new());
         while let Some(item) = stream.next().await {
-            let (buf, is_out, message) =
-                match item.map_err(|e| EngineError::op("follow output of", id, e))? {
-                    LogOutput::StdOut { message } => (&mut out, true, message),
-                    LogOutput::StdErr { message } => (&mut err, false, message),
-                    _ => continue,
-                };
+            let (buf, is_out, message) = match item.map_err(|e| EngineError::op("follow output of", id, e))? {
+                LogOutput::StdOut { message } => (&mut out, true, message),
+                LogOutput::StdErr { message } => (&mut err, false, message),
+                _ => continue,
+            };
             buf.extend_from_slice(&message);
             while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = buf.drain(..=pos).collect();
                 let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-                on_line(if is_out {
-                    OutputLine::Stdout(text)
-                } else {
-                    OutputLine::Stderr(text)
-                });
+                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
             }
         }
         for (buf, is_out) in [(out, true), (err, false)] {
             if !buf.is_empty() {
                 let text = String::from_utf8_lossy(&buf).into_owned();
-                on_line(if is_out {
-                    OutputLine::Stdout(text)
-                } else {
-                    OutputLine::Stderr(text)
-                });
+                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
             }
         }
         Ok(())
     }
 
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError> {
-        let mut stream = self.docker.wait_container(
-            id,
-            Some(WaitContainerOptions {
-                condition: "not-running",
-            }),
-        );
+        let mut stream =
+            self.docker.wait_container(id, Some(WaitContainerOptions { condition: "not-running" }));
         // A non-zero exit arrives as an error item; the state is read below either way.
         while let Some(_item) = stream.next().await {}
         let inspect = self
@@ -336,16 +277,11 @@ impl Engine for DockerEngine {
             .await
             .map_err(|e| EngineError::op("inspect container", id, e))?;
         let state = inspect.state.unwrap_or_default();
-        Ok(ExitState {
-            code: state.exit_code.unwrap_or(-1),
-            oom_killed: state.oom_killed.unwrap_or(false),
-        })
+        Ok(ExitState { code: state.exit_code.unwrap_or(-1), oom_killed: state.oom_killed.unwrap_or(false) })
     }
 
     async fn read_file(&self, id: &str, path: &str) -> Result<Option<Vec<u8>>, EngineError> {
-        let mut stream = self
-            .docker
-            .download_from_container(id, Some(DownloadFromContainerOptions { path }));
+        let mut stream = self.docker.download_from_container(id, Some(DownloadFromContainerOptions { path }));
         let mut tar_bytes = Vec::new();
         while let Some(chunk) = stream.next().await {
             match chunk {
@@ -355,9 +291,7 @@ impl Engine for DockerEngine {
             }
         }
         let mut archive = tar::Archive::new(tar_bytes.as_slice());
-        let entries = archive
-            .entries()
-            .map_err(|e| EngineError::op("unpack", path, e))?;
+        let entries = archive.entries().map_err(|e| EngineError::op("unpack", path, e))?;
         for entry in entries {
             let mut entry = entry.map_err(|e| EngineError::op("unpack", path, e))?;
             if entry.header().entry_type().is_file() {
@@ -373,14 +307,7 @@ impl Engine for DockerEngine {
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         match self
             .docker
-            .remove_container(
-                id,
-                Some(RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                }),
-            )
+            .remove_container(id, Some(RemoveContainerOptions { force: true, v: true, ..Default::default() }))
             .await
         {
             Ok(()) => Ok(()),
@@ -390,11 +317,7 @@ impl Engine for DockerEngine {
     }
 
     async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        match self
-            .docker
-            .remove_volume(name, Some(RemoveVolumeOptions { force: true }))
-            .await
-        {
+        match self.docker.remove_volume(name, Some(RemoveVolumeOptions { force: true })).await {
             Ok(()) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(EngineError::op("remove volume", name, e)),

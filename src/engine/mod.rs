@@ -20,27 +20,14 @@ pub enum EngineError {
     #[error("image {reference} cannot be pulled: {detail}\n  without a registry, bootstrap a base here instead: `benchlab base --suite bookworm`, and name the suite in the recipe's runtime (suite = \"bookworm\") in place of base_image")]
     Pull { reference: String, detail: String },
     #[error("building image {reference} failed at step {step:?}: {detail}\n--- last lines of the build log ---\n{tail}")]
-    Build {
-        reference: String,
-        step: String,
-        detail: String,
-        tail: String,
-    },
+    Build { reference: String, step: String, detail: String, tail: String },
     #[error("{op} {object}: {detail}")]
-    Op {
-        op: &'static str,
-        object: String,
-        detail: String,
-    },
+    Op { op: &'static str, object: String, detail: String },
 }
 
 impl EngineError {
     pub fn op(op: &'static str, object: impl Into<String>, detail: impl std::fmt::Display) -> Self {
-        EngineError::Op {
-            op,
-            object: object.into(),
-            detail: detail.to_string(),
-        }
+        EngineError::Op { op, object: object.into(), detail: detail.to_string() }
     }
 }
 
@@ -54,11 +41,7 @@ pub struct ImageInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mount {
     /// A host path, e.g. the lab's own binary.
-    Bind {
-        source: PathBuf,
-        target: String,
-        read_only: bool,
-    },
+    Bind { source: PathBuf, target: String, read_only: bool },
     /// A named volume.
     Volume { name: String, target: String },
 }
@@ -69,6 +52,9 @@ pub enum Network {
     None,
     /// Join another container's network namespace (the sidecar joins the server's).
     Container(String),
+    /// The engine's default network, which reaches out: only for `benchlab lock`, never for a
+    /// measured cell.
+    Egress,
 }
 
 /// A container to create.
@@ -133,11 +119,8 @@ pub trait Engine {
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, EngineError>;
     async fn start(&self, id: &str) -> Result<(), EngineError>;
     /// Follows a container's output until it exits, a line at a time.
-    async fn follow(
-        &self,
-        id: &str,
-        on_line: &mut (dyn FnMut(OutputLine) + Send),
-    ) -> Result<(), EngineError>;
+    async fn follow(&self, id: &str, on_line: &mut (dyn FnMut(OutputLine) + Send))
+        -> Result<(), EngineError>;
     /// Waits for a container to exit.
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError>;
     /// Reads one file out of a container (created or running).

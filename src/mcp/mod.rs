@@ -12,8 +12,7 @@ use serde_json::{json, Value};
 pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Protocol versions the lab's client understands (the server's answer must be one of them).
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// Renders a request line (with the trailing newline) ready to be written to a server's stdin.
 pub fn request_line(id: u64, method: &str, params: &Value) -> String {
@@ -61,10 +60,7 @@ pub struct RpcError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     /// A response to one of our requests.
-    Response {
-        id: u64,
-        outcome: Result<Value, RpcError>,
-    },
+    Response { id: u64, outcome: Result<Value, RpcError> },
     /// A request from the server (ping, sampling, ...) that expects an answer.
     Request { id: Value, method: String },
     /// A notification from the server (logging, progress, list changed, ...).
@@ -95,20 +91,16 @@ struct RawMessage {
 
 /// Parses one line (without its newline) from a server.
 pub fn parse_incoming(line: &[u8]) -> Result<Incoming, ParseError> {
-    let raw: RawMessage =
-        serde_json::from_slice(line).map_err(|e| ParseError::NotJson(e.to_string()))?;
+    let raw: RawMessage = serde_json::from_slice(line).map_err(|e| ParseError::NotJson(e.to_string()))?;
     if raw.jsonrpc.as_deref() != Some("2.0") {
-        return Err(ParseError::NotJsonRpc(
-            "missing \"jsonrpc\": \"2.0\"".into(),
-        ));
+        return Err(ParseError::NotJsonRpc("missing \"jsonrpc\": \"2.0\"".into()));
     }
     match (raw.method, raw.id) {
         (Some(method), Some(id)) => Ok(Incoming::Request { id, method }),
         (Some(method), None) => Ok(Incoming::Notification { method }),
         (None, Some(id)) => {
-            let id = id
-                .as_u64()
-                .ok_or_else(|| ParseError::NotJsonRpc(format!("response id {id} is not ours")))?;
+            let id =
+                id.as_u64().ok_or_else(|| ParseError::NotJsonRpc(format!("response id {id} is not ours")))?;
             let outcome = match (raw.result, raw.error) {
                 (Some(r), None) => Ok(r),
                 (None, Some(e)) => Err(e),
@@ -132,10 +124,7 @@ pub fn tool_value(result: &Value) -> Result<Value, String> {
     let text = result
         .get("content")
         .and_then(Value::as_array)
-        .and_then(|c| {
-            c.iter()
-                .find(|item| item.get("type").and_then(Value::as_str) == Some("text"))
-        })
+        .and_then(|c| c.iter().find(|item| item.get("type").and_then(Value::as_str) == Some("text")))
         .and_then(|item| item.get("text"))
         .and_then(Value::as_str);
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
@@ -165,9 +154,7 @@ pub fn values_match(expected: &Value, actual: &Value) -> bool {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| values_match(x, y))
         }
         (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(k, v)| b.get(k).is_some_and(|w| values_match(v, w)))
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| values_match(v, w)))
         }
         _ => expected == actual,
     }
@@ -179,10 +166,7 @@ pub fn tool_names(list_result: &Value) -> Vec<String> {
         .get("tools")
         .and_then(Value::as_array)
         .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
-                .collect()
+            tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from)).collect()
         })
         .unwrap_or_default()
 }
@@ -194,24 +178,11 @@ mod tests {
     #[test]
     fn parses_responses_requests_and_notifications() {
         let r = parse_incoming(br#"{"jsonrpc":"2.0","id":7,"result":{"x":1}}"#).unwrap();
-        assert_eq!(
-            r,
-            Incoming::Response {
-                id: 7,
-                outcome: Ok(json!({"x":1}))
-            }
-        );
-        let e = parse_incoming(
-            br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool"}}"#,
-        )
-        .unwrap();
-        assert!(matches!(
-            e,
-            Incoming::Response {
-                id: 3,
-                outcome: Err(RpcError { code: -32602, .. })
-            }
-        ));
+        assert_eq!(r, Incoming::Response { id: 7, outcome: Ok(json!({"x":1})) });
+        let e =
+            parse_incoming(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool"}}"#)
+                .unwrap();
+        assert!(matches!(e, Incoming::Response { id: 3, outcome: Err(RpcError { code: -32602, .. }) }));
         assert!(matches!(
             parse_incoming(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#),
             Ok(Incoming::Notification { .. })
@@ -220,14 +191,8 @@ mod tests {
             parse_incoming(br#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#),
             Ok(Incoming::Request { .. })
         ));
-        assert!(matches!(
-            parse_incoming(b"Starting server..."),
-            Err(ParseError::NotJson(_))
-        ));
-        assert!(matches!(
-            parse_incoming(br#"{"id":1,"result":{}}"#),
-            Err(ParseError::NotJsonRpc(_))
-        ));
+        assert!(matches!(parse_incoming(b"Starting server..."), Err(ParseError::NotJson(_))));
+        assert!(matches!(parse_incoming(br#"{"id":1,"result":{}}"#), Err(ParseError::NotJsonRpc(_))));
     }
 
     #[test]
@@ -248,11 +213,7 @@ mod tests {
 
     #[test]
     fn request_lines_are_single_lines() {
-        let l = request_line(
-            1,
-            "tools/call",
-            &tools_call_params("echo", &json!({"message":"a\nb"})),
-        );
+        let l = request_line(1, "tools/call", &tools_call_params("echo", &json!({"message":"a\nb"})));
         assert!(l.ends_with('\n'));
         assert_eq!(l.matches('\n').count(), 1);
     }

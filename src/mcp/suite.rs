@@ -8,14 +8,26 @@ use serde_json::{json, Value};
 pub enum Suite {
     /// Seed 001's suite: add_numbers, echo, word_count.
     Weekly,
+    /// Seed 000's stdio suite: calculate_tax, checksum (tools that validate their arguments).
+    Pulse,
+}
+
+/// What a correct server answers to a gate input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expected {
+    /// This value (compared by `mcp::values_match`).
+    Value(Value),
+    /// An error: an `isError` result or a JSON-RPC error, whichever the SDK gives.
+    Error,
 }
 
 impl Suite {
-    pub const ALL: &'static [Suite] = &[Suite::Weekly];
+    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse];
 
     pub fn from_name(name: &str) -> Option<Suite> {
         match name {
             "weekly" => Some(Suite::Weekly),
+            "pulse" => Some(Suite::Pulse),
             _ => None,
         }
     }
@@ -23,6 +35,7 @@ impl Suite {
     pub fn name(self) -> &'static str {
         match self {
             Suite::Weekly => "weekly",
+            Suite::Pulse => "pulse",
         }
     }
 
@@ -30,20 +43,24 @@ impl Suite {
     pub fn tools(self) -> &'static [&'static str] {
         match self {
             Suite::Weekly => &["add_numbers", "echo", "word_count"],
+            Suite::Pulse => &["calculate_tax", "checksum"],
         }
     }
 
-    /// The correctness gate: (tool, arguments, expected value) for every tool of the suite.
-    pub fn gate(self) -> Vec<(&'static str, Value, Value)> {
+    /// The correctness gate: (tool, arguments, expected answer), error cases included.
+    pub fn gate(self) -> Vec<(&'static str, Value, Expected)> {
+        use Expected::{Error, Value as V};
         match self {
             Suite::Weekly => vec![
-                ("add_numbers", json!({"a": 17, "b": 25}), json!(42)),
-                ("echo", json!({"message": "hello"}), json!("hello")),
-                (
-                    "word_count",
-                    json!({"text": "the quick brown fox"}),
-                    json!(4),
-                ),
+                ("add_numbers", json!({"a": 17, "b": 25}), V(json!(42))),
+                ("echo", json!({"message": "hello"}), V(json!("hello"))),
+                ("word_count", json!({"text": "the quick brown fox"}), V(json!(4))),
+            ],
+            Suite::Pulse => vec![
+                ("calculate_tax", json!({"amount": 100}), V(json!(8.0))),
+                ("calculate_tax", json!({"amount": -1}), Error),
+                ("checksum", json!({"values": [1, 2, 3]}), V(checksum_value(&[1, 2, 3]))),
+                ("checksum", json!({"values": []}), Error),
             ],
         }
     }
@@ -65,6 +82,15 @@ impl Suite {
                 let words = (i % 12 + 1) as usize;
                 let text = vec!["word"; words].join(" ");
                 Some((json!({"text": text}), json!(words)))
+            }
+            (Suite::Pulse, "calculate_tax") => {
+                // Whole cents times a whole percent: the product rounds the same way everywhere.
+                let amount = (100 + i % 9_900) as f64;
+                Some((json!({"amount": amount, "rate": 0.07}), json!(round2(amount * 0.07))))
+            }
+            (Suite::Pulse, "checksum") => {
+                let values: Vec<i64> = (0..(i % 10 + 1) as i64).map(|k| k * 7 + i as i64).collect();
+                Some((json!({"values": values}), checksum_value(&values)))
             }
             _ => None,
         }
@@ -92,6 +118,33 @@ impl Suite {
                 .and_then(Value::as_str)
                 .map(|t| json!(t.split_whitespace().count()))
                 .ok_or_else(|| "word_count needs a string argument text".into()),
+            (Suite::Pulse, "calculate_tax") => {
+                let amount = args
+                    .get("amount")
+                    .and_then(Value::as_f64)
+                    .ok_or("calculate_tax needs a number amount")?;
+                let rate = match args.get("rate") {
+                    None | Some(Value::Null) => 0.08,
+                    Some(r) => r.as_f64().ok_or("rate must be a number")?,
+                };
+                if amount <= 0.0 {
+                    return Err("amount must be greater than 0".into());
+                }
+                Ok(json!(round2(amount * rate)))
+            }
+            (Suite::Pulse, "checksum") => {
+                let values: Vec<i64> = args
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .ok_or("checksum needs an integer array values")?
+                    .iter()
+                    .map(|v| v.as_i64().ok_or("values must be integers"))
+                    .collect::<Result<_, _>>()?;
+                if values.is_empty() || values.len() > 100 {
+                    return Err("values needs 1 to 100 items".into());
+                }
+                Ok(checksum_value(&values))
+            }
             _ => Err(format!("unknown tool: {tool}")),
         }
     }
@@ -99,32 +152,61 @@ impl Suite {
     /// JSON Schemas of the suite's tools, as `tools/list` shows them.
     pub fn tool_schemas(self) -> Vec<Value> {
         match self {
+            Suite::Pulse => vec![
+                tool_schema(
+                    "calculate_tax",
+                    "Tax on an amount at a rate.",
+                    json!({"amount": {"type": "number", "exclusiveMinimum": 0}, "rate": {"type": "number", "default": 0.08}}),
+                    &["amount"],
+                ),
+                tool_schema(
+                    "checksum",
+                    "Count, sum and sha256 of integers.",
+                    json!({"values": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 100}}),
+                    &["values"],
+                ),
+            ],
             Suite::Weekly => vec![
                 tool_schema(
                     "add_numbers",
                     "Add two integers.",
                     json!({"a": {"type": "integer"}, "b": {"type": "integer"}}),
+                    &["a", "b"],
                 ),
                 tool_schema(
                     "echo",
                     "Echo a message back.",
                     json!({"message": {"type": "string"}}),
+                    &["message"],
                 ),
                 tool_schema(
                     "word_count",
                     "Count whitespace-separated words.",
                     json!({"text": {"type": "string"}}),
+                    &["text"],
                 ),
             ],
         }
     }
 }
 
-fn tool_schema(name: &str, description: &str, properties: Value) -> Value {
-    let required: Vec<&String> = properties
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
+/// round(x, 2) as Python and JavaScript servers compute it for the values the lab sends.
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// `{count, sum, sha256}` of the decimal values joined by ",".
+pub fn checksum_value(values: &[i64]) -> Value {
+    use sha2::{Digest, Sha256};
+    let joined = values.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    json!({
+        "count": values.len(),
+        "sum": values.iter().sum::<i64>(),
+        "sha256": hex::encode(Sha256::digest(joined.as_bytes())),
+    })
+}
+
+fn tool_schema(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
     json!({
         "name": name,
         "description": description,
@@ -146,19 +228,34 @@ mod tests {
                 }
             }
             for (tool, args, expected) in suite.gate() {
-                assert_eq!(suite.evaluate(tool, &args), Ok(expected));
+                match expected {
+                    Expected::Value(v) => assert_eq!(suite.evaluate(tool, &args), Ok(v)),
+                    Expected::Error => {
+                        assert!(suite.evaluate(tool, &args).is_err(), "{tool} {args}")
+                    }
+                }
             }
         }
     }
 
     #[test]
     fn schemas_cover_exactly_the_suite() {
-        let s = Suite::Weekly;
-        let names: Vec<_> = s
-            .tool_schemas()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(names, s.tools());
+        for s in Suite::ALL {
+            let names: Vec<_> =
+                s.tool_schemas().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+            assert_eq!(names, s.tools());
+        }
+    }
+
+    #[test]
+    fn pulse_values_match_the_published_definitions() {
+        assert_eq!(Suite::Pulse.evaluate("calculate_tax", &json!({"amount": 100})), Ok(json!(8.0)));
+        // sha256("1,2,3"), computed independently with sha256sum.
+        assert_eq!(
+            checksum_value(&[1, 2, 3]),
+            json!({"count": 3, "sum": 6, "sha256": "8a6ae15122001229edb8866f56e342af12ae8187203c3e3b33931743e7c0c48d"})
+        );
+        assert!(Suite::Pulse.evaluate("checksum", &json!({"values": []})).is_err());
+        assert!(Suite::Pulse.evaluate("calculate_tax", &json!({"amount": 0})).is_err());
     }
 }

@@ -13,13 +13,13 @@ use sha2::{Digest, Sha256};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BaseSource {
     /// debootstrap `suite` (variant minbase) with `packages`, then import.
-    Bootstrap {
-        suite: String,
-        packages: Vec<String>,
-    },
+    Bootstrap { suite: String, packages: Vec<String> },
     /// A registry image pinned by digest (`name@sha256:<64 hex>`), for hosts that reach one.
     Registry { reference: String },
 }
+
+/// How bases are made: 2 = debootstrap minbase, then the packages with apt-get in the new root.
+pub const BOOTSTRAP_METHOD: u32 = 2;
 
 /// Suites the lab knows how to bootstrap.
 pub const SUITES: &[&str] = &["bookworm", "trixie"];
@@ -37,10 +37,7 @@ impl BaseSource {
         let mut p: Vec<String> = packages.iter().map(|s| s.to_string()).collect();
         p.sort();
         p.dedup();
-        BaseSource::Bootstrap {
-            suite: suite.into(),
-            packages: p,
-        }
+        BaseSource::Bootstrap { suite: suite.into(), packages: p }
     }
 
     /// The image reference the base is known by in the engine.
@@ -56,9 +53,10 @@ impl BaseSource {
         }
     }
 
-    /// sha256 of the spec's canonical JSON: a bootstrapped base is reused only for the same spec.
+    /// sha256 of the spec's canonical JSON and the bootstrap method: a bootstrapped base is
+    /// reused only for the same spec made the same way.
     pub fn spec_hash(&self) -> String {
-        crate::record::canonical_hash(self)
+        crate::record::canonical_hash(&serde_json::json!({"spec": self, "method": BOOTSTRAP_METHOD}))
     }
 
     pub fn suite(&self) -> Option<&str> {
@@ -73,16 +71,10 @@ impl BaseSource {
         match self {
             BaseSource::Bootstrap { suite, packages } => {
                 if !SUITES.contains(&suite.as_str()) {
-                    return Err(format!(
-                        "unknown Debian suite {suite:?} (known: {})",
-                        SUITES.join(", ")
-                    ));
+                    return Err(format!("unknown Debian suite {suite:?} (known: {})", SUITES.join(", ")));
                 }
                 if let Some(p) = packages.iter().find(|p| {
-                    p.is_empty()
-                        || !p
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                    p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
                 }) {
                     return Err(format!("{p:?} is not a Debian package name"));
                 }
@@ -92,7 +84,9 @@ impl BaseSource {
                 let digest = reference.split_once("@sha256:").map(|(_, d)| d);
                 match digest {
                     Some(d) if d.len() == 64 && d.chars().all(|c| c.is_ascii_hexdigit()) => Ok(()),
-                    _ => Err(format!("registry base {reference:?} must be pinned by digest: name@sha256:<64 hex digits>")),
+                    _ => Err(format!(
+                        "registry base {reference:?} must be pinned by digest: name@sha256:<64 hex digits>"
+                    )),
                 }
             }
         }
@@ -106,17 +100,9 @@ pub enum BootstrapError {
     #[error("bootstrapping a base needs root (debootstrap chroots and creates device nodes)")]
     NotRoot,
     #[error("debootstrap {suite} failed ({status}); last lines of its log {log}:\n{tail}")]
-    Failed {
-        suite: String,
-        status: String,
-        log: PathBuf,
-        tail: String,
-    },
+    Failed { suite: String, status: String, log: PathBuf, tail: String },
     #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    Io { what: String, source: std::io::Error },
 }
 
 /// A bootstrapped root filesystem, packed as a tar.
@@ -143,36 +129,54 @@ pub fn bootstrap(suite: &str, packages: &[String], work: &Path) -> Result<Rootfs
     let root = work.join("rootfs");
     let log = work.join("debootstrap.log");
     std::fs::create_dir_all(work).map_err(io_err(format!("create {}", work.display())))?;
-    let log_file =
-        std::fs::File::create(&log).map_err(io_err(format!("create {}", log.display())))?;
-    let mut cmd = Command::new("debootstrap");
-    cmd.arg("--variant=minbase");
-    if !packages.is_empty() {
-        cmd.arg(format!("--include={}", packages.join(",")));
-    }
-    // The mirror is debootstrap's own default.
-    cmd.arg(suite).arg(&root);
-    let status = cmd
-        .stdout(log_file.try_clone().map_err(io_err("log"))?)
-        .stderr(log_file)
-        .status()
-        .map_err(io_err("run debootstrap"))?;
-    if !status.success() {
-        let tail = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail: Vec<&str> = tail.lines().rev().take(15).collect();
-        return Err(BootstrapError::Failed {
-            suite: suite.into(),
+    let log_file = std::fs::File::create(&log).map_err(io_err(format!("create {}", log.display())))?;
+    let run_logged = |cmd: &mut Command, what: &str| -> Result<(), BootstrapError> {
+        let out = log_file.try_clone().map_err(io_err("log"))?;
+        let err = log_file.try_clone().map_err(io_err("log"))?;
+        let status = cmd.stdout(out).stderr(err).status().map_err(io_err(format!("run {what}")))?;
+        if status.success() {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        Err(BootstrapError::Failed {
+            suite: format!("{suite} ({what})"),
             status: status.to_string(),
-            log,
+            log: log.clone(),
             tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        })
+    };
+    // minbase from debootstrap's default mirror; the packages a runtime needs then come from apt
+    // inside the new root, which (unlike debootstrap's own resolver) understands virtual
+    // packages and alternatives (Debian's npm needs both).
+    run_logged(Command::new("debootstrap").arg("--variant=minbase").arg(suite).arg(&root), "debootstrap")?;
+    if !packages.is_empty() {
+        let resolv = root.join("etc/resolv.conf");
+        let saved = std::fs::read(&resolv).ok();
+        let _ = std::fs::remove_file(&resolv);
+        std::fs::copy("/etc/resolv.conf", &resolv).map_err(io_err("copy resolv.conf into the new root"))?;
+        let apt = |args: &[&str]| {
+            let mut c = Command::new("chroot");
+            c.arg(&root).arg("env").arg("DEBIAN_FRONTEND=noninteractive").arg("apt-get").args(args);
+            c
+        };
+        let result = run_logged(&mut apt(&["update", "-q"]), "apt-get update").and_then(|_| {
+            let mut install = vec!["install", "-y", "-q", "--no-install-recommends"];
+            install.extend(packages.iter().map(String::as_str));
+            run_logged(&mut apt(&install), "apt-get install")
         });
+        let _ = std::fs::remove_file(&resolv);
+        if let Some(bytes) = saved {
+            let _ = std::fs::write(&resolv, bytes);
+        }
+        result?;
     }
     // Caches and logs are not part of what runs; drop them so the tar holds the system only.
     for dir in ["var/cache/apt/archives", "var/lib/apt/lists", "var/log"] {
         clear_dir(&root.join(dir));
     }
-    let status_file = std::fs::read_to_string(root.join("var/lib/dpkg/status"))
-        .map_err(io_err("read dpkg status"))?;
+    let status_file =
+        std::fs::read_to_string(root.join("var/lib/dpkg/status")).map_err(io_err("read dpkg status"))?;
     let list = dpkg_installed(&status_file);
     let share = root.join(DPKG_LIST_PATH.trim_start_matches('/'));
     std::fs::create_dir_all(share.parent().expect("has a parent"))
@@ -195,11 +199,7 @@ pub fn bootstrap(suite: &str, packages: &[String], work: &Path) -> Result<Rootfs
         });
     }
     let sha256 = sha256_file(&tar).map_err(io_err(format!("hash {}", tar.display())))?;
-    Ok(Rootfs {
-        tar,
-        sha256,
-        packages: list.len(),
-    })
+    Ok(Rootfs { tar, sha256, packages: list.len() })
 }
 
 fn clear_dir(dir: &Path) {
@@ -219,18 +219,11 @@ fn clear_dir(dir: &Path) {
 pub fn dpkg_installed(status: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for para in status.split("\n\n") {
-        let field = |k: &str| {
-            para.lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(|v| v.trim().to_string())
-        };
+        let field = |k: &str| para.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
         if let (Some(name), Some(version), Some(st)) =
             (field("Package:"), field("Version:"), field("Status:"))
         {
-            if st.ends_with("installed")
-                && !st.contains("not-installed")
-                && !st.contains("config-files")
-            {
+            if st.ends_with("installed") && !st.contains("not-installed") && !st.contains("config-files") {
                 out.push((name, version));
             }
         }
@@ -247,11 +240,8 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 }
 
 pub fn which(prog: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(prog))
-            .find(|p| p.is_file())
-    })
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(prog)).find(|p| p.is_file()))
 }
 
 #[cfg(test)]
@@ -260,40 +250,25 @@ mod tests {
 
     #[test]
     fn references_depend_on_the_spec() {
-        assert_eq!(
-            BaseSource::bootstrap("bookworm", &[]).reference(),
-            "benchlab/base:bookworm"
-        );
+        assert_eq!(BaseSource::bootstrap("bookworm", &[]).reference(), "benchlab/base:bookworm");
         let a = BaseSource::bootstrap("bookworm", &["python3-venv", "python3"]);
         let b = BaseSource::bootstrap("bookworm", &["python3", "python3-venv"]);
         assert_eq!(a, b);
         assert!(a.reference().starts_with("benchlab/base:bookworm-"));
-        assert_ne!(
-            a.reference(),
-            BaseSource::bootstrap("trixie", &["python3", "python3-venv"]).reference()
-        );
+        assert_ne!(a.reference(), BaseSource::bootstrap("trixie", &["python3", "python3-venv"]).reference());
     }
 
     #[test]
     fn validates_suites_and_digests() {
         assert!(BaseSource::bootstrap("sid", &[]).validate().is_err());
-        assert!(BaseSource::Registry {
-            reference: "debian:bookworm".into()
-        }
-        .validate()
-        .is_err());
+        assert!(BaseSource::Registry { reference: "debian:bookworm".into() }.validate().is_err());
         let pinned = format!("debian@sha256:{}", "a".repeat(64));
-        assert!(BaseSource::Registry { reference: pinned }
-            .validate()
-            .is_ok());
+        assert!(BaseSource::Registry { reference: pinned }.validate().is_ok());
     }
 
     #[test]
     fn reads_installed_packages_from_dpkg_status() {
         let s = "Package: b\nStatus: install ok installed\nVersion: 2\n\nPackage: a\nStatus: install ok installed\nVersion: 1.0\n\nPackage: gone\nStatus: deinstall ok config-files\nVersion: 3\n";
-        assert_eq!(
-            dpkg_installed(s),
-            vec![("a".into(), "1.0".into()), ("b".into(), "2".into())]
-        );
+        assert_eq!(dpkg_installed(s), vec![("a".into(), "1.0".into()), ("b".into(), "2".into())]);
     }
 }

@@ -42,37 +42,42 @@ struct RecipeFile {
 pub struct RuntimeSpec {
     /// `cpython`, `node`, `bun`.
     pub kind: String,
-    /// The Dockerfile template (in the recipe folder) for this runtime.
+    /// The Dockerfile template, relative to the recipe folder.
     pub dockerfile: String,
     /// Debian suite of the bootstrapped base, with the Debian packages the runtime needs.
     pub suite: Option<String>,
     #[serde(default)]
     pub base_packages: Vec<String>,
+    /// Extra Debian packages for the download stage only (e.g. npm); the runtime image never
+    /// holds them.
+    #[serde(default)]
+    pub fetch_packages: Vec<String>,
     /// A registry base pinned by digest, instead of a bootstrapped one.
     pub base_image: Option<String>,
+    /// The interpreter the server's argv is appended to.
+    pub launcher: Vec<String>,
 }
 
-/// A server source for one API generation of the SDK.
+/// The server sources of one API generation of the SDK, one self-contained file per suite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiSpec {
-    /// The server source, relative to the recipe folder.
-    pub source: String,
-    /// The command that starts the server in the image.
+    /// Appended to the runtime's launcher; `{suite}` becomes the suite's name.
     pub argv: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    pub cwd: Option<String>,
+    /// Suite name → source file, relative to the recipe folder.
+    pub sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VersionSpec {
     pub version: String,
-    /// The API generation this version's server source uses.
+    /// The API generation this version's server sources use.
     pub api: String,
-    /// Lockfile per runtime name, relative to `lockfiles/`.
-    pub lock: BTreeMap<String, String>,
+    /// Runtimes this version is locked for: `lockfiles/<family>/<version>-<runtime>/`.
+    pub runtimes: Vec<String>,
 }
 
 /// A loaded recipe.
@@ -98,17 +103,9 @@ pub struct RecipeBook {
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Parse { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
     #[error("{0}")]
@@ -116,10 +113,7 @@ pub enum RecipeError {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, RecipeError> {
-    std::fs::read(path).map_err(|source| RecipeError::Read {
-        path: path.into(),
-        source,
-    })
+    std::fs::read(path).map_err(|source| RecipeError::Read { path: path.into(), source })
 }
 
 impl RecipeBook {
@@ -128,37 +122,21 @@ impl RecipeBook {
         let images_dir = root.join("images");
         let lockfiles_dir = root.join("lockfiles");
         let mut recipes = BTreeMap::new();
-        let entries = std::fs::read_dir(&images_dir).map_err(|source| RecipeError::Read {
-            path: images_dir.clone(),
-            source,
-        })?;
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("recipe.toml").is_file())
-            .collect();
+        let entries = std::fs::read_dir(&images_dir)
+            .map_err(|source| RecipeError::Read { path: images_dir.clone(), source })?;
+        let mut dirs: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.join("recipe.toml").is_file()).collect();
         dirs.sort();
         for dir in dirs {
             let path = dir.join("recipe.toml");
             let text = String::from_utf8_lossy(&read(&path)?).into_owned();
             let file: RecipeFile = toml::from_str(&text).map_err(|e| {
-                let (line, column) =
-                    crate::scenario::line_col(&text, e.span().map_or(0, |s| s.start));
-                RecipeError::Parse {
-                    path: path.clone(),
-                    line,
-                    column,
-                    message: e.message().to_string(),
-                }
+                let (line, column) = crate::scenario::line_col(&text, e.span().map_or(0, |s| s.start));
+                RecipeError::Parse { path: path.clone(), line, column, message: e.message().to_string() }
             })?;
-            let invalid = |message: String| RecipeError::Invalid {
-                path: path.clone(),
-                message,
-            };
+            let invalid = |message: String| RecipeError::Invalid { path: path.clone(), message };
             if file.family == NULL_FAMILY {
-                return Err(invalid(format!(
-                    "{NULL_FAMILY} is the built-in floor server's name"
-                )));
+                return Err(invalid(format!("{NULL_FAMILY} is the built-in floor server's name")));
             }
             if !file.runtime.contains_key(&file.default_runtime) {
                 return Err(invalid(format!(
@@ -178,12 +156,20 @@ impl RecipeBook {
                         v.version, v.api, v.api
                     )));
                 }
-                for rt in v.lock.keys() {
+                for rt in &v.runtimes {
                     if !file.runtime.contains_key(rt) {
                         return Err(invalid(format!(
-                            "version {} locks runtime {rt:?}, which has no [runtime.{rt}] table",
+                            "version {} names runtime {rt:?}, which has no [runtime.{rt}] table",
                             v.version
                         )));
+                    }
+                }
+            }
+            for (name, api) in &file.api {
+                for suite in api.sources.keys() {
+                    // `bench` is served over HTTP only (Gradio), which the lab drives later.
+                    if crate::mcp::suite::Suite::from_name(suite).is_none() && suite != "bench" {
+                        return Err(invalid(format!("[api.{name}.sources] names unknown suite {suite:?}")));
                     }
                 }
             }
@@ -200,114 +186,251 @@ impl RecipeBook {
                 },
             );
         }
-        Ok(RecipeBook {
-            images_dir,
-            lockfiles_dir,
-            recipes,
-        })
+        Ok(RecipeBook { images_dir, lockfiles_dir, recipes })
     }
 
     pub fn families(&self) -> impl Iterator<Item = &Recipe> {
         self.recipes.values()
     }
 
-    /// Resolves a server of a scenario to what must be built and run. Errors are sentences that
-    /// the scenario layer places at the entry's line and column.
-    pub fn resolve(
-        &self,
-        family: &str,
-        version: Option<&str>,
-        runtime: Option<&str>,
-        suite: &str,
-    ) -> Result<ImagePlan, String> {
+    /// Resolves a server of a scenario to what must be built and run. `api` overrides the
+    /// version's own API generation (only to show that it fails: the scenario says so). Errors
+    /// are sentences that the scenario layer places at the entry's line and column.
+    pub fn resolve(&self, want: &ServerWant) -> Result<ImagePlan, String> {
+        let family = want.family.as_str();
         if family == NULL_FAMILY {
-            return Ok(ImagePlan::null_server(suite));
+            return Ok(ImagePlan::null_server(&want.suite));
         }
         let recipe = self.recipes.get(family).ok_or_else(|| {
-            let known: Vec<&str> = std::iter::once(NULL_FAMILY)
-                .chain(self.recipes.keys().map(String::as_str))
-                .collect();
-            format!(
-                "unknown server family {family:?} (known: {})",
-                known.join(", ")
-            )
+            let known: Vec<&str> =
+                std::iter::once(NULL_FAMILY).chain(self.recipes.keys().map(String::as_str)).collect();
+            format!("unknown server family {family:?} (known: {})", known.join(", "))
         })?;
-        let version = version.ok_or_else(|| {
-            format!(
-                "family {family} needs a version (one of: {})",
-                recipe.version_list()
-            )
+        let version = want
+            .version
+            .as_deref()
+            .ok_or_else(|| format!("family {family} needs a version (one of: {})", recipe.version_list()))?;
+        let v = recipe.versions.iter().find(|v| v.version == version).ok_or_else(|| {
+            format!("{family} has no recipe for version {version:?} (it has: {})", recipe.version_list())
         })?;
-        let v = recipe
-            .versions
-            .iter()
-            .find(|v| v.version == version)
-            .ok_or_else(|| {
-                format!(
-                    "{family} has no recipe for version {version:?} (it has: {})",
-                    recipe.version_list()
-                )
-            })?;
-        let runtime_name = runtime.unwrap_or(&recipe.default_runtime);
+        let runtime_name = want.runtime.as_deref().unwrap_or(&recipe.default_runtime);
         let rt = recipe.runtimes.get(runtime_name).ok_or_else(|| {
             format!(
                 "{family} has no runtime {runtime_name:?} (it has: {})",
-                recipe
-                    .runtimes
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                recipe.runtimes.keys().cloned().collect::<Vec<_>>().join(", ")
             )
         })?;
-        let lock = v.lock.get(runtime_name).ok_or_else(|| {
-            format!("{family} {version} is not locked for runtime {runtime_name} (locked: {}); run `benchlab lock`", v.lock.keys().cloned().collect::<Vec<_>>().join(", "))
+        if !v.runtimes.iter().any(|r| r == runtime_name) {
+            return Err(format!(
+                "{family} {version} is not locked for runtime {runtime_name} (it is for: {}); lock it with `benchlab lock {family} {version} --runtime {runtime_name}`",
+                v.runtimes.join(", ")
+            ));
+        }
+        let api_name = want.api.as_deref().unwrap_or(&v.api);
+        let api = recipe.apis.get(api_name).ok_or_else(|| {
+            format!(
+                "{family} has no API generation {api_name:?} (it has: {})",
+                recipe.apis.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
         })?;
-        let api = &recipe.apis[&v.api];
+        if api_name != v.api && !want.expect_failure {
+            return Err(format!(
+                "{family} {version} uses the {} API; running it with the {api_name} API is refused unless the server entry says `expect = \"failure\"`",
+                v.api
+            ));
+        }
+        api.sources.get(&want.suite).ok_or_else(|| {
+            format!(
+                "the {api_name} server of {family} has no {} suite (it has: {})",
+                want.suite,
+                api.sources.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })?;
         let base = base_of(rt)?;
-        let file = |rel: &Path| std::fs::read(rel).map_err(|e| format!("{}: {e}", rel.display()));
-        let dockerfile = String::from_utf8(file(&recipe.dir.join(&rt.dockerfile))?)
+        let fetch_base = match (&rt.suite, rt.fetch_packages.is_empty()) {
+            (Some(suite), false) => {
+                let mut all: Vec<&str> = rt.base_packages.iter().map(String::as_str).collect();
+                all.extend(rt.fetch_packages.iter().map(String::as_str));
+                Some(BaseSource::bootstrap(suite, &all))
+            }
+            _ => None,
+        };
+        let read = |rel: &Path| std::fs::read(rel).map_err(|e| format!("{}: {e}", rel.display()));
+        let dockerfile = String::from_utf8(read(&recipe.dir.join(&rt.dockerfile))?)
             .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
-        let mut env: Vec<(String, String)> = api
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        let lock_dir = self.lockfiles_dir.join(family).join(format!("{version}-{runtime_name}"));
+        let mut lock_names: Vec<String> = std::fs::read_dir(&lock_dir)
+            .map_err(|e| format!("lock folder {}: {e}; lock it with `benchlab lock {family} {version} --runtime {runtime_name}`", lock_dir.display()))?
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        env.push(("BENCHLAB_SUITE".into(), suite.into()));
+        lock_names.sort();
+        for name in lock_names {
+            files.push((format!("lock/{name}"), read(&lock_dir.join(&name))?));
+        }
+        // Every suite's source goes in (so one image serves them all); the cell's own suite is
+        // the one launched and counted.
+        let mut source = None;
+        for (suite, rel) in &api.sources {
+            let path = recipe.dir.join(rel);
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("txt").to_string();
+            let data = read(&path)?;
+            if suite == &want.suite {
+                source = Some(SourceInfo {
+                    file: format!("images/{family}/{rel}"),
+                    sha256: crate::record::sha256_hex(&data),
+                    loc: count_loc(&String::from_utf8_lossy(&data), &ext),
+                });
+            }
+            files.push((format!("srv/{suite}.{ext}"), data));
+        }
+        let manifest_script = if rt.kind == "cpython" { "image-manifest.py" } else { "image-manifest.mjs" };
+        files.push((
+            manifest_script.to_string(),
+            read(&self.images_dir.join("common").join(manifest_script))?,
+        ));
+        let mut env: Vec<(String, String)> = api.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        env.extend(want.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env.push(("BENCHLAB_SUITE".into(), want.suite.clone()));
+        let mut argv = rt.launcher.clone();
+        argv.extend(api.argv.iter().map(|a| a.replace("{suite}", &want.suite)));
         Ok(ImagePlan {
             family: family.into(),
             version: version.into(),
-            api: v.api.clone(),
+            api: api_name.into(),
             runtime_name: runtime_name.into(),
             runtime_kind: rt.kind.clone(),
             base,
-            launch: ServerLaunch {
-                argv: api.argv.clone(),
-                env,
-                cwd: api.cwd.clone(),
-            },
+            fetch_base,
+            launch: ServerLaunch { argv, env, cwd: Some("/srv".into()) },
+            source,
             build: Some(BuildInputs {
                 dockerfile_template: dockerfile,
-                files: vec![
-                    (
-                        "requirements.lock".into(),
-                        file(&self.lockfiles_dir.join(lock))?,
-                    ),
-                    ("server.src".into(), file(&recipe.dir.join(&api.source))?),
-                ],
-                recipe_entry: serde_json::json!({"version": v, "runtime": rt, "api": api}),
+                launcher: rt.launcher.join(" "),
+                files,
+                recipe_entry: serde_json::json!({"version": v, "runtime": rt, "api": api_name}),
             }),
         })
     }
 }
 
+/// What `benchlab lock` needs to regenerate one lock folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockJob {
+    pub family: String,
+    pub version: String,
+    pub runtime: String,
+    /// `uv` (Python: requirements.in → requirements.txt) or `npm` (package.json →
+    /// package-lock.json).
+    pub locker: &'static str,
+    /// The base the locker runs in: the target's own, so platform tags and versions match.
+    pub base: BaseSource,
+    pub dir: PathBuf,
+}
+
+impl RecipeBook {
+    /// The lock jobs for a family's version (every runtime it is locked for, or one).
+    pub fn lock_jobs(
+        &self,
+        family: &str,
+        version: &str,
+        runtime: Option<&str>,
+    ) -> Result<Vec<LockJob>, String> {
+        let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown server family {family:?}"))?;
+        let v = recipe.versions.iter().find(|v| v.version == version).ok_or_else(|| {
+            format!("{family} has no recipe for version {version:?} (it has: {})", recipe.version_list())
+        })?;
+        let mut out = Vec::new();
+        for name in &v.runtimes {
+            if runtime.is_some_and(|r| r != name) {
+                continue;
+            }
+            let rt = &recipe.runtimes[name];
+            let (locker, base) = match rt.kind.as_str() {
+                "cpython" => ("uv", base_of(rt)?),
+                _ => {
+                    let suite = rt.suite.clone().ok_or("npm locking needs a bootstrapped base (suite)")?;
+                    let mut all: Vec<&str> = rt.base_packages.iter().map(String::as_str).collect();
+                    all.extend(rt.fetch_packages.iter().map(String::as_str));
+                    ("npm", BaseSource::bootstrap(&suite, &all))
+                }
+            };
+            out.push(LockJob {
+                family: family.into(),
+                version: version.into(),
+                runtime: name.clone(),
+                locker,
+                base,
+                dir: self.lockfiles_dir.join(family).join(format!("{version}-{name}")),
+            });
+        }
+        if out.is_empty() {
+            return Err(format!(
+                "{family} {version} has no runtime {:?} in its recipe's `runtimes`",
+                runtime.unwrap_or("")
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// What a scenario asks of a server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerWant {
+    pub family: String,
+    pub version: Option<String>,
+    pub runtime: Option<String>,
+    pub api: Option<String>,
+    pub suite: String,
+    pub env: BTreeMap<String, String>,
+    pub expect_failure: bool,
+}
+
+/// Non-blank, non-comment lines of a source file (`#` for Python; `//` and `/* */` for
+/// JavaScript and TypeScript). Docstrings count: they are part of what the programmer writes.
+pub fn count_loc(text: &str, ext: &str) -> u32 {
+    let mut in_block = false;
+    let mut n = 0;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        match ext {
+            "py" => {
+                if !t.starts_with('#') {
+                    n += 1;
+                }
+            }
+            _ => {
+                if in_block {
+                    if t.contains("*/") {
+                        in_block = false;
+                        if !t.ends_with("*/") {
+                            n += 1;
+                        }
+                    }
+                    continue;
+                }
+                if t.starts_with("//") {
+                    continue;
+                }
+                if t.starts_with("/*") {
+                    in_block = !t.contains("*/");
+                    continue;
+                }
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 impl Recipe {
     fn version_list(&self) -> String {
-        self.versions
-            .iter()
-            .map(|v| v.version.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>().join(", ")
     }
 
     pub fn versions(&self) -> impl Iterator<Item = &VersionSpec> {
@@ -332,6 +455,16 @@ fn base_of(rt: &RuntimeSpec) -> Result<BaseSource, String> {
     }
 }
 
+/// The server source a cell runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    /// Path in the checkout.
+    pub file: String,
+    pub sha256: String,
+    /// Non-blank, non-comment lines.
+    pub loc: u32,
+}
+
 /// What a cell's server image is made of.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImagePlan {
@@ -341,9 +474,24 @@ pub struct ImagePlan {
     pub runtime_name: String,
     pub runtime_kind: String,
     pub base: BaseSource,
+    /// The download stage's base, when it needs more than the runtime's (npm for Node images).
+    pub fetch_base: Option<BaseSource>,
     pub launch: ServerLaunch,
+    pub source: Option<SourceInfo>,
     /// None for the null server, which runs the lab's binary on the bare base.
     pub build: Option<BuildInputs>,
+}
+
+impl ImagePlan {
+    /// Whether two cells can share one image (the launch and source may differ by suite).
+    pub fn same_image(&self, other: &ImagePlan) -> bool {
+        self.family == other.family
+            && self.version == other.version
+            && self.runtime_name == other.runtime_name
+            && self.base == other.base
+            && self.fetch_base == other.fetch_base
+            && self.build == other.build
+    }
 }
 
 /// The inputs of a recipe build. The CA bundle is not among them: it reaches the fetch stage of
@@ -351,6 +499,8 @@ pub struct ImagePlan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuildInputs {
     pub dockerfile_template: String,
+    /// The runtime's launcher, as the Dockerfile's {{LAUNCHER}}.
+    pub launcher: String,
     /// (name in the build context, content)
     pub files: Vec<(String, Vec<u8>)>,
     pub recipe_entry: serde_json::Value,
@@ -368,25 +518,30 @@ impl ImagePlan {
             runtime_name: "native".into(),
             runtime_kind: "native".into(),
             base: BaseSource::bootstrap("bookworm", &[]),
+            fetch_base: None,
             launch: ServerLaunch {
                 argv: vec![LAB_BINARY.into(), "null-server".into()],
                 env: vec![("BENCHLAB_SUITE".into(), suite.into())],
                 cwd: None,
             },
+            source: None,
             build: None,
         }
     }
 
-    /// The Dockerfile with its base filled in.
-    pub fn dockerfile(&self, base_ref: &str) -> Option<String> {
-        self.build
-            .as_ref()
-            .map(|b| b.dockerfile_template.replace("{{BASE}}", base_ref))
+    /// The Dockerfile with its bases and launcher filled in.
+    pub fn dockerfile(&self, base_ref: &str, fetch_base_ref: &str) -> Option<String> {
+        self.build.as_ref().map(|b| {
+            b.dockerfile_template
+                .replace("{{BASE}}", base_ref)
+                .replace("{{FETCH_BASE}}", fetch_base_ref)
+                .replace("{{LAUNCHER}}", &b.launcher)
+        })
     }
 
-    /// sha256 over the recipe entry, the Dockerfile template, every context file and the base's
-    /// image id: equal hashes mean an equal image, so an existing one is reused without a build.
-    pub fn input_hash(&self, base_image_id: &str) -> String {
+    /// sha256 over the recipe entry, the Dockerfile template, every context file and the bases'
+    /// image ids: equal hashes mean an equal image, so an existing one is reused without a build.
+    pub fn input_hash(&self, base_image_id: &str, fetch_base_image_id: &str) -> String {
         let files: BTreeMap<&str, String> = self
             .build
             .iter()
@@ -399,24 +554,25 @@ impl ImagePlan {
             "runtime": self.runtime_name,
             "recipe": self.build.as_ref().map(|b| &b.recipe_entry),
             "dockerfile": self.build.as_ref().map(|b| crate::record::sha256_hex(b.dockerfile_template.as_bytes())),
+            "launcher": self.build.as_ref().map(|b| &b.launcher),
             "files": files,
             "base_image_id": base_image_id,
+            "fetch_base_image_id": fetch_base_image_id,
         }))
     }
 
     /// The engine reference of the built image for an input hash.
     pub fn reference(&self, input_hash: &str) -> String {
-        format!(
-            "benchlab/{}:{}-{}-{}",
-            self.family,
-            self.version,
-            self.runtime_name,
-            &input_hash[..12]
-        )
+        format!("benchlab/{}:{}-{}-{}", self.family, self.version, self.runtime_name, &input_hash[..12])
     }
 
     /// The build context as a tar: Dockerfile, context files and the fetch-stage CA bundle.
-    pub fn context_tar(&self, base_ref: &str, ca_bundle: &[u8]) -> std::io::Result<Vec<u8>> {
+    pub fn context_tar(
+        &self,
+        base_ref: &str,
+        fetch_base_ref: &str,
+        ca_bundle: &[u8],
+    ) -> std::io::Result<Vec<u8>> {
         let build = self
             .build
             .as_ref()
@@ -430,10 +586,7 @@ impl ImagePlan {
             h.set_cksum();
             tar.append_data(&mut h, name, data)
         };
-        add(
-            "Dockerfile",
-            self.dockerfile(base_ref).unwrap_or_default().as_bytes(),
-        )?;
+        add("Dockerfile", self.dockerfile(base_ref, fetch_base_ref).unwrap_or_default().as_bytes())?;
         for (name, data) in &build.files {
             add(name, data)?;
         }
@@ -446,53 +599,139 @@ impl ImagePlan {
 mod tests {
     use super::*;
 
-    fn checkout() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    /// A checkout with one recipe: two API generations, two runtimes, two suites.
+    fn fixture() -> (tempfile::TempDir, RecipeBook) {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let w = |p: &str, c: &str| {
+            std::fs::create_dir_all(r.join(p).parent().unwrap()).unwrap();
+            std::fs::write(r.join(p), c).unwrap();
+        };
+        w(
+            "images/common/Dockerfile.cpython",
+            "FROM {{FETCH_BASE}} AS fetch\nFROM {{BASE}}\nRUN {{LAUNCHER}} x\n",
+        );
+        w("images/common/image-manifest.py", "print('{}')\n");
+        w(
+            "images/sdk/recipe.toml",
+            r#"
+family = "sdk"
+description = "a test SDK"
+default_runtime = "py-a"
+[runtime.py-a]
+kind = "cpython"
+dockerfile = "../common/Dockerfile.cpython"
+suite = "bookworm"
+base_packages = ["python3"]
+launcher = ["/opt/venv/bin/python"]
+[runtime.py-b]
+kind = "cpython"
+dockerfile = "../common/Dockerfile.cpython"
+suite = "trixie"
+base_packages = ["python3"]
+fetch_packages = ["git"]
+launcher = ["/opt/venv/bin/python"]
+[api.new]
+argv = ["/srv/{suite}.py"]
+env = { QUIET = "1" }
+[api.new.sources]
+weekly = "servers/new/weekly.py"
+pulse = "servers/new/pulse.py"
+[api.old]
+argv = ["/srv/{suite}.py"]
+[api.old.sources]
+weekly = "servers/old/weekly.py"
+[[version]]
+version = "2.0"
+api = "new"
+runtimes = ["py-a", "py-b"]
+"#,
+        );
+        w("images/sdk/servers/new/weekly.py", "# a comment\nimport sdk\n\nsdk.run()\n");
+        w("images/sdk/servers/new/pulse.py", "import sdk\n");
+        w("images/sdk/servers/old/weekly.py", "import old\n");
+        w("lockfiles/sdk/2.0-py-a/requirements.txt", "sdk==2.0 --hash=sha256:00\n");
+        w("lockfiles/sdk/2.0-py-b/requirements.txt", "sdk==2.0 --hash=sha256:11\n");
+        let book = RecipeBook::load(r).unwrap();
+        (d, book)
+    }
+
+    fn want(suite: &str) -> ServerWant {
+        ServerWant {
+            family: "sdk".into(),
+            version: Some("2.0".into()),
+            suite: suite.into(),
+            ..Default::default()
+        }
     }
 
     #[test]
-    fn the_checkouts_recipes_load_and_resolve() {
-        let book = RecipeBook::load(&checkout()).unwrap();
-        let plan = book
-            .resolve("python-mcp", Some("2.3.0"), None, "weekly")
-            .unwrap();
-        assert_eq!(plan.api, "mcpserver");
-        assert!(plan
-            .launch
-            .env
-            .contains(&("BENCHLAB_SUITE".into(), "weekly".into())));
-        let e = book
-            .resolve("python-mcp", Some("9.9.9"), None, "weekly")
-            .unwrap_err();
-        assert!(e.contains("no recipe for version \"9.9.9\""), "{e}");
-        let e = book.resolve("nope", None, None, "weekly").unwrap_err();
-        assert!(e.contains("unknown server family"), "{e}");
+    fn resolves_launch_sources_and_loc() {
+        let (_d, book) = fixture();
+        let plan = book.resolve(&want("weekly")).unwrap();
+        assert_eq!(plan.api, "new");
+        assert_eq!(plan.launch.argv, ["/opt/venv/bin/python", "/srv/weekly.py"]);
+        assert!(plan.launch.env.contains(&("QUIET".into(), "1".into())));
+        assert!(plan.launch.env.contains(&("BENCHLAB_SUITE".into(), "weekly".into())));
+        let src = plan.source.as_ref().unwrap();
+        assert_eq!((src.file.as_str(), src.loc), ("images/sdk/servers/new/weekly.py", 2));
+        let names: Vec<&str> = plan.build.as_ref().unwrap().files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["lock/requirements.txt", "srv/pulse.py", "srv/weekly.py", "image-manifest.py"]);
+        assert_eq!(plan.fetch_base, None);
+        // The other suite shares the image.
+        assert!(plan.same_image(&book.resolve(&want("pulse")).unwrap()));
+        // A runtime with download-only packages gets its own fetch base.
+        let b = book.resolve(&ServerWant { runtime: Some("py-b".into()), ..want("weekly") }).unwrap();
+        assert_eq!(b.fetch_base, Some(BaseSource::bootstrap("trixie", &["python3", "git"])));
         assert_eq!(
-            book.resolve(NULL_FAMILY, None, None, "weekly")
-                .unwrap()
-                .build,
+            b.dockerfile("BASE", "FETCH").unwrap(),
+            "FROM FETCH AS fetch\nFROM BASE\nRUN /opt/venv/bin/python x\n"
+        );
+    }
+
+    #[test]
+    fn refuses_what_the_recipe_cannot_build() {
+        let (_d, book) = fixture();
+        let e = |w: ServerWant| book.resolve(&w).unwrap_err();
+        assert!(e(ServerWant { version: Some("9".into()), ..want("weekly") })
+            .contains("no recipe for version \"9\""));
+        assert!(e(ServerWant { family: "nope".into(), ..want("weekly") }).contains("unknown server family"));
+        assert!(
+            e(ServerWant { runtime: Some("py-z".into()), ..want("weekly") }).contains("no runtime \"py-z\"")
+        );
+        assert!(e(ServerWant { api: Some("old".into()), ..want("pulse") }).contains("refused unless"));
+        let ok = book
+            .resolve(&ServerWant { api: Some("old".into()), expect_failure: true, ..want("weekly") })
+            .unwrap();
+        assert_eq!(ok.api, "old");
+        assert!(e(ServerWant { api: Some("old".into()), expect_failure: true, ..want("pulse") })
+            .contains("has no pulse suite"));
+        assert_eq!(
+            book.resolve(&ServerWant { family: NULL_FAMILY.into(), ..want("weekly") }).unwrap().build,
             None
         );
     }
 
     #[test]
     fn input_hash_tracks_inputs_but_not_the_ca_bundle() {
-        let book = RecipeBook::load(&checkout()).unwrap();
-        let plan = book
-            .resolve("python-mcp", Some("2.3.0"), None, "weekly")
-            .unwrap();
-        let h = plan.input_hash("sha256:base1");
-        assert_eq!(h, plan.input_hash("sha256:base1"));
-        assert_ne!(h, plan.input_hash("sha256:base2"));
+        let (_d, book) = fixture();
+        let plan = book.resolve(&want("weekly")).unwrap();
+        let h = plan.input_hash("sha256:base1", "sha256:base1");
+        assert_eq!(h, plan.input_hash("sha256:base1", "sha256:base1"));
+        assert_ne!(h, plan.input_hash("sha256:base2", "sha256:base1"));
+        assert_ne!(h, plan.input_hash("sha256:base1", "sha256:base2"));
         let mut changed = plan.clone();
         changed.build.as_mut().unwrap().files[0].1.push(b'\n');
-        assert_ne!(h, changed.input_hash("sha256:base1"));
-        // The CA bundle is in the context but not in the hash.
-        let a = plan.context_tar("b", b"ca-one").unwrap();
-        let b = plan.context_tar("b", b"ca-two").unwrap();
-        assert_ne!(a, b);
-        assert!(plan
-            .reference(&h)
-            .starts_with("benchlab/python-mcp:2.3.0-cpython-bookworm-"));
+        assert_ne!(h, changed.input_hash("sha256:base1", "sha256:base1"));
+        let a = plan.context_tar("b", "b", b"ca-one").unwrap();
+        let b = plan.context_tar("b", "b", b"ca-two").unwrap();
+        assert_ne!(a, b, "the CA bundle is in the context, not in the hash");
+        assert!(plan.reference(&h).starts_with("benchlab/sdk:2.0-py-a-"));
+    }
+
+    #[test]
+    fn counts_lines_of_code_without_comments() {
+        assert_eq!(count_loc("# c\n\nimport x\n  # d\nx()\n", "py"), 2);
+        assert_eq!(count_loc("// c\nimport x;\n/* a\n b */\nconst y = 1; /* z */\n", "mjs"), 2);
     }
 }

@@ -105,9 +105,7 @@ pub fn read_host(root: &Path) -> HostManifest {
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     let cpus_online = read("sys/devices/system/cpu/online").trim().to_string();
-    let logical_cpus = crate::placement::parse_cpu_list(&cpus_online)
-        .map(|c| c.len() as u32)
-        .unwrap_or(0);
+    let logical_cpus = crate::placement::parse_cpu_list(&cpus_online).map(|c| c.len() as u32).unwrap_or(0);
     let memory_bytes = read("proc/meminfo")
         .lines()
         .find(|l| l.starts_with("MemTotal:"))
@@ -116,19 +114,8 @@ pub fn read_host(root: &Path) -> HostManifest {
         .map(|kib| kib * 1024)
         .unwrap_or(0);
     // A pure v2 host mounts cgroup2 at /sys/fs/cgroup and has cgroup.controllers there.
-    let cgroup_version = if root.join("sys/fs/cgroup/cgroup.controllers").exists() {
-        2
-    } else {
-        1
-    };
-    HostManifest {
-        kernel,
-        cpu_model,
-        cpus_online,
-        logical_cpus,
-        memory_bytes,
-        cgroup_version,
-    }
+    let cgroup_version = if root.join("sys/fs/cgroup/cgroup.controllers").exists() { 2 } else { 1 };
+    HostManifest { kernel, cpu_model, cpus_online, logical_cpus, memory_bytes, cgroup_version }
 }
 
 /// Parses `dpkg-query -W -f '${Package}\t${Version}\n'` output.
@@ -136,10 +123,7 @@ pub fn parse_dpkg_list(text: &str) -> Vec<Package> {
     let mut v: Vec<Package> = text
         .lines()
         .filter_map(|l| l.split_once('\t'))
-        .map(|(n, ver)| Package {
-            name: n.trim().into(),
-            version: ver.trim().into(),
-        })
+        .map(|(n, ver)| Package { name: n.trim().into(), version: ver.trim().into() })
         .filter(|p| !p.name.is_empty())
         .collect();
     v.sort();
@@ -182,16 +166,8 @@ mod tests {
     fn parses_package_lists() {
         let d = parse_dpkg_list("python3\t3.11.2-1+b1\nlibc6\t2.36-9+deb12u10\n");
         assert_eq!(d[0].name, "libc6");
-        let p = parse_pip_list(
-            r#"[{"name":"mcp","version":"2.3.0"},{"name":"anyio","version":"4.16.0"}]"#,
-        )
-        .unwrap();
-        assert_eq!(
-            p[0],
-            Package {
-                name: "anyio".into(),
-                version: "4.16.0".into()
-            }
-        );
+        let p = parse_pip_list(r#"[{"name":"mcp","version":"2.3.0"},{"name":"anyio","version":"4.16.0"}]"#)
+            .unwrap();
+        assert_eq!(p[0], Package { name: "anyio".into(), version: "4.16.0".into() });
     }
 }

@@ -10,14 +10,16 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::driver::Timeouts;
-use crate::scenario::Workload;
+use crate::recipe::SourceInfo;
+use crate::scenario::{Expect, Workload};
 use crate::shim::{ExitInfo, TreeMemory};
 use crate::stats::LatencySummary;
+use std::collections::BTreeMap;
 
 pub use manifest::Environment;
 
 /// The record format this build writes and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The JSON Schema of a record (draft 2020-12), kept beside the code that writes it.
 pub const SCHEMA: &str = include_str!("record.schema.json");
@@ -74,10 +76,7 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(reason: FailureReason, detail: impl Into<String>) -> Self {
-        Failure {
-            reason,
-            detail: detail.into(),
-        }
+        Failure { reason, detail: detail.into() }
     }
 }
 
@@ -98,9 +97,15 @@ pub struct ServerIdent {
     pub sdk_version: String,
     /// The SDK's API generation the server source uses (`mcpserver`, `fastmcp`, `lowlevel`, ...).
     pub api: String,
-    /// Runtime name (`cpython`, `node`, `bun`, `native`) and the version actually installed.
+    /// Runtime name (`cpython-bookworm`, `node-22.12.0`, `native`, ...) and the version actually
+    /// installed.
     pub runtime: String,
     pub runtime_version: String,
+    /// The server source file of the cell's suite, its sha256 and lines of code (non-blank,
+    /// non-comment); null for the built-in null server.
+    pub source: Option<SourceInfo>,
+    /// The server process's environment beyond the image's own.
+    pub env: BTreeMap<String, String>,
 }
 
 /// Where a cell ran: CPU sets and the memory limit.
@@ -127,6 +132,8 @@ pub struct Cell {
     pub workload: Workload,
     pub placement: Placement,
     pub timeouts: Timeouts,
+    /// Whether the scenario expects this cell to succeed or to fail.
+    pub expect: Expect,
 }
 
 /// A latency metric from individual samples (cold starts, first tools/list).
@@ -241,23 +248,27 @@ pub fn canonical_hash<T: Serialize>(v: &T) -> String {
 }
 
 impl Record {
+    /// True when the cell did what the scenario expected: succeeded, or failed when a failure
+    /// was expected.
+    pub fn as_expected(&self) -> bool {
+        match self.cell.expect {
+            Expect::Success => self.status == Status::Ok,
+            Expect::Failure => self.status == Status::Failed,
+        }
+    }
+
     /// The hash this record should carry: over everything but `hash` itself.
     pub fn compute_hash(&self) -> String {
         let mut value = serde_json::to_value(self).expect("records serialise");
-        value
-            .as_object_mut()
-            .expect("a record is an object")
-            .remove("hash");
+        value.as_object_mut().expect("a record is an object").remove("hash");
         sha256_hex(canonical_json(&value).as_bytes())
     }
 }
 
 /// Now, as RFC 3339 UTC with seconds (no dependency on a calendar crate).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     rfc3339(secs)
 }
 
@@ -274,12 +285,7 @@ pub fn rfc3339(unix_secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]
@@ -322,12 +328,15 @@ pub(crate) mod tests {
                     api: "builtin".into(),
                     runtime: "native".into(),
                     runtime_version: "0".into(),
+                    source: None,
+                    env: BTreeMap::new(),
                 },
                 transport: "stdio".into(),
                 suite: "weekly".into(),
                 workload: Workload::ColdStart { spawns: 3 },
                 placement: placement.clone(),
                 timeouts: Timeouts::default(),
+                expect: Expect::Success,
             },
             metrics: Metrics {
                 cold_start: Some(SampleMetric {
@@ -337,11 +346,7 @@ pub(crate) mod tests {
                 tools_list: None,
                 calls: None,
                 memory: MemoryMetrics {
-                    after_initialize: Some(TreeMemory {
-                        rss_bytes: 4096,
-                        hwm_bytes: 8192,
-                        processes: 1,
-                    }),
+                    after_initialize: Some(TreeMemory { rss_bytes: 4096, hwm_bytes: 8192, processes: 1 }),
                     end: None,
                 },
             },
@@ -362,15 +367,9 @@ pub(crate) mod tests {
                         rootfs_sha256: None,
                     },
                     packages: vec![],
-                    system_packages: vec![Package {
-                        name: "libc6".into(),
-                        version: "2.36".into(),
-                    }],
+                    system_packages: vec![Package { name: "libc6".into(), version: "2.36".into() }],
                 },
-                runtime: RuntimeManifest {
-                    name: "native".into(),
-                    version: "0".into(),
-                },
+                runtime: RuntimeManifest { name: "native".into(), version: "0".into() },
                 host: HostManifest {
                     kernel: "6".into(),
                     cpu_model: "cpu".into(),
@@ -385,10 +384,7 @@ pub(crate) mod tests {
                     api_version: "1.41".into(),
                 },
                 placement,
-                benchlab: BenchlabManifest {
-                    version: "0".into(),
-                    binary_sha256: "1".repeat(64),
-                },
+                benchlab: BenchlabManifest { version: "0".into(), binary_sha256: "1".repeat(64) },
                 scenario_sha256: "2".repeat(64),
                 deviations: vec![],
             },
@@ -401,12 +397,8 @@ pub(crate) mod tests {
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {
         let v = json!({"b": 1, "a": {"z": [3, {"y": 1, "x": 2}], "c": "é\n"}});
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"a":{"c":"é\n","z":[3,{"x":2,"y":1}]},"b":1}"#
-        );
-        let w: Value =
-            serde_json::from_str(r#"{"a":{"z":[3,{"x":2,"y":1}],"c":"é\n"},"b":1}"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":{"c":"é\n","z":[3,{"x":2,"y":1}]},"b":1}"#);
+        let w: Value = serde_json::from_str(r#"{"a":{"z":[3,{"x":2,"y":1}],"c":"é\n"},"b":1}"#).unwrap();
         assert_eq!(canonical_hash(&v), canonical_hash(&w));
     }
 

@@ -12,33 +12,17 @@ pub const RECORDS_FILE: &str = "records.jsonl";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: not a record: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
+    Parse { path: PathBuf, line: usize, message: String },
     #[error("{path}:{line}: record format_version {found} is not one this benchlab reads (it reads {FORMAT_VERSION})")]
-    Version {
-        path: PathBuf,
-        line: usize,
-        found: u64,
-    },
-    #[error(
-        "{path}:{line}: the last line is incomplete (a write was cut short); it is not a record"
-    )]
+    Version { path: PathBuf, line: usize, found: u64 },
+    #[error("{path}:{line}: the last line is incomplete (a write was cut short); it is not a record")]
     Torn { path: PathBuf, line: usize },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| StoreError::Io { path: path.to_path_buf(), source }
 }
 
 /// An open run directory that records are appended to.
@@ -54,16 +38,8 @@ impl Store {
     pub fn open(run_dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(run_dir).map_err(io(run_dir))?;
         let path = run_dir.join(RECORDS_FILE);
-        let existing = if path.exists() {
-            read_records(&path)?
-        } else {
-            Vec::new()
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let existing = if path.exists() { read_records(&path)? } else { Vec::new() };
+        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io(&path))?;
         if existing.is_empty() {
             // Make the new file's directory entry durable too.
             if let Ok(d) = File::open(run_dir) {
@@ -93,9 +69,7 @@ impl Store {
         line.push('\n');
         // One write of the whole line: a crash leaves at most a torn last line, which readers
         // detect (no newline) and never take for a record.
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(io(&self.path))?;
+        self.file.write_all(line.as_bytes()).map_err(io(&self.path))?;
         self.file.sync_data().map_err(io(&self.path))?;
         self.last_hash = Some(record.hash.clone());
         self.next_seq += 1;
@@ -111,30 +85,19 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         if n == line_count && !text.ends_with('\n') {
-            return Err(StoreError::Torn {
-                path: path.into(),
-                line: n,
-            });
+            return Err(StoreError::Torn { path: path.into(), line: n });
         }
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| StoreError::Parse {
-                path: path.into(),
-                line: n,
-                message: e.to_string(),
-            })?;
-        let version = value
-            .get("format_version")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| StoreError::Parse {
+            path: path.into(),
+            line: n,
+            message: e.to_string(),
+        })?;
+        let version = value.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0);
         if version != u64::from(FORMAT_VERSION) {
-            return Err(StoreError::Version {
-                path: path.into(),
-                line: n,
-                found: version,
-            });
+            return Err(StoreError::Version { path: path.into(), line: n, found: version });
         }
         let record: Record = serde_json::from_value(value).map_err(|e| StoreError::Parse {
             path: path.into(),
@@ -168,11 +131,7 @@ mod tests {
         let back = read_records(&d.path().join(RECORDS_FILE)).unwrap();
         assert_eq!(back, vec![a, b, c]);
         for r in &back {
-            assert_eq!(
-                r.compute_hash(),
-                r.hash,
-                "hashes survive the JSON round trip"
-            );
+            assert_eq!(r.compute_hash(), r.hash, "hashes survive the JSON round trip");
             assert_eq!(r.environment.hash(), r.env_hash);
         }
     }
@@ -184,7 +143,7 @@ mod tests {
         store.append(sample_record("a")).unwrap();
         let path = d.path().join(RECORDS_FILE);
         let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str(r#"{"format_version":1,"run_id":"#);
+        text.push_str(r#"{"format_version":2,"run_id":"#);
         std::fs::write(&path, text).unwrap();
         let e = read_records(&path).unwrap_err();
         assert!(matches!(e, StoreError::Torn { line: 2, .. }), "{e}");
