@@ -84,6 +84,24 @@ pub enum Command {
         #[arg(long = "package")]
         packages: Vec<String>,
     },
+    /// Build the image of every recipe version × runtime (or those the filters pick); images
+    /// whose inputs are unchanged are cache hits.
+    ///
+    /// Example: benchlab build --family ts-sdk --runtime bun-1.1.38
+    Build {
+        #[arg(long)]
+        family: Option<String>,
+        #[arg(long)]
+        version: Option<String>,
+        #[arg(long)]
+        runtime: Option<String>,
+        /// The checkout holding images/ and lockfiles/.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// CA bundle for the builds' download stage (default: $SSL_CERT_FILE or the system bundle).
+        #[arg(long)]
+        ca_bundle: Option<PathBuf>,
+    },
     /// Regenerate lock folders (lockfiles/<family>/<version>-<runtime>/) with a real locker (uv
     /// for Python, npm for Node/Bun) run in a container of the target's own base.
     ///
@@ -206,6 +224,30 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 if let Some(sha) = base.rootfs_sha256 {
                     println!("rootfs sha256 {sha}");
                 }
+                Ok(0)
+            })
+        }
+        Command::Build { family, version, runtime, root, ca_bundle } => {
+            let recipes = RecipeBook::load(&root).map_err(|e| {
+                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
+            })?;
+            let wants = recipes.all_wants(family.as_deref(), version.as_deref(), runtime.as_deref());
+            if wants.is_empty() {
+                return Err(Exit::new(2, "no recipe version and runtime match those filters"));
+            }
+            let opts = run_options(PathBuf::from("results"), None, ca_bundle)?;
+            tokio_runtime().block_on(async {
+                let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
+                let mut ui = Progress::new();
+                let r =
+                    orchestrate::build_images(&engine, &recipes, &wants, &opts, &mut |e| ui.event(e)).await;
+                ui.finish();
+                let images = r.map_err(Exit::from)?;
+                let built = images.iter().filter(|(_, b)| *b).count();
+                for (reference, _) in &images {
+                    println!("{reference}");
+                }
+                eprintln!("{} image(s): {built} built, {} cache hit(s)", images.len(), images.len() - built);
                 Ok(0)
             })
         }

@@ -355,19 +355,20 @@ pub async fn run<E: Engine>(
         images: distinct.len(),
     });
 
+    let lab_binary = freeze_binary(&opts.benchlab_exe, &opts.work_dir)?;
     let ctx = RunContext {
         run_id: run_id.clone(),
         host: crate::record::manifest::read_host(Path::new("/")),
         engine: engine.describe().await?,
         benchlab: BenchlabManifest {
             version: env!("CARGO_PKG_VERSION").into(),
-            binary_sha256: base::sha256_file(&opts.benchlab_exe).map_err(|e| RunError::Io {
-                what: format!("hash {}", opts.benchlab_exe.display()),
-                source: e,
-            })?,
+            binary_sha256: lab_binary.1.clone(),
         },
         scenario_sha256: scenario.sha256(),
     };
+    // Containers mount this frozen copy, so the binary that runs is the one the records name
+    // even if the executable is rebuilt while the run goes on.
+    let opts = &RunOptions { benchlab_exe: lab_binary.0, ..opts.clone() };
 
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
@@ -403,6 +404,22 @@ pub async fn run<E: Engine>(
         records.push(stored);
     }
     Ok(RunSummary { run_id, run_dir, records, images_built: built })
+}
+
+/// Copies the lab's executable to `<work>/bin/<sha256>/benchlab` (once per content) and returns
+/// that path with the sha256.
+fn freeze_binary(exe: &Path, work_dir: &Path) -> Result<(PathBuf, String), RunError> {
+    let io = |what: String| move |source| RunError::Io { what, source };
+    let sha = base::sha256_file(exe).map_err(io(format!("hash {}", exe.display())))?;
+    let dir = work_dir.join("bin").join(&sha);
+    let frozen = dir.join("benchlab");
+    if base::sha256_file(&frozen).ok().as_deref() != Some(sha.as_str()) {
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        let tmp = dir.join(format!("benchlab.{}", std::process::id()));
+        std::fs::copy(exe, &tmp).map_err(io(format!("copy {} to {}", exe.display(), tmp.display())))?;
+        std::fs::rename(&tmp, &frozen).map_err(io(format!("place {}", frozen.display())))?;
+    }
+    Ok((frozen, sha))
 }
 
 /// What an image says about itself: runtime version and installed packages.
@@ -713,6 +730,35 @@ fn build_record(
         prev_hash: None,
         hash: String::new(),
     }
+}
+
+/// Builds (or finds) the image of every recipe version × runtime that matches; returns each
+/// image's reference and whether it was built now.
+pub async fn build_images<E: Engine>(
+    engine: &E,
+    recipes: &RecipeBook,
+    wants: &[ServerWant],
+    opts: &RunOptions,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<Vec<(String, bool)>, RunError> {
+    let mut bases = HashMap::new();
+    let mut out = Vec::new();
+    for want in wants {
+        let plan = recipes.resolve(want).map_err(|m| RunError::Io {
+            what: format!("resolve {} {:?}", want.family, want.version),
+            source: std::io::Error::other(m),
+        })?;
+        let mut built = false;
+        let ready = ensure_image(engine, &plan, opts, &mut bases, &mut |e| {
+            if matches!(e, Event::ImageBuilding { .. }) {
+                built = true;
+            }
+            emit(e)
+        })
+        .await?;
+        out.push((ready.reference, built));
+    }
+    Ok(out)
 }
 
 /// The uv release `benchlab lock` installs in the target base to lock Python sets.

@@ -91,10 +91,11 @@ pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
         }
         if r.status == Status::Failed {
             let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
+            let workload = r.cell.id.rsplit('/').next().unwrap_or(kind);
             let note = if r.as_expected() {
-                format!("{kind}: {reason} (expected)")
+                format!("{workload}: {reason} (expected)")
             } else {
-                format!("{kind}: {reason}")
+                format!("{workload}: {reason}")
             };
             row.status = if row.status == "ok" { note } else { format!("{}; {note}", row.status) };
         }

@@ -376,6 +376,34 @@ impl RecipeBook {
     }
 }
 
+impl RecipeBook {
+    /// One want per (family, version, runtime) the recipes can build, optionally filtered: what
+    /// `benchlab build` makes. The suite is any the version's API serves (one image holds all).
+    pub fn all_wants(
+        &self,
+        family: Option<&str>,
+        version: Option<&str>,
+        runtime: Option<&str>,
+    ) -> Vec<ServerWant> {
+        let mut out = Vec::new();
+        for r in self.recipes.values().filter(|r| family.is_none_or(|f| f == r.family)) {
+            for v in r.versions.iter().filter(|v| version.is_none_or(|x| x == v.version)) {
+                let Some(suite) = r.apis.get(&v.api).and_then(|a| a.sources.keys().next()) else { continue };
+                for rt in v.runtimes.iter().filter(|rt| runtime.is_none_or(|x| x == rt.as_str())) {
+                    out.push(ServerWant {
+                        family: r.family.clone(),
+                        version: Some(v.version.clone()),
+                        runtime: Some(rt.clone()),
+                        suite: suite.clone(),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
 /// What a scenario asks of a server.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerWant {

@@ -1,0 +1,105 @@
+//! End to end on the real Docker engine, for every recipe: every family × version × runtime
+//! builds (Gradio included), every stdio server passes the correctness gate of every suite it
+//! serves (scenarios/gate-all.toml), and a server written for another API generation fails the
+//! way a scenario that expects it says. Fails (never skips) when no engine answers.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn engine_must_answer() {
+    let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(
+        ok,
+        "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one"
+    );
+}
+
+fn records(dir: &std::path::Path) -> Vec<Value> {
+    let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
+    engine_must_answer();
+    let out = Command::new(BIN).current_dir(ROOT).arg("build").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "benchlab build failed:\n{stderr}");
+    let built: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    for family in ["python-mcp", "fastmcp", "ts-sdk", "gradio"] {
+        assert!(
+            built.iter().any(|r| r.starts_with(&format!("benchlab/{family}:"))),
+            "no {family} image in {built:?}"
+        );
+    }
+
+    let results = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(["run", "scenarios/gate-all.toml", "--results"])
+        .arg(results.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "gate-all failed:\n{stderr}");
+    let recs = records(&results.path().join("gate-all"));
+    assert_eq!(recs.len(), 32);
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{}: {}", r["cell"]["id"], r["failure"]);
+        let runtime = r["environment"]["runtime"]["version"].as_str().unwrap();
+        let wanted = r["cell"]["server"]["runtime"].as_str().unwrap();
+        // The runtime actually installed is the one the recipe names.
+        match wanted {
+            "cpython-bookworm" => assert!(runtime.starts_with("3.11."), "{wanted}: {runtime}"),
+            "cpython-trixie" => assert!(runtime.starts_with("3.13."), "{wanted}: {runtime}"),
+            other => assert!(other.ends_with(runtime), "{other}: {runtime}"),
+        }
+        assert!(r["cell"]["server"]["source"]["loc"].as_u64().unwrap() > 5);
+    }
+}
+
+#[test]
+fn a_server_for_another_api_generation_fails_as_expected() {
+    engine_must_answer();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("negative.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "negative"
+[[server]]
+id = "mcp-2.3.0-with-1.x-import"
+family = "python-mcp"
+version = "2.3.0"
+api = "fastmcp1"
+expect = "failure"
+[[workload]]
+kind = "cold_start"
+spawns = 1
+"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run"])
+        .arg(&scenario)
+        .args(["--root", ROOT, "--results"])
+        .arg(dir.path().join("results"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "an expected failure is a result (exit 0):\n{stderr}");
+    assert!(stderr.contains("failed as the scenario expects (crash)"), "{stderr}");
+    let recs = records(&dir.path().join("results").join("negative"));
+    assert_eq!(recs[0]["status"], "failed");
+    assert_eq!(recs[0]["cell"]["expect"], "failure");
+    assert_eq!(recs[0]["failure"]["reason"], "crash");
+    let detail = recs[0]["failure"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("No module named 'mcp.server.fastmcp'"),
+        "the server's own error is kept: {detail}"
+    );
+}
