@@ -23,7 +23,8 @@ Exit codes:
   1  some cells did not do what the scenario expects (their records say why: crash, timeout,
      wrong_result, ...); a failure the scenario expects (expect = \"failure\") is a result
   2  bad input: a scenario, recipe or record that cannot be used (file:line:column in the message)
-  3  the environment: no container engine, a base or image that cannot be made, a full disk";
+  3  the environment: no container engine, a base or image that cannot be made, a full disk
+  130 interrupted (SIGINT or SIGTERM): the cells recorded so far stay; nothing is left running";
 
 /// benchlab: a reproducible benchmark lab for MCP servers.
 ///
@@ -166,6 +167,7 @@ impl From<RunError> for Exit {
             RunError::Store(_) => 2,
             RunError::Placement(_) => 2,
             RunError::Engine(_) | RunError::Bootstrap { .. } => 3,
+            RunError::Interrupted { .. } => 130,
         };
         Exit::new(code, error_chain(&e))
     }

@@ -98,6 +98,15 @@ pub enum RunError {
     Store(#[from] crate::record::store::StoreError),
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
+    #[error("interrupted by {signal} during cell {cell}: {done} of {total} cells were recorded in {}; the cell in flight was abandoned and {removed} container(s) and volume(s) of the run removed", run_dir.display())]
+    Interrupted {
+        signal: &'static str,
+        run_dir: PathBuf,
+        done: usize,
+        total: usize,
+        cell: String,
+        removed: usize,
+    },
 }
 
 /// A cell resolved against recipes and placement.
@@ -398,12 +407,40 @@ pub async fn run<E: Engine>(
         emit(Event::CellStarted { index, total: cells.len(), cell_id: cell.id.clone() });
         let ready =
             &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
-        let record = run_cell(engine, &ctx, cell, index, ready, opts, &mut image_facts, emit).await;
+        let record = tokio::select! {
+            record = run_cell(engine, &ctx, cell, index, ready, opts, &mut image_facts, emit) => record,
+            signal = interrupted() => {
+                // The cell in flight is abandoned, not recorded: its containers and volume go by
+                // the run's label; every record already written stays as it is.
+                let removed = engine.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await.unwrap_or(0);
+                return Err(RunError::Interrupted {
+                    signal,
+                    run_dir: run_dir.clone(),
+                    done: records.len(),
+                    total: cells.len(),
+                    cell: cell.id.clone(),
+                    removed,
+                });
+            }
+        };
         let stored = store.append(record)?;
         emit(Event::CellFinished { record: Box::new(stored.clone()) });
         records.push(stored);
     }
     Ok(RunSummary { run_id, run_dir, records, images_built: built })
+}
+
+/// Resolves when the user interrupts (SIGINT) or the system asks the run to stop (SIGTERM).
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
 }
 
 /// Copies the lab's executable to `<work>/bin/<sha256>/benchlab` (once per content) and returns

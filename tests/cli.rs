@@ -53,3 +53,18 @@ fn help_lists_commands_and_exit_codes() {
     }
     assert!(!text.contains("shim"), "hidden roles stay hidden");
 }
+
+#[test]
+fn no_engine_is_an_environment_error_that_says_what_to_do() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "scenarios/quickstart.toml", "--results"])
+        .arg(d.path())
+        .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", d.path().display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("no container engine answers") && err.contains("scripts/engine.sh"), "{err}");
+}

@@ -103,3 +103,42 @@ spawns = 1
         "the server's own error is kept: {detail}"
     );
 }
+
+#[test]
+fn lock_regenerates_a_lock_folder_inside_the_target_base() {
+    engine_must_answer();
+    // A scratch checkout with one family, so the real lock folders stay as committed.
+    let root = tempfile::tempdir().unwrap();
+    let copy = |rel: &str| {
+        let status = Command::new("cp")
+            .args(["-r", &format!("{ROOT}/{rel}")])
+            .arg(root.path().join(rel))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    std::fs::create_dir_all(root.path().join("images")).unwrap();
+    std::fs::create_dir_all(root.path().join("lockfiles/python-mcp/1.1.2-cpython-bookworm")).unwrap();
+    copy("images/common");
+    copy("images/python-mcp");
+    let dir = root.path().join("lockfiles/python-mcp/1.1.2-cpython-bookworm");
+    std::fs::copy(
+        format!("{ROOT}/lockfiles/python-mcp/1.1.2-cpython-bookworm/requirements.in"),
+        dir.join("requirements.in"),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["lock", "python-mcp", "1.1.2", "--runtime", "cpython-bookworm", "--root"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lock = std::fs::read_to_string(dir.join("requirements.txt")).unwrap();
+    assert!(lock.contains("benchlab lock python-mcp 1.1.2 --runtime cpython-bookworm"), "{lock}");
+    assert!(lock.lines().any(|l| l.starts_with("mcp==1.1.2")), "{lock}");
+    // Every pinned package carries hashes, and no index URL is written into the file.
+    let pins: Vec<&str> = lock.lines().filter(|l| l.contains("==")).collect();
+    assert!(pins.len() > 5);
+    assert!(lock.matches("--hash=sha256:").count() >= pins.len());
+    assert!(!lock.contains("index-url") && !lock.contains("://"), "{lock}");
+}
