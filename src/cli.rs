@@ -52,13 +52,8 @@ pub enum Command {
         /// Name the run folder yourself (default: UTC time, scenario name, a nonce).
         #[arg(long)]
         run_id: Option<String>,
-        /// The checkout holding images/ and lockfiles/.
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-        /// CA bundle for the image builds' download stage (default: $SSL_CERT_FILE or the
-        /// system bundle). It never reaches the runtime image or the hash.
-        #[arg(long)]
-        ca_bundle: Option<PathBuf>,
+        #[command(flatten)]
+        checkout: Checkout,
         /// Print the summary as JSON on stdout instead of a table.
         #[arg(long)]
         json: bool,
@@ -96,12 +91,8 @@ pub enum Command {
         version: Option<String>,
         #[arg(long)]
         runtime: Option<String>,
-        /// The checkout holding images/ and lockfiles/.
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-        /// CA bundle for the builds' download stage (default: $SSL_CERT_FILE or the system bundle).
-        #[arg(long)]
-        ca_bundle: Option<PathBuf>,
+        #[command(flatten)]
+        checkout: Checkout,
     },
     /// Regenerate lock folders (lockfiles/<family>/<version>-<runtime>/) with a real locker (uv
     /// for Python, npm for Node/Bun) run in a container of the target's own base.
@@ -115,12 +106,8 @@ pub enum Command {
         /// Only this runtime (default: every runtime the version lists).
         #[arg(long)]
         runtime: Option<String>,
-        /// The checkout holding images/ and lockfiles/.
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-        /// CA bundle for the locker's downloads (default: $SSL_CERT_FILE or the system bundle).
-        #[arg(long)]
-        ca_bundle: Option<PathBuf>,
+        #[command(flatten)]
+        checkout: Checkout,
     },
     /// The built-in floor server: MCP over stdio with the least work possible.
     NullServer {
@@ -145,6 +132,26 @@ pub enum Command {
         #[arg(long)]
         spec: String,
     },
+}
+
+/// Where recipes and lockfiles live, and the CA bundle for downloads (builds' fetch stage,
+/// lockers).
+#[derive(Debug, clap::Args)]
+pub struct Checkout {
+    /// The checkout holding images/ and lockfiles/.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// CA bundle for downloads in image builds' fetch stage and in lockers (default:
+    /// $SSL_CERT_FILE or the system bundle). It never reaches a runtime image or a hash.
+    #[arg(long)]
+    ca_bundle: Option<PathBuf>,
+}
+
+impl Checkout {
+    fn recipes(&self) -> Result<RecipeBook, Exit> {
+        RecipeBook::load(&self.root)
+            .map_err(|e| Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)")))
+    }
 }
 
 /// An error with its exit code and, where one exists, what to do.
@@ -229,15 +236,13 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Build { family, version, runtime, root, ca_bundle } => {
-            let recipes = RecipeBook::load(&root).map_err(|e| {
-                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
-            })?;
+        Command::Build { family, version, runtime, checkout } => {
+            let recipes = checkout.recipes()?;
             let wants = recipes.all_wants(family.as_deref(), version.as_deref(), runtime.as_deref());
             if wants.is_empty() {
                 return Err(Exit::new(2, "no recipe version and runtime match those filters"));
             }
-            let opts = run_options(PathBuf::from("results"), None, ca_bundle)?;
+            let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
             tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
@@ -253,11 +258,9 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Lock { family, version, runtime, root, ca_bundle } => {
-            let recipes = RecipeBook::load(&root).map_err(|e| {
-                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
-            })?;
-            let opts = run_options(PathBuf::from("results"), None, ca_bundle)?;
+        Command::Lock { family, version, runtime, checkout } => {
+            let recipes = checkout.recipes()?;
+            let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
             tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
@@ -278,12 +281,10 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Run { scenario, results, run_id, root, ca_bundle, json } => {
+        Command::Run { scenario, results, run_id, checkout, json } => {
             let scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
-            let recipes = RecipeBook::load(&root).map_err(|e| {
-                Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)"))
-            })?;
-            let opts = run_options(results, run_id, ca_bundle)?;
+            let recipes = checkout.recipes()?;
+            let opts = run_options(results, run_id, checkout.ca_bundle)?;
             let summary = tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();

@@ -3,20 +3,15 @@
 //! serves (scenarios/gate-all.toml), and a server written for another API generation fails the
 //! way a scenario that expects it says. Fails (never skips) when no engine answers.
 
+mod common;
+
+use common::engine_must_answer;
 use std::process::Command;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn engine_must_answer() {
-    let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(
-        ok,
-        "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one"
-    );
-}
 
 fn records(dir: &std::path::Path) -> Vec<Value> {
     let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();

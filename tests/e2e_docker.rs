@@ -3,6 +3,9 @@
 //! with disjoint cpusets and an env_hash; the second builds nothing and has the same env_hashes.
 //! These tests fail (never skip) when no engine answers: scripts/test.sh starts one.
 
+mod common;
+
+use common::engine_must_answer;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -11,14 +14,6 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn engine_must_answer() {
-    let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(
-        ok,
-        "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one"
-    );
-}
 
 struct Run {
     code: i32,

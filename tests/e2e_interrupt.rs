@@ -2,6 +2,9 @@
 //! written, abandons the cell in flight, removes the run's containers and volumes, and exits 130.
 //! Fails (never skips) when no engine answers.
 
+mod common;
+
+use common::engine_must_answer;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,11 +14,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 #[test]
 fn sigint_mid_run_keeps_records_and_leaves_nothing_running() {
-    let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(
-        ok,
-        "no Docker engine answers: run the tests with scripts/test.sh, which installs and starts one"
-    );
+    engine_must_answer();
     let results = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
         .current_dir(ROOT)
