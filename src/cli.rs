@@ -64,7 +64,14 @@ pub enum Command {
     Report {
         /// A run folder (holding records.jsonl) or a records.jsonl file.
         run: PathBuf,
-        /// Print the rows as JSON.
+        /// Output format: table, json, markdown, csv, bencher (Bencher Metric Format) or html (a
+        /// self-contained page with SVG charts).
+        #[arg(long, default_value = "table", value_parser = clap::value_parser!(report::Format))]
+        format: report::Format,
+        /// Write to FILE instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Same as --format json.
         #[arg(long)]
         json: bool,
     },
@@ -218,7 +225,9 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             print!("{}", crate::record::SCHEMA);
             Ok(0)
         }
-        Command::Report { run, json } => report_cmd(&run, json),
+        Command::Report { run, format, out, json } => {
+            report_cmd(&run, if json { report::Format::Json } else { format }, out.as_deref())
+        }
         Command::Base { suite, packages } => {
             let pk: Vec<&str> = packages.iter().map(String::as_str).collect();
             let source = BaseSource::bootstrap(&suite, &pk);
@@ -356,16 +365,17 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
-fn report_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
+fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {
     let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
     let records = read_records(&path).map_err(|e| Exit::new(2, e.to_string()))?;
-    let rows = report::summary_rows(&records);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
-    } else {
-        println!("{}", report::summary_table(&rows));
+    let text = report::render(format, &records);
+    match out {
+        Some(p) => {
+            std::fs::write(p, text).map_err(|e| Exit::new(3, format!("write {}: {e}", p.display())))?
+        }
+        None => print!("{text}"),
     }
-    Ok(if records.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
+    Ok(if records.iter().all(|r| r.as_expected()) { 0 } else { 1 })
 }
 
 /// Renders orchestrator events: bars on a terminal, plain lines elsewhere (CI logs).

@@ -1,0 +1,262 @@
+//! SVG charts drawn with plotters' SVG backend into strings, for the HTML report: horizontal
+//! bars (with confidence whiskers) and latency percentile curves. Pure: figures in, SVG out. The
+//! SVG is meant to be inlined in HTML, so it carries no XML namespace declaration.
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Chart width in pixels.
+const WIDTH: u32 = 860;
+const FONT: &str = "sans-serif";
+
+/// Tableau 10: distinct colours that survive colour-blindness reasonably well.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4E, 0x79, 0xA7),
+    RGBColor(0xF2, 0x8E, 0x2B),
+    RGBColor(0xE1, 0x57, 0x59),
+    RGBColor(0x76, 0xB7, 0xB2),
+    RGBColor(0x59, 0xA1, 0x4F),
+    RGBColor(0xED, 0xC9, 0x48),
+    RGBColor(0xB0, 0x7A, 0xA1),
+    RGBColor(0xFF, 0x9D, 0xA7),
+    RGBColor(0x9C, 0x75, 0x5F),
+    RGBColor(0xBA, 0xB0, 0xAC),
+];
+
+pub type ChartError = Box<dyn std::error::Error>;
+
+/// One bar: a label, its value, an optional interval drawn as a whisker, and the text written at
+/// its end.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub label: String,
+    pub value: f64,
+    pub ci: Option<(f64, f64)>,
+    pub text: String,
+}
+
+/// One curve of a percentile plot: its label and (quantile, ms) points.
+#[derive(Debug, Clone)]
+pub struct Curve {
+    pub label: String,
+    /// Samples behind the curve: its last point is drawn at 1/(1−q) = n.
+    pub count: u64,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The inline form of plotters' SVG: without the namespace attribute (HTML5 puts `<svg>` in the
+/// SVG namespace itself), so the page names no URL at all.
+fn inline(svg: String) -> String {
+    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+}
+
+/// Pixels for the longest label, by the same crude estimate plotters makes for SVG text.
+fn label_area(labels: impl Iterator<Item = usize>) -> u32 {
+    let longest = labels.max().unwrap_or(0) as u32;
+    (longest * 7 + 16).clamp(60, 320)
+}
+
+/// Horizontal bars, the first bar at the top, with whiskers where an interval is given.
+pub fn bars(title: &str, axis: &str, bars: &[Bar]) -> Result<String, ChartError> {
+    let n = bars.len();
+    if n == 0 {
+        return Err("nothing to draw".into());
+    }
+    let height = 90 + 34 * n as u32;
+    let max = bars
+        .iter()
+        .map(|b| b.ci.map_or(b.value, |(_, hi)| hi.max(b.value)))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    // Room on the right for the value text.
+    let x_max = if max > 0.0 { max * 1.25 } else { 1.0 };
+    // Bar i is drawn in segment n-1-i so that the first bar is at the top.
+    let row = |i: usize| n - 1 - i;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(label_area(bars.iter().map(|b| b.label.chars().count())))
+            .build_cartesian_2d(0f64..x_max, (0..n - 1).into_segmented())?;
+        let y_label = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(s) if *s < n => bars[row(*s)].label.clone(),
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&y_label)
+            .x_label_formatter(&|v| axis_number(*v))
+            .x_max_light_lines(1)
+            .x_desc(axis)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()?;
+        chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let color = PALETTE[i % PALETTE.len()];
+            let mut r = Rectangle::new(
+                [(0.0, SegmentValue::Exact(row(i))), (b.value, SegmentValue::Exact(row(i) + 1))],
+                color.mix(0.85).filled(),
+            );
+            r.set_margin(5, 5, 0, 0);
+            r
+        }))?;
+        chart.draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+            b.ci.map(|(lo, hi)| {
+                ErrorBar::new_horizontal(
+                    SegmentValue::CenterOf(row(i)),
+                    lo,
+                    b.value,
+                    hi,
+                    BLACK.stroke_width(1),
+                    10,
+                )
+            })
+        }))?;
+        chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let end = b.ci.map_or(b.value, |(_, hi)| hi.max(b.value));
+            // Anchored at the bar's (or whisker's) end, 8 px to the right of it.
+            EmptyElement::at((end, SegmentValue::CenterOf(row(i))))
+                + Text::new(
+                    b.text.clone(),
+                    (8, 0),
+                    TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+                )
+        }))?;
+        root.present()?;
+    }
+    Ok(inline(svg))
+}
+
+/// An axis figure without needless decimals: `200`, `0.5`, `1.25`.
+fn axis_number(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// `50%`, `99.9%`, … for a point at 1/(1−q) = x.
+fn percentile_label(x: f64) -> String {
+    let p = 100.0 * (1.0 - 1.0 / x);
+    let s = format!("{p:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+/// The points of a curve on the plot's x axis, 1/(1−q): levels beyond what n samples can
+/// resolve (1−q < 1/n) are dropped and the maximum is put at x = n.
+fn plot_points(c: &Curve) -> Vec<(f64, f64)> {
+    let n = c.count.max(2) as f64;
+    let mut pts: Vec<(f64, f64)> = c
+        .points
+        .iter()
+        .filter(|(q, _)| *q < 1.0 && 1.0 / (1.0 - q) < n)
+        .map(|&(q, v)| (1.0 / (1.0 - q), v))
+        .collect();
+    if let Some(&(_, max)) = c.points.last() {
+        pts.push((n, max));
+    }
+    pts
+}
+
+/// Latency by percentile: x is 1/(1−q) on a log scale (labelled as percentiles), y is ms on a log
+/// scale, one curve per histogram.
+pub fn percentiles(title: &str, curves: &[Curve]) -> Result<String, ChartError> {
+    let series: Vec<(&Curve, Vec<(f64, f64)>)> =
+        curves.iter().map(|c| (c, plot_points(c))).filter(|(_, p)| !p.is_empty()).collect();
+    if series.is_empty() {
+        return Err("nothing to draw".into());
+    }
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (x_max, y_min, y_max) =
+        all.fold((10.0f64, f64::MAX, f64::MIN), |(x, lo, hi), &(px, py)| (x.max(px), lo.min(py), hi.max(py)));
+    let (y_min, y_max) = ((y_min * 0.8).max(1e-6), (y_max * 1.25).max(y_min * 2.0));
+    let height = 460 + 18 * series.len() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
+            .build_cartesian_2d((1.0f64..x_max * 1.1).log_scale(), (y_min..y_max).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|y| axis_number(*y))
+            .x_desc("percentile (scale of 1/(1−q))")
+            .y_desc("ms (log scale)")
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .draw()?;
+        for (i, (c, pts)) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(PathElement::new(pts.clone(), color.stroke_width(2))))?
+                .label(c.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
+            .label_font((FONT, 12))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(inline(svg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels() {
+        assert_eq!(axis_number(200.0), "200");
+        assert_eq!(axis_number(0.5), "0.5");
+        assert_eq!(axis_number(0.001), "0.001");
+        assert_eq!(percentile_label(2.0), "50%");
+        assert_eq!(percentile_label(10.0), "90%");
+        assert_eq!(percentile_label(1000.0), "99.9%");
+        assert_eq!(percentile_label(1.0), "0%");
+    }
+
+    #[test]
+    fn curves_stop_at_what_their_samples_resolve() {
+        let c = Curve {
+            label: "x".into(),
+            count: 100,
+            points: vec![(0.0, 1.0), (0.5, 2.0), (0.99, 3.0), (0.995, 4.0), (1.0, 5.0)],
+        };
+        let p = plot_points(&c);
+        assert_eq!(p.first(), Some(&(1.0, 1.0)));
+        assert_eq!(p.last(), Some(&(100.0, 5.0)));
+        assert!(p.iter().all(|(x, _)| *x <= 100.0));
+    }
+
+    #[test]
+    fn charts_are_inline_svg_with_escaped_text() {
+        let b = [
+            Bar { label: "a<b>".into(), value: 3.0, ci: Some((2.0, 4.0)), text: "3 ms".into() },
+            Bar { label: "c&d".into(), value: 1.0, ci: None, text: "1 ms".into() },
+        ];
+        let svg = bars("title", "ms", &b).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(!svg.contains("http"), "{svg}");
+        assert!(svg.contains("a&lt;b&gt;") && svg.contains("c&amp;d") && !svg.contains("<b>"));
+        assert!(bars("t", "ms", &[]).is_err());
+        let c = Curve { label: "x".into(), count: 1000, points: vec![(0.0, 0.1), (0.5, 0.2), (1.0, 3.0)] };
+        let svg = percentiles("p", &[c]).unwrap();
+        assert!(svg.starts_with("<svg") && !svg.contains("http"));
+    }
+}

@@ -1,0 +1,286 @@
+//! The report as one static HTML page: summary, inline SVG charts (cold start with confidence
+//! whiskers, RSS after initialize, call latency by percentile), per-cell statistics, failures and
+//! the environment of every cell. Self-contained: inline CSS, no scripts, no external resource,
+//! and a Content-Security-Policy that forbids fetching any. All text from records is escaped.
+
+use std::fmt::Write as _;
+
+use crate::record::{Record, Status};
+use crate::stats;
+
+use super::charts::{self, Bar, Curve};
+use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
+use super::rows::{metric_rows, summary_rows, Metric, MetricRow, CONFIDENCE};
+use super::units::{mib, ms, ms_interval, percent};
+
+/// Escapes text for HTML content and attribute values.
+pub(super) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}\
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}\
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+th{background:#f4f4f4}td.n{text-align:right;white-space:nowrap}\
+code{font-size:.8rem;word-break:break-all}figure{margin:1rem 0}figcaption,.note{color:#555;font-size:.85rem}\
+.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
+
+fn chart_or_note(o: &mut String, drawn: Result<String, charts::ChartError>, caption: &str) {
+    match drawn {
+        Ok(svg) => {
+            let _ = write!(o, "<figure>\n{svg}<figcaption>{}</figcaption>\n</figure>\n", esc(caption));
+        }
+        Err(e) => {
+            let _ = writeln!(o, "<p class=\"note\">Chart not drawn: {}</p>", esc(&e.to_string()));
+        }
+    }
+}
+
+/// Per server, the cold-start row with the most samples (the cold_start workload's, normally).
+fn cold_start_bars(rows: &[MetricRow]) -> Vec<Bar> {
+    let mut best: Vec<&MetricRow> = Vec::new();
+    for r in rows.iter().filter(|r| r.metric == Metric::ColdStart) {
+        match best.iter_mut().find(|b| b.server == r.server) {
+            Some(b) if r.n > b.n => *b = r,
+            Some(_) => {}
+            None => best.push(r),
+        }
+    }
+    best.into_iter()
+        .map(|r| Bar {
+            label: r.server.clone(),
+            value: r.median,
+            ci: r.median_ci.filter(|i| i.is_finite()).map(|i| (i.lower, i.upper)),
+            text: format!("{} (n={})", ms(Some(r.median)), r.n),
+        })
+        .collect()
+}
+
+fn rss_bars(records: &[Record]) -> Vec<Bar> {
+    summary_rows(records)
+        .into_iter()
+        .filter_map(|r| {
+            let b = r.rss_after_initialize_bytes?;
+            Some(Bar { label: r.server, value: b as f64 / (1024.0 * 1024.0), ci: None, text: mib(Some(b)) })
+        })
+        .collect()
+}
+
+fn latency_curves(records: &[Record]) -> Vec<Curve> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let h = stats::decode_histogram(&r.metrics.calls.as_ref()?.histogram).ok()?;
+            Some(Curve { label: r.cell.id.clone(), count: h.len(), points: stats::percentile_curve(&h) })
+        })
+        .filter(|c| !c.points.is_empty())
+        .collect()
+}
+
+fn summary_table(o: &mut String, records: &[Record]) {
+    o.push_str(
+        "<table>\n<tr><th>server</th><th>sdk</th><th>runtime</th><th>cpus s/d</th><th>cold start p50</th>\
+         <th>tools/list p50</th><th>call p50</th><th>call p95</th><th>call p99</th><th>RSS after init</th>\
+         <th>LOC</th><th>status</th></tr>\n",
+    );
+    for r in summary_rows(records) {
+        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
+            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td{}>{}</td></tr>",
+            esc(&r.server),
+            esc(&r.family),
+            esc(&r.sdk_version),
+            esc(&r.runtime),
+            esc(&r.runtime_version),
+            esc(&r.server_cpus),
+            esc(&r.driver_cpus),
+            esc(&cold),
+            esc(&ms(r.tools_list_p50_ms)),
+            esc(&ms(r.call_p50_ms)),
+            esc(&ms(r.call_p95_ms)),
+            esc(&ms(r.call_p99_ms)),
+            esc(&mib(r.rss_after_initialize_bytes)),
+            r.source_loc.map_or("—".into(), |n| n.to_string()),
+            if r.status == "ok" { "" } else { " class=\"failed\"" },
+            esc(&r.status),
+        );
+    }
+    o.push_str("</table>\n");
+}
+
+fn metric_table(o: &mut String, rows: &[MetricRow]) {
+    let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&method_note()));
+    let _ = writeln!(
+        o,
+        "<table>\n<tr><th>cell</th><th>metric</th><th>n</th><th>p50 (median)</th><th>{:.0}% CI</th>\
+         <th>p95</th><th>p99</th><th>CV</th><th>noisy</th></tr>",
+        CONFIDENCE * 100.0
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&r.cell),
+            esc(r.metric.label()),
+            r.n,
+            esc(&value_text(r)),
+            esc(&ms_interval(r.median_ci.as_ref())),
+            esc(&ms(r.p95)),
+            esc(&ms(r.p99)),
+            esc(&percent(r.cv)),
+            if r.noisy { "<span class=\"noisy\">noisy</span>" } else { "" },
+        );
+    }
+    o.push_str("</table>\n");
+}
+
+fn failures(o: &mut String, records: &[Record]) {
+    let failed: Vec<&Record> = records.iter().filter(|r| r.status == Status::Failed).collect();
+    if failed.is_empty() {
+        return;
+    }
+    o.push_str("<h2>Failures</h2>\n");
+    for r in failed {
+        let (reason, detail) =
+            r.failure.as_ref().map_or(("failed", ""), |f| (f.reason.as_str(), f.detail.as_str()));
+        let _ = writeln!(
+            o,
+            "<details><summary><span class=\"failed\">{}</span>: {}{}</summary><pre>{}</pre></details>",
+            esc(&r.cell.id),
+            esc(reason),
+            if r.as_expected() { " (expected)" } else { "" },
+            esc(detail),
+        );
+    }
+}
+
+fn environment(o: &mut String, records: &[Record]) {
+    o.push_str("<h2>Environment</h2>\n<ul>\n");
+    for line in host_lines(records) {
+        let _ = writeln!(o, "<li>Host: {}</li>", esc(&line));
+    }
+    o.push_str(
+        "</ul>\n<table>\n<tr><th>cell</th><th>runtime</th><th>cpus server / driver</th><th>memory limit</th>\
+         <th>image</th><th>image input hash</th><th>env hash</th><th>deviations</th></tr>\n",
+    );
+    for r in records {
+        let e = &r.environment;
+        let deviations = if e.deviations.is_empty() {
+            "—".to_string()
+        } else {
+            let items: String = e.deviations.iter().map(|d| format!("<li>{}</li>", esc(d))).collect();
+            format!("<ul>{items}</ul>")
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{} {}</td><td>{} / {}{}</td><td class=\"n\">{}</td><td><code>{}</code></td>\
+             <td><code>{}</code></td><td><code>{}</code></td><td>{deviations}</td></tr>",
+            esc(&r.cell.id),
+            esc(&e.runtime.name),
+            esc(&e.runtime.version),
+            esc(&e.placement.server_cpus),
+            esc(&e.placement.driver_cpus),
+            if e.placement.shared { " (shared)" } else { "" },
+            esc(&mib(Some(e.placement.memory_limit_bytes))),
+            esc(&e.image.reference),
+            esc(&e.image.input_hash),
+            esc(&r.env_hash),
+        );
+    }
+    o.push_str("</table>\n");
+}
+
+/// The whole report as one self-contained HTML page.
+pub fn html(records: &[Record]) -> String {
+    let rows = metric_rows(records);
+    let runs = run_ids(records).join(", ");
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>benchlab report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(&runs)
+    );
+    let _ = writeln!(o, "<h1>benchlab report: {}</h1>", esc(&runs));
+    let _ = write!(o, "<p>{}.", esc(&cell_counts(records)));
+    if let Some((first, last)) = recorded_span(records) {
+        let _ = write!(o, " Recorded {} to {}.", esc(first), esc(last));
+    }
+    o.push_str("</p>\n<h2>Summary</h2>\n");
+    summary_table(&mut o, records);
+
+    o.push_str("<h2>Charts</h2>\n");
+    let cold = cold_start_bars(&rows);
+    if cold.is_empty() {
+        o.push_str("<p class=\"note\">No cold starts in these records.</p>\n");
+    } else {
+        chart_or_note(
+            &mut o,
+            charts::bars("Cold start, median per server", "ms", &cold),
+            &format!(
+                "Spawn request to initialize result: median of each server's cold starts, whiskers at the {:.0}% bootstrap confidence interval.",
+                CONFIDENCE * 100.0
+            ),
+        );
+    }
+    let rss = rss_bars(records);
+    if rss.is_empty() {
+        o.push_str("<p class=\"note\">No memory readings in these records.</p>\n");
+    } else {
+        chart_or_note(
+            &mut o,
+            charts::bars("RSS after initialize, per server", "MiB", &rss),
+            "Resident memory of the server's process tree right after initialize (one reading).",
+        );
+    }
+    let curves = latency_curves(records);
+    if curves.is_empty() {
+        o.push_str("<p class=\"note\">No serial-calls histograms in these records.</p>\n");
+    } else {
+        chart_or_note(
+            &mut o,
+            charts::percentiles("tools/call latency by percentile", &curves),
+            "Each serial-calls cell's recorded histogram: latency (log scale) against percentile, \
+             spaced by 1/(1−q) so that the tail gets room; each curve ends at its maximum.",
+        );
+    }
+
+    o.push_str("<h2>Per cell</h2>\n");
+    metric_table(&mut o, &rows);
+    failures(&mut o, records);
+    environment(&mut o, records);
+    o.push_str("</body>\n</html>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(esc(r#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+    }
+}

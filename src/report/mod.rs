@@ -1,0 +1,110 @@
+//! Pure renderers of records: the summary rows (one per server) as a terminal table and JSON, and
+//! the full report as Markdown, CSV, Bencher Metric Format JSON and a static HTML page with SVG
+//! charts. Nothing here runs, reads files or fetches anything; every renderer is a function of
+//! the records it is given.
+
+mod bencher;
+mod charts;
+mod csv;
+mod html;
+mod markdown;
+mod rows;
+mod table;
+mod units;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::record::Record;
+
+pub use bencher::bencher_json;
+pub use csv::csv;
+pub use html::html;
+pub use markdown::markdown;
+pub use rows::{
+    metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE, MIN_CI_SAMPLES,
+    RESAMPLES, SEED,
+};
+pub use table::summary_table;
+
+/// The output formats of `benchlab report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The summary rows as a terminal table.
+    Table,
+    /// The summary rows as pretty JSON.
+    Json,
+    /// Summary, per-cell statistics, failures and environments as Markdown.
+    Markdown,
+    /// One row per cell and metric.
+    Csv,
+    /// Bencher Metric Format JSON.
+    Bencher,
+    /// One self-contained page with SVG charts.
+    Html,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] =
+        [Format::Table, Format::Json, Format::Markdown, Format::Csv, Format::Bencher, Format::Html];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Bencher => "bencher",
+            Format::Html => "html",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format {0:?} (one of: table, json, markdown, csv, bencher, html)")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
+        Format::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| UnknownFormat(s.to_string()))
+    }
+}
+
+/// Renders records in a format. Every output ends with a newline.
+pub fn render(format: Format, records: &[Record]) -> String {
+    let mut out = match format {
+        Format::Table => summary_table(&summary_rows(records)).to_string(),
+        Format::Json => serde_json::to_string_pretty(&summary_rows(records)).expect("rows serialise"),
+        Format::Markdown => markdown(records),
+        Format::Csv => csv(records),
+        Format::Bencher => bencher_json(records),
+        Format::Html => html(records),
+    };
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_from_their_names() {
+        for f in Format::ALL {
+            assert_eq!(f.as_str().parse::<Format>(), Ok(f));
+            assert_eq!(f.to_string(), f.as_str());
+        }
+        let e = "svg".parse::<Format>().unwrap_err().to_string();
+        assert!(e.contains("\"svg\"") && e.contains("bencher"), "{e}");
+    }
+}

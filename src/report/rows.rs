@@ -1,0 +1,399 @@
+//! What the renderers show, derived from records once: the summary rows (one per server,
+//! workloads merged) and the metric rows (one per cell and metric, with medians, bootstrap
+//! confidence intervals, percentiles and the noise flag). Pure: records in, rows out.
+
+use serde::Serialize;
+
+use crate::record::{Record, Status};
+use crate::stats::{self, Interval};
+
+/// One server's figures across its cells.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryRow {
+    pub server: String,
+    pub family: String,
+    pub sdk_version: String,
+    pub runtime: String,
+    pub runtime_version: String,
+    /// Lines of code of the server source (non-blank, non-comment).
+    pub source_loc: Option<u32>,
+    pub server_cpus: String,
+    pub driver_cpus: String,
+    pub cold_start_p50_ms: Option<f64>,
+    pub cold_start_n: Option<u64>,
+    pub tools_list_p50_ms: Option<f64>,
+    pub call_p50_ms: Option<f64>,
+    pub call_p95_ms: Option<f64>,
+    pub call_p99_ms: Option<f64>,
+    pub calls: Option<u64>,
+    pub rss_after_initialize_bytes: Option<u64>,
+    pub rss_end_bytes: Option<u64>,
+    /// `ok`, or the failed cells with their reasons.
+    pub status: String,
+}
+
+/// Merges records into one row per server, in the order servers first appear.
+pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    for r in records {
+        let s = &r.cell.server;
+        let idx = match rows.iter().position(|row| row.server == s.id) {
+            Some(i) => i,
+            None => {
+                rows.push(SummaryRow {
+                    server: s.id.clone(),
+                    family: s.family.clone(),
+                    sdk_version: s.sdk_version.clone(),
+                    runtime: s.runtime.clone(),
+                    runtime_version: s.runtime_version.clone(),
+                    source_loc: s.source.as_ref().map(|src| src.loc),
+                    server_cpus: r.cell.placement.server_cpus.clone(),
+                    driver_cpus: r.cell.placement.driver_cpus.clone(),
+                    cold_start_p50_ms: None,
+                    cold_start_n: None,
+                    tools_list_p50_ms: None,
+                    call_p50_ms: None,
+                    call_p95_ms: None,
+                    call_p99_ms: None,
+                    calls: None,
+                    rss_after_initialize_bytes: None,
+                    rss_end_bytes: None,
+                    status: "ok".into(),
+                });
+                rows.len() - 1
+            }
+        };
+        let row = &mut rows[idx];
+        let m = &r.metrics;
+        let kind = r.cell.workload.kind();
+        // Cold start and tools/list come from the cold_start workload when there is one.
+        if kind == "cold_start" || row.cold_start_p50_ms.is_none() {
+            if let Some(c) = &m.cold_start {
+                row.cold_start_p50_ms = Some(c.summary.p50_ms);
+                row.cold_start_n = Some(c.summary.count);
+            }
+            if let Some(t) = &m.tools_list {
+                row.tools_list_p50_ms = Some(t.summary.p50_ms);
+            }
+        }
+        if let Some(c) = &m.calls {
+            row.call_p50_ms = Some(c.summary.p50_ms);
+            row.call_p95_ms = Some(c.summary.p95_ms);
+            row.call_p99_ms = Some(c.summary.p99_ms);
+            row.calls = Some(c.summary.count);
+        }
+        if kind == "serial_calls" || row.rss_after_initialize_bytes.is_none() {
+            if let Some(mem) = &m.memory.after_initialize {
+                row.rss_after_initialize_bytes = Some(mem.rss_bytes);
+            }
+            if let Some(mem) = &m.memory.end {
+                row.rss_end_bytes = Some(mem.rss_bytes);
+            }
+        }
+        if r.status == Status::Failed {
+            let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
+            let workload = r.cell.id.rsplit('/').next().unwrap_or(kind);
+            let note = if r.as_expected() {
+                format!("{workload}: {reason} (expected)")
+            } else {
+                format!("{workload}: {reason}")
+            };
+            row.status = if row.status == "ok" { note } else { format!("{}; {note}", row.status) };
+        }
+    }
+    rows
+}
+
+/// The confidence of every interval in the reports.
+pub const CONFIDENCE: f64 = 0.95;
+/// Bootstrap resamples per interval: enough that the bounds move by well under their width
+/// from one seed to another.
+pub const RESAMPLES: usize = 10_000;
+/// Below this many samples a metric gets no interval: a bootstrap of one or two values only
+/// repeats them, which would read as certainty.
+pub const MIN_CI_SAMPLES: u64 = 3;
+/// The base seed of the reports' bootstraps; each metric's seed mixes in its cell and name, so
+/// an interval does not depend on which other cells are in the report.
+pub const SEED: u64 = 0x6265_6e63_686c_6162; // "benchlab"
+
+/// What a metric row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Spawn request to initialize result, per spawn (ms).
+    ColdStart,
+    /// The first tools/list after initialize, per spawn (ms).
+    ToolsList,
+    /// One tools/call of a serial-calls workload (ms, from the histogram).
+    Calls,
+    /// RSS of the server's process tree right after initialize (bytes, one reading).
+    RssAfterInitialize,
+    /// RSS of the server's process tree at the end of the workload (bytes, one reading).
+    RssEnd,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 5] =
+        [Metric::ColdStart, Metric::ToolsList, Metric::Calls, Metric::RssAfterInitialize, Metric::RssEnd];
+
+    /// The machine name (CSV, JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::ColdStart => "cold_start",
+            Metric::ToolsList => "tools_list",
+            Metric::Calls => "call",
+            Metric::RssAfterInitialize => "rss_after_initialize",
+            Metric::RssEnd => "rss_end",
+        }
+    }
+
+    /// The name people read.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::ColdStart => "cold start",
+            Metric::ToolsList => "first tools/list",
+            Metric::Calls => "tools/call",
+            Metric::RssAfterInitialize => "RSS after initialize",
+            Metric::RssEnd => "RSS at end",
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::ColdStart | Metric::ToolsList | Metric::Calls => Unit::Ms,
+            Metric::RssAfterInitialize | Metric::RssEnd => Unit::Bytes,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Ms,
+    Bytes,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Bytes => "bytes",
+        }
+    }
+}
+
+/// One metric of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricRow {
+    pub run_id: String,
+    /// The cell id, `<server>/<workload>`.
+    pub cell: String,
+    pub server: String,
+    /// The workload kind (`cold_start`, `serial_calls`).
+    pub workload: String,
+    /// `ok`, or `failed: <reason>` with ` (expected)` when the scenario expected it.
+    pub status: String,
+    pub metric: Metric,
+    pub unit: Unit,
+    /// Samples behind the figures (1 for a memory reading).
+    pub n: u64,
+    /// The median of the samples, or the reading itself.
+    pub median: f64,
+    /// Bootstrap interval of the median, from `n >= MIN_CI_SAMPLES` samples.
+    pub median_ci: Option<Interval>,
+    pub p95: Option<f64>,
+    pub p95_ci: Option<Interval>,
+    pub p99: Option<f64>,
+    pub p99_ci: Option<Interval>,
+    pub mean: Option<f64>,
+    /// Coefficient of variation of the samples (stdev / mean).
+    pub cv: Option<f64>,
+    /// `cv` above `stats::NOISY_CV`, for repeated trials (cold starts, first tools/list). Calls
+    /// are never flagged: their CV is the shape of one run's latency distribution, not noise.
+    pub noisy: bool,
+}
+
+/// FNV-1a: a stable hash to derive per-metric seeds (std's hasher may change between releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn seed(cell: &str, metric: Metric) -> u64 {
+    SEED ^ fnv1a(format!("{cell}\0{}", metric.as_str()).as_bytes())
+}
+
+/// The status column of a record: `ok`, `failed: crash`, `failed: crash (expected)`.
+pub fn status_text(r: &Record) -> String {
+    match (r.status, &r.failure) {
+        (Status::Ok, _) => "ok".into(),
+        (Status::Failed, f) => {
+            let reason = f.as_ref().map_or("failed", |f| f.reason.as_str());
+            if r.as_expected() {
+                format!("failed: {reason} (expected)")
+            } else {
+                format!("failed: {reason}")
+            }
+        }
+    }
+}
+
+/// One row per cell and metric it measured, in record order and `Metric::ALL` order. Failed
+/// cells contribute what they measured before failing.
+pub fn metric_rows(records: &[Record]) -> Vec<MetricRow> {
+    let mut out = Vec::new();
+    for r in records {
+        for metric in Metric::ALL {
+            if let Some(row) = metric_row(r, metric) {
+                out.push(row);
+            }
+        }
+    }
+    out
+}
+
+fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
+    let m = &r.metrics;
+    let cell = r.cell.id.as_str();
+    let base = |n: u64, median: f64| MetricRow {
+        run_id: r.run_id.clone(),
+        cell: cell.to_string(),
+        server: r.cell.server.id.clone(),
+        workload: r.cell.workload.kind().to_string(),
+        status: status_text(r),
+        metric,
+        unit: metric.unit(),
+        n,
+        median,
+        median_ci: None,
+        p95: None,
+        p95_ci: None,
+        p99: None,
+        p99_ci: None,
+        mean: None,
+        cv: None,
+        noisy: false,
+    };
+    let samples = match metric {
+        Metric::ColdStart => m.cold_start.as_ref(),
+        Metric::ToolsList => m.tools_list.as_ref(),
+        _ => None,
+    };
+    match metric {
+        Metric::ColdStart | Metric::ToolsList => {
+            let s = samples?;
+            if s.samples_ms.is_empty() {
+                return None;
+            }
+            let n = s.samples_ms.len() as u64;
+            let mut row = base(n, stats::median(&mut s.samples_ms.clone()));
+            if n >= MIN_CI_SAMPLES {
+                row.median_ci =
+                    Some(stats::median_ci(&s.samples_ms, RESAMPLES, CONFIDENCE, seed(cell, metric)));
+            }
+            row.p95 = Some(s.summary.p95_ms);
+            row.p99 = Some(s.summary.p99_ms);
+            row.mean = stats::mean(&s.samples_ms);
+            row.cv = stats::coefficient_of_variation(&s.samples_ms);
+            row.noisy = stats::is_noisy(row.cv);
+            Some(row)
+        }
+        Metric::Calls => {
+            let c = m.calls.as_ref()?;
+            // A histogram that does not decode still has its stored summary.
+            let h = stats::decode_histogram(&c.histogram).ok().filter(|h| !h.is_empty());
+            let mut row = base(c.summary.count, c.summary.p50_ms);
+            row.p95 = Some(c.summary.p95_ms);
+            row.p99 = Some(c.summary.p99_ms);
+            row.mean = Some(c.summary.mean_ms);
+            if let Some(h) = h {
+                if h.len() >= MIN_CI_SAMPLES {
+                    let cis = stats::histogram_quantile_cis(
+                        &h,
+                        &[0.50, 0.95, 0.99],
+                        RESAMPLES,
+                        CONFIDENCE,
+                        seed(cell, metric),
+                    );
+                    row.median_ci = cis.first().copied();
+                    row.p95_ci = cis.get(1).copied();
+                    row.p99_ci = cis.get(2).copied();
+                }
+                // The CV of single calls describes their latency distribution (a long tail is the
+                // norm), not how repeatable the measurement is: shown, never flagged.
+                row.cv = stats::histogram_cv(&h);
+            }
+            Some(row)
+        }
+        Metric::RssAfterInitialize => m.memory.after_initialize.as_ref().map(|t| base(1, t.rss_bytes as f64)),
+        Metric::RssEnd => m.memory.end.as_ref().map(|t| base(1, t.rss_bytes as f64)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::tests::sample_record;
+    use crate::record::{Failure, FailureReason, HistogramMetric};
+    use crate::scenario::Workload;
+
+    fn serial_calls(id: &str) -> Record {
+        let mut r = sample_record(id);
+        r.cell.id = format!("{id}/serial_calls");
+        r.cell.workload = Workload::SerialCalls { tool: "add".into(), warmup: 0, calls: 1000 };
+        let mut h = stats::latency_histogram();
+        for us in 1..=1000u64 {
+            h.record(us * 1000).unwrap();
+        }
+        r.metrics.calls = Some(HistogramMetric {
+            summary: stats::summarize(&h).unwrap(),
+            histogram: stats::encode_histogram(&h),
+        });
+        r
+    }
+
+    #[test]
+    fn metric_rows_carry_intervals_percentiles_and_noise() {
+        let rows = metric_rows(&[sample_record("a"), serial_calls("b")]);
+        let kinds: Vec<(&str, Metric)> = rows.iter().map(|r| (r.cell.as_str(), r.metric)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("a/cold_start", Metric::ColdStart),
+                ("a/cold_start", Metric::RssAfterInitialize),
+                ("b/serial_calls", Metric::ColdStart),
+                ("b/serial_calls", Metric::Calls),
+                ("b/serial_calls", Metric::RssAfterInitialize),
+            ]
+        );
+        let cold = &rows[0];
+        assert_eq!((cold.n, cold.median), (3, 0.30000000000000004));
+        let ci = cold.median_ci.expect("3 samples get an interval");
+        assert!(ci.lower <= cold.median && cold.median <= ci.upper);
+        assert!(cold.noisy, "0.1, 0.3, 0.7 spread far more than 10%");
+        let calls = &rows[3];
+        assert_eq!(calls.n, 1000);
+        assert!(calls.median_ci.unwrap().contains(0.5) && calls.p99_ci.is_some());
+        assert!(calls.cv.unwrap() > 0.5 && !calls.noisy, "calls are not flagged");
+        assert_eq!((rows[1].unit, rows[1].median, rows[1].median_ci), (Unit::Bytes, 4096.0, None));
+    }
+
+    #[test]
+    fn a_metric_row_does_not_depend_on_the_other_cells() {
+        let alone = metric_rows(&[serial_calls("b")]);
+        let with_others = metric_rows(&[sample_record("a"), serial_calls("b")]);
+        assert_eq!(alone[..], with_others[2..]);
+    }
+
+    #[test]
+    fn few_samples_get_no_interval_and_failures_their_reason() {
+        let mut r = sample_record("a");
+        r.metrics.cold_start.as_mut().unwrap().samples_ms.truncate(2);
+        r.status = Status::Failed;
+        r.failure = Some(Failure::new(FailureReason::Crash, "gone"));
+        let rows = metric_rows(&[r]);
+        assert_eq!(rows[0].median_ci, None);
+        assert_eq!(rows[0].status, "failed: crash");
+        let summary = summary_rows(&[serial_calls("b")]);
+        assert_eq!(summary[0].call_p50_ms, Some(0.500223));
+    }
+}
