@@ -75,6 +75,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Verify a run's store: every record's hash and env_hash, the hash chain and sequence, the
+    /// head file and the scenario copy; names the first bad line and every problem found.
+    ///
+    /// Example: benchlab audit results/seed-000-stdio/20261130T095040Z-seed-000-stdio-8336
+    Audit {
+        /// A run folder (holding records.jsonl) or a records.jsonl file.
+        run: PathBuf,
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
     /// the same base exists already.
     ///
@@ -177,7 +188,12 @@ impl From<RunError> for Exit {
     fn from(e: RunError) -> Self {
         let code = match &e {
             RunError::Scenario(_) => 2,
-            RunError::Store(crate::record::store::StoreError::Io { .. }) | RunError::Io { .. } => 3,
+            RunError::Store(
+                crate::record::store::StoreError::Io { .. }
+                | crate::record::store::StoreError::Head { .. }
+                | crate::record::store::StoreError::Poisoned { .. },
+            )
+            | RunError::Io { .. } => 3,
             RunError::Store(_) => 2,
             RunError::Placement(_) => 2,
             RunError::Engine(_) | RunError::Bootstrap { .. } => 3,
@@ -225,6 +241,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             print!("{}", crate::record::SCHEMA);
             Ok(0)
         }
+        Command::Audit { run, json } => audit_cmd(&run, json),
         Command::Report { run, format, out, json } => {
             report_cmd(&run, if json { report::Format::Json } else { format }, out.as_deref())
         }
@@ -363,6 +380,62 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a tokio runtime starts")
+}
+
+fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
+    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
+    let report = crate::record::audit::audit(&path);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("reports serialise"));
+        return Ok(if report.is_clean() { 0 } else { 2 });
+    }
+    let short = |v: &str| {
+        if v.len() == 64 && v.chars().all(|c| c.is_ascii_hexdigit()) {
+            format!("{}…", &v[..12])
+        } else {
+            v.to_string()
+        }
+    };
+    match report.first_problem() {
+        None => println!(
+            "{}: intact: {} record(s) of run {}, last seq {} (hash {})",
+            path.display(),
+            report.records,
+            report.run_id.as_deref().unwrap_or("—"),
+            report.last_seq.map_or("—".into(), |s| s.to_string()),
+            report.last_hash.as_deref().map_or("—".into(), short)
+        ),
+        Some(first) => {
+            println!(
+                "{}: DAMAGED: {} problem(s); the first is {first}",
+                path.display(),
+                report.problems.len()
+            );
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header(vec!["line", "col", "seq", "cell", "check", "expected", "found"]);
+            for p in &report.problems {
+                let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+                t.add_row(vec![
+                    opt(p.line.map(|l| l.to_string())),
+                    opt(p.column.map(|c| c.to_string())),
+                    opt(p.seq.map(|s| s.to_string())),
+                    opt(p.cell_id.clone()),
+                    p.check.as_str().to_string(),
+                    short(&p.expected),
+                    short(&p.found),
+                ]);
+            }
+            println!("{t}");
+            for (check, _) in report.counts() {
+                println!("  {}: {}", check.as_str(), check.describe());
+            }
+        }
+    }
+    for note in &report.notes {
+        println!("note: {note}");
+    }
+    Ok(if report.is_clean() { 0 } else { 2 })
 }
 
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {

@@ -397,10 +397,7 @@ pub async fn run<E: Engine>(
     }
 
     let mut store = Store::open(&run_dir)?;
-    std::fs::write(run_dir.join("scenario.toml"), &scenario.source).map_err(|e| RunError::Io {
-        what: format!("copy the scenario into {}", run_dir.display()),
-        source: e,
-    })?;
+    keep_scenario_copy(&run_dir, &scenario.source)?;
     let mut records = Vec::new();
     let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
     for (index, cell) in cells.iter().enumerate() {
@@ -428,6 +425,28 @@ pub async fn run<E: Engine>(
         records.push(stored);
     }
     Ok(RunSummary { run_id, run_dir, records, images_built: built })
+}
+
+/// Keeps the scenario beside its records (`scenario.toml`), written atomically. A run folder that
+/// already holds a different scenario is refused: its records name the old one's sha256.
+fn keep_scenario_copy(run_dir: &Path, source: &str) -> Result<(), RunError> {
+    let path = run_dir.join(crate::record::audit::SCENARIO_FILE);
+    let io = |what: String| move |source| RunError::Io { what, source };
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        if existing == source {
+            return Ok(());
+        }
+        return Err(RunError::Io {
+            what: format!("continue the run in {}", run_dir.display()),
+            source: std::io::Error::other(
+                "it was started from a different scenario file; use a new --run-id",
+            ),
+        });
+    }
+    let tmp = run_dir.join(format!(".scenario.toml.{}", std::process::id()));
+    std::fs::write(&tmp, source).map_err(io(format!("write {}", tmp.display())))?;
+    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(format!("sync {}", tmp.display())))?;
+    std::fs::rename(&tmp, &path).map_err(io(format!("place {}", path.display())))
 }
 
 /// Resolves when the user interrupts (SIGINT) or the system asks the run to stop (SIGTERM).

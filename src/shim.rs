@@ -53,6 +53,7 @@ pub enum Reply {
 
 /// How a server process ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExitInfo {
     /// `exited` by itself after stdin closed, `terminated` by SIGTERM, `killed` by SIGKILL, or
     /// `already_exited` before the stop was asked for.
@@ -65,6 +66,7 @@ pub struct ExitInfo {
 
 /// Memory of a process tree, summed over the server and all its descendants.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TreeMemory {
     /// Sum of VmRSS (resident set) over the tree.
     pub rss_bytes: u64,

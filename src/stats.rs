@@ -42,6 +42,7 @@ pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, DecodeError> {
 
 /// Summary of a latency distribution, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_ms: f64,

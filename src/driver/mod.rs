@@ -25,6 +25,7 @@ pub struct ServerLaunch {
 
 /// Limits that turn misbehaviour into a failure instead of a hang.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Timeouts {
     /// From the spawn request to the initialize result.
     pub startup_ms: u64,

@@ -485,6 +485,7 @@ fn base_of(rt: &RuntimeSpec) -> Result<BaseSource, String> {
 
 /// The server source a cell runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SourceInfo {
     /// Path in the checkout.
     pub file: String,

@@ -10,6 +10,7 @@ use crate::record::Placement;
 
 /// A package and the version actually installed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Package {
     pub name: String,
     pub version: String,
@@ -17,6 +18,7 @@ pub struct Package {
 
 /// The base image a cell's image was built on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BaseManifest {
     /// Image reference (`benchlab/base:bookworm-…`, or `name@sha256:…` from a registry).
     pub reference: String,
@@ -29,6 +31,7 @@ pub struct BaseManifest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImageManifest {
     pub reference: String,
     pub image_id: String,
@@ -42,12 +45,14 @@ pub struct ImageManifest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RuntimeManifest {
     pub name: String,
     pub version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HostManifest {
     pub kernel: String,
     pub cpu_model: String,
@@ -59,6 +64,7 @@ pub struct HostManifest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EngineManifest {
     pub kind: String,
     pub version: String,
@@ -66,6 +72,7 @@ pub struct EngineManifest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BenchlabManifest {
     pub version: String,
     /// sha256 of the executable that ran as orchestrator, shim and driver.
@@ -74,6 +81,7 @@ pub struct BenchlabManifest {
 
 /// The environment of one cell. `env_hash` is the sha256 of its canonical JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Environment {
     pub image: ImageManifest,
     pub runtime: RuntimeManifest,

@@ -2,6 +2,7 @@
 //! ran in and the hashes that make the store tamper-evident. Canonical JSON and sha256 live here;
 //! computing metrics does not.
 
+pub mod audit;
 pub mod manifest;
 pub mod store;
 
@@ -69,6 +70,7 @@ impl FailureReason {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Failure {
     pub reason: FailureReason,
     pub detail: String,
@@ -88,6 +90,7 @@ impl std::fmt::Display for Failure {
 
 /// The server under test in a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServerIdent {
     /// The scenario's name for it.
     pub id: String,
@@ -110,6 +113,7 @@ pub struct ServerIdent {
 
 /// Where a cell ran: CPU sets and the memory limit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Placement {
     /// cpuset of the server container (`cpuset.cpus` syntax).
     pub server_cpus: String,
@@ -123,6 +127,7 @@ pub struct Placement {
 
 /// What one cell is: the server, transport, suite, workload and limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cell {
     /// `<server id>/<workload kind>`, unique within a scenario.
     pub id: String,
@@ -138,6 +143,7 @@ pub struct Cell {
 
 /// A latency metric from individual samples (cold starts, first tools/list).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SampleMetric {
     /// Every sample, in the order taken, in milliseconds.
     pub samples_ms: Vec<f64>,
@@ -146,6 +152,7 @@ pub struct SampleMetric {
 
 /// A latency metric from a histogram (serial calls).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HistogramMetric {
     pub summary: LatencySummary,
     /// HdrHistogram V2 deflate encoding, base64, values in nanoseconds.
@@ -154,12 +161,14 @@ pub struct HistogramMetric {
 
 /// Memory of the server's process tree (from /proc inside its container).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryMetrics {
     pub after_initialize: Option<TreeMemory>,
     pub end: Option<TreeMemory>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Metrics {
     pub cold_start: Option<SampleMetric>,
     pub tools_list: Option<SampleMetric>,
@@ -169,6 +178,7 @@ pub struct Metrics {
 
 /// What the server said about itself and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Observed {
     pub protocol_version: Option<String>,
     pub server_info: Option<Value>,
