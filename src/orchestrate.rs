@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
-use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, LABEL_RUN};
+use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, Sandbox, LABEL_RUN};
 use crate::placement;
 use crate::recipe::base::{self, BaseSource};
 use crate::recipe::{ImagePlan, RecipeBook, ServerWant, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY};
@@ -120,6 +120,8 @@ pub struct PlannedCell {
     pub placement: Placement,
     pub timeouts: Timeouts,
     pub expect: Expect,
+    /// How the server and sidecar containers are confined.
+    pub sandbox: Sandbox,
     /// The runtime version the reproduced source used, if the scenario says.
     pub source_runtime: Option<String>,
     /// The scenario's extra environment for the server.
@@ -163,6 +165,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             placement: placement.clone(),
             timeouts: scenario.timeouts,
             expect: s.expect,
+            sandbox: Sandbox::hardened(),
             source_runtime: s.source_runtime.clone(),
             env: s.env.clone(),
         });
@@ -580,17 +583,21 @@ async fn cell_in_containers<E: Engine>(
         Mount::Bind { source: opts.benchlab_exe.clone(), target: LAB_BINARY.into(), read_only: true },
         Mount::Volume { name: volume.into(), target: "/lab".into() },
     ];
+    // Both containers are sandboxed alike (same unprivileged user, so the driver can use the
+    // shim's socket and logs in /lab); HOME and TMPDIR point at the scratch tmpfs.
+    let sandbox = cell.sandbox.clone();
     let server = engine
         .create_container(&ContainerSpec {
             name: format!("{name}-server"),
             image: image.id.clone(),
             cmd: vec![LAB_BINARY.into(), "shim".into(), "--dir".into(), "/lab".into()],
-            env: Vec::new(),
+            env: sandbox.environment(),
             labels: labels.clone(),
             cpuset: cell.placement.server_cpus.clone(),
             memory: Some(cell.placement.memory_limit_bytes),
             network: Network::None,
             mounts: mounts.clone(),
+            sandbox: sandbox.clone(),
         })
         .await?;
     created.push(server.clone());
@@ -613,12 +620,13 @@ async fn cell_in_containers<E: Engine>(
             name: format!("{name}-driver"),
             image: image.id.clone(),
             cmd: vec![LAB_BINARY.into(), "driver".into(), "--spec".into(), spec_json],
-            env: Vec::new(),
+            env: sandbox.environment(),
             labels,
             cpuset: cell.placement.driver_cpus.clone(),
             memory: None,
             network: Network::Container(server.clone()),
             mounts,
+            sandbox,
         })
         .await?;
     created.push(driver.clone());
@@ -685,6 +693,19 @@ fn cell_time_limit(cell: &PlannedCell) -> Duration {
     Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
 }
 
+/// The sandbox as the environment manifest records it.
+fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
+    crate::record::manifest::SandboxManifest {
+        user: s.user.map(|(u, g)| format!("{u}:{g}")),
+        drop_all_capabilities: s.drop_all_capabilities,
+        no_new_privileges: s.no_new_privileges,
+        read_only_root: s.read_only_root,
+        scratch: s.scratch.iter().map(|(p, b)| format!("{p}:{b}")).collect(),
+        pids_limit: s.pids_limit,
+        network: "none".into(),
+    }
+}
+
 /// The deviation to record when a reproduction asked for a runtime version this cell did not
 /// run ("3.12" is met by any 3.12.x; "3.12.3" only by itself).
 fn runtime_deviation(kind: &str, wanted: Option<&str>, actual: &str) -> Option<String> {
@@ -729,6 +750,7 @@ fn build_record(
         )
         .into_iter()
         .collect(),
+        sandbox: Some(sandbox_manifest(&cell.sandbox)),
     };
     let failure = failure_override.or(outcome.failure.clone());
     let samples = |v: &[u64]| {
@@ -866,6 +888,7 @@ pub async fn lock<E: Engine>(
                     Mount::Bind { source: dir.clone(), target: "/lock".into(), read_only: false },
                     Mount::Bind { source: opts.ca_bundle.clone(), target: "/ca.pem".into(), read_only: true },
                 ],
+                sandbox: Sandbox::none(),
             })
             .await?;
         emit(Event::ImageBuilding {

@@ -140,6 +140,7 @@ fn record(i: usize) -> Record {
             benchlab: BenchlabManifest { version: "0.1.0".into(), binary_sha256: "c".repeat(64) },
             scenario_sha256: sha256_hex(SCENARIO.as_bytes()),
             deviations: if i == 4 { vec!["runtime 3.12.3 asked, 3.11.2 used".into()] } else { vec![] },
+            sandbox: None,
         },
         env_hash: String::new(),
         prev_hash: None,

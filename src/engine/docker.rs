@@ -2,7 +2,7 @@
 //! the API version negotiated so older daemons (Debian's 20.10) and newer ones both answer.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bollard::container::{
     Config, CreateContainerOptions, DownloadFromContainerOptions, ListContainersOptions, LogOutput,
@@ -14,11 +14,13 @@ use bollard::volume::{CreateVolumeOptions, ListVolumesOptions, RemoveVolumeOptio
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use super::{ContainerSpec, Engine, EngineError, ExitState, ImageInfo, Mount, Network, OutputLine};
+use super::{ContainerSpec, Engine, EngineError, ExitState, ImageInfo, Mount, Network, OutputLine, Sandbox};
 use crate::record::manifest::EngineManifest;
 
 pub struct DockerEngine {
     docker: Docker,
+    /// The engine's own socket on this host, which no container may ever see.
+    socket: PathBuf,
 }
 
 impl DockerEngine {
@@ -32,12 +34,46 @@ impl DockerEngine {
         let docker = Docker::connect_with_local_defaults().map_err(unreachable)?;
         let docker = docker.negotiate_version().await.map_err(unreachable)?;
         docker.ping().await.map_err(unreachable)?;
-        Ok(DockerEngine { docker })
+        let socket = endpoint.strip_prefix("unix://").unwrap_or("/var/run/docker.sock");
+        let socket = std::fs::canonicalize(socket).unwrap_or_else(|_| PathBuf::from(socket));
+        Ok(DockerEngine { docker, socket })
     }
 }
 
 fn labels_map(labels: &BTreeMap<String, String>) -> HashMap<String, String> {
     labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Whether bind-mounting `source` would put the engine's socket inside a container: the socket
+/// itself or any folder above it (`/`, `/run`, `/var/run`). Whoever holds that socket is root on
+/// the host.
+fn exposes_socket(source: &Path, socket: &Path) -> bool {
+    let source = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+    socket.starts_with(&source)
+}
+
+/// The HostConfig and Config fields of a sandbox, on top of the engine's defaults.
+fn apply_sandbox(sandbox: &Sandbox, host: &mut HostConfig, config: &mut Config<String>) {
+    if sandbox.drop_all_capabilities {
+        host.cap_drop = Some(vec!["ALL".to_string()]);
+    }
+    if sandbox.no_new_privileges {
+        host.security_opt = Some(vec!["no-new-privileges".to_string()]);
+    }
+    if sandbox.read_only_root {
+        host.readonly_rootfs = Some(true);
+    }
+    if !sandbox.scratch.is_empty() {
+        host.tmpfs = Some(
+            sandbox
+                .scratch
+                .iter()
+                .map(|(path, bytes)| (path.clone(), format!("rw,nosuid,nodev,noexec,size={bytes},mode=1777")))
+                .collect(),
+        );
+    }
+    host.pids_limit = sandbox.pids_limit.map(i64::from);
+    config.user = sandbox.user.map(|(uid, gid)| format!("{uid}:{gid}"));
 }
 
 fn is_not_found(e: &bollard::errors::Error) -> bool {
@@ -176,6 +212,21 @@ impl Engine for DockerEngine {
     }
 
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, EngineError> {
+        for m in &spec.mounts {
+            if let Mount::Bind { source, .. } = m {
+                if exposes_socket(source, &self.socket) {
+                    return Err(EngineError::op(
+                        "create container",
+                        &spec.name,
+                        format!(
+                            "mounting {} would hand it the engine's socket {}: refused",
+                            source.display(),
+                            self.socket.display()
+                        ),
+                    ));
+                }
+            }
+        }
         let mounts = spec
             .mounts
             .iter()
@@ -195,7 +246,7 @@ impl Engine for DockerEngine {
                 },
             })
             .collect();
-        let host_config = HostConfig {
+        let mut host_config = HostConfig {
             mounts: Some(mounts),
             cpuset_cpus: (!spec.cpuset.is_empty()).then(|| spec.cpuset.clone()),
             memory: spec.memory.map(|m| m as i64),
@@ -207,17 +258,18 @@ impl Engine for DockerEngine {
             }),
             ..Default::default()
         };
-        let config = Config {
+        let mut config = Config {
             image: Some(spec.image.clone()),
             cmd: Some(spec.cmd.clone()),
             entrypoint: Some(Vec::new()),
             env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             labels: Some(labels_map(&spec.labels)),
-            host_config: Some(host_config),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
             ..Default::default()
         };
+        apply_sandbox(&spec.sandbox, &mut host_config, &mut config);
+        config.host_config = Some(host_config);
         let created = self
             .docker
             .create_container(
@@ -353,5 +405,38 @@ impl Engine for DockerEngine {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_socket_and_the_folders_above_it_are_never_mounted() {
+        let sock = Path::new("/run/docker.sock");
+        for bad in ["/run/docker.sock", "/run", "/", "/run/"] {
+            assert!(exposes_socket(Path::new(bad), sock), "{bad}");
+        }
+        for fine in ["/run/user", "/usr/local/bin/benchlab", "/tmp/lock"] {
+            assert!(!exposes_socket(Path::new(fine), sock), "{fine}");
+        }
+    }
+
+    #[test]
+    fn a_hardened_sandbox_maps_to_docker_options() {
+        let (mut host, mut config) = (HostConfig::default(), Config::<String>::default());
+        apply_sandbox(&Sandbox::hardened(), &mut host, &mut config);
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(host.security_opt, Some(vec!["no-new-privileges".to_string()]));
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(host.pids_limit, Some(1024));
+        let tmpfs = host.tmpfs.unwrap();
+        assert_eq!(tmpfs["/tmp"], format!("rw,nosuid,nodev,noexec,size={},mode=1777", 64 << 20));
+        assert_eq!(config.user.as_deref(), Some("65534:65534"));
+
+        let (mut host, mut config) = (HostConfig::default(), Config::<String>::default());
+        apply_sandbox(&Sandbox::none(), &mut host, &mut config);
+        assert_eq!((host, config.user), (HostConfig::default(), None));
     }
 }

@@ -79,6 +79,22 @@ pub struct BenchlabManifest {
     pub binary_sha256: String,
 }
 
+/// How the server container was confined (the lab's hardened defaults unless a scenario says).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxManifest {
+    /// `uid:gid` the server ran as; null for the image's own user.
+    pub user: Option<String>,
+    pub drop_all_capabilities: bool,
+    pub no_new_privileges: bool,
+    pub read_only_root: bool,
+    /// In-memory scratch folders, as `path:bytes`.
+    pub scratch: Vec<String>,
+    pub pids_limit: Option<u32>,
+    /// `none`: loopback only.
+    pub network: String,
+}
+
 /// The environment of one cell. `env_hash` is the sha256 of its canonical JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,6 +109,10 @@ pub struct Environment {
     /// Where the cell departs from what its source asked for (e.g. a runtime version that could
     /// not be had), in words.
     pub deviations: Vec<String>,
+    /// The server container's confinement. Absent in records written before it was recorded
+    /// (those containers ran with the engine's defaults plus `--network none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxManifest>,
 }
 
 impl Environment {

@@ -1,0 +1,307 @@
+//! The sandbox end to end on the real Docker engine. A hostile server (tests/fixtures/sandbox/
+//! hostile.sh) tries to reach the network, write outside its scratch space, see the host's files
+//! and gain privileges; it serves MCP only when every attempt failed. Through the lab's own path
+//! (`benchlab run` on a throwaway recipe) its cell must pass; run by hand with the engine's
+//! defaults instead of the sandbox, the same script must escape and fail, so the test can fail.
+//! These tests fail (never skip) when no engine answers: scripts/test.sh starts one.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use benchlab::engine::docker::DockerEngine;
+use benchlab::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, Sandbox, LABEL_RUN};
+use common::engine_must_answer;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const CALLS: u64 = 50;
+
+fn hostile_script() -> PathBuf {
+    Path::new(ROOT).join("tests/fixtures/sandbox/hostile.sh")
+}
+
+/// Removes every container and volume of a test's label, and the throwaway image, even when the
+/// test panics.
+struct Cleanup {
+    label: String,
+    image_repo: Option<&'static str>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let filter = format!("label={LABEL_RUN}={}", self.label);
+        let list = |args: &[&str]| -> Vec<String> {
+            let out = Command::new("docker").args(args).output().expect("docker runs");
+            String::from_utf8_lossy(&out.stdout).split_whitespace().map(String::from).collect()
+        };
+        for id in list(&["ps", "-aq", "--filter", &filter]) {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", &id]).output();
+        }
+        for v in list(&["volume", "ls", "-q", "--filter", &filter]) {
+            let _ = Command::new("docker").args(["volume", "rm", "-f", &v]).output();
+        }
+        if let Some(repo) = self.image_repo {
+            for img in list(&["images", "-q", repo]) {
+                let _ = Command::new("docker").args(["rmi", "-f", &img]).output();
+            }
+        }
+    }
+}
+
+/// A host file no container should see.
+fn host_marker(dir: &Path) -> PathBuf {
+    let marker = dir.join("host-marker");
+    std::fs::write(&marker, "this file lives on the host only\n").unwrap();
+    marker
+}
+
+/// A checkout with one recipe, `hostile`: the base image, the hostile script as its `weekly`
+/// server, nothing to lock. The lab builds it, runs it and records it like any other.
+fn throwaway_checkout(root: &Path) {
+    let family = root.join("images/hostile");
+    std::fs::create_dir_all(family.join("servers")).unwrap();
+    std::fs::write(
+        family.join("recipe.toml"),
+        r#"family = "hostile"
+description = "A server that tries to leave its sandbox (tests/e2e_sandbox.rs)"
+default_runtime = "bookworm"
+
+[runtime.bookworm]
+kind = "shell"
+dockerfile = "Dockerfile"
+suite = "bookworm"
+launcher = ["/bin/bash"]
+
+[api.script]
+argv = ["/srv/{suite}.sh"]
+[api.script.sources]
+weekly = "servers/weekly.sh"
+
+[[version]]
+version = "1"
+api = "script"
+runtimes = ["bookworm"]
+"#,
+    )
+    .unwrap();
+    std::fs::write(family.join("Dockerfile"), "FROM {{BASE}}\nCOPY srv/ /srv/\n").unwrap();
+    std::fs::copy(hostile_script(), family.join("servers/weekly.sh")).unwrap();
+    // Read for every non-CPython runtime; this image has no manifest to write.
+    std::fs::create_dir_all(root.join("images/common")).unwrap();
+    std::fs::write(root.join("images/common/image-manifest.mjs"), "").unwrap();
+    let lock = root.join("lockfiles/hostile/1-bookworm");
+    std::fs::create_dir_all(&lock).unwrap();
+    std::fs::write(lock.join("README"), "nothing to lock\n").unwrap();
+}
+
+#[test]
+fn a_hostile_server_is_contained_on_the_lab_path() {
+    engine_must_answer();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("checkout");
+    throwaway_checkout(&root);
+    let marker = host_marker(tmp.path());
+    let scenario = root.join("sandbox.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"name = "sandbox"
+suite = "weekly"
+
+[placement]
+mode = "split"
+memory = "256MiB"
+
+[[server]]
+id = "hostile"
+family = "hostile"
+version = "1"
+env = {{ HOST_MARKER = "{}" }}
+
+[[workload]]
+kind = "serial_calls"
+tool = "add_numbers"
+warmup = 0
+calls = {CALLS}
+"#,
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let run_id = format!("sandbox-{}", std::process::id());
+    let _cleanup = Cleanup { label: run_id.clone(), image_repo: Some("benchlab/hostile") };
+    let results = tmp.path().join("results");
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg(&scenario)
+        .arg("--root")
+        .arg(&root)
+        .args(["--run-id", &run_id, "--results"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(results.join("sandbox").join(&run_id).join("records.jsonl"))
+        .unwrap_or_else(|e| panic!("no records ({e}); stdout:\n{stdout}\nstderr:\n{stderr}"));
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 1);
+    let r = &records[0];
+    // The script serves only when every attempt failed: an ok cell is the proof.
+    assert_eq!(r["status"], "ok", "the hostile server got out of the lab's sandbox: {}", r["failure"]);
+    assert_eq!(r["metrics"]["calls"]["summary"]["count"], CALLS);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+}
+
+/// What one hand-made cell gave: the driver's outcome and the script's report.
+struct Cell {
+    outcome: Value,
+    report: String,
+}
+
+/// Runs the real shim and driver in two containers made through the lab's engine code, with
+/// `sandbox` on both, and the hostile script (bind-mounted) as the server.
+async fn hostile_cell(sandbox: Sandbox, label: &str, marker: &Path) -> Cell {
+    let engine = DockerEngine::connect().await.unwrap();
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_RUN.to_string(), label.to_string());
+    // A host folder as /lab (mode 1777 like the lab's volume) instead of the lab's tmpfs volume,
+    // whose content goes when the last container using it stops: the report must outlive them.
+    let lab = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(lab.path(), std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let mounts = vec![
+        Mount::Bind { source: BIN.into(), target: "/benchlab/benchlab".into(), read_only: true },
+        Mount::Bind { source: hostile_script(), target: "/srv/hostile.sh".into(), read_only: true },
+        Mount::Bind { source: lab.path().into(), target: "/lab".into(), read_only: false },
+    ];
+    let spec = |role: &str, cmd: Vec<String>, network: Network| ContainerSpec {
+        name: format!("{label}-{role}"),
+        image: "benchlab/base:bookworm".into(),
+        cmd,
+        env: sandbox.environment(),
+        labels: labels.clone(),
+        cpuset: String::new(),
+        memory: Some(256 << 20),
+        network,
+        mounts: mounts.clone(),
+        sandbox: sandbox.clone(),
+    };
+    let server = engine
+        .create_container(&spec(
+            "server",
+            vec!["/benchlab/benchlab".into(), "shim".into(), "--dir".into(), "/lab".into()],
+            Network::None,
+        ))
+        .await
+        .unwrap();
+    engine.start(&server).await.unwrap();
+    let driver_spec = json!({
+        "lab_dir": "/lab",
+        "server": {
+            "argv": ["/bin/bash", "/srv/hostile.sh"],
+            "env": [["BENCHLAB_SUITE", "weekly"], ["HOST_MARKER", marker]],
+            "cwd": null
+        },
+        "suite": "weekly",
+        "workload": {"kind": "serial_calls", "tool": "add_numbers", "warmup": 0, "calls": CALLS},
+        "timeouts": {"startup_ms": 15000, "call_ms": 5000, "stop_grace_ms": 1000, "term_ms": 1000},
+    });
+    let driver = engine
+        .create_container(&spec(
+            "driver",
+            vec!["/benchlab/benchlab".into(), "driver".into(), "--spec".into(), driver_spec.to_string()],
+            Network::Container(server.clone()),
+        ))
+        .await
+        .unwrap();
+    engine.start(&driver).await.unwrap();
+    let mut lines = Vec::new();
+    let mut on_line = |line| {
+        let (OutputLine::Stdout(text) | OutputLine::Stderr(text)) = line;
+        lines.push(text)
+    };
+    let follow = engine.follow(&driver, &mut on_line);
+    tokio::time::timeout(Duration::from_secs(120), follow).await.expect("the cell ends").unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), engine.wait(&server)).await;
+    for id in [&driver, &server] {
+        engine.remove_container(id).await.unwrap();
+    }
+    let report = std::fs::read_to_string(lab.path().join("hostile-report.txt"));
+    let outcome = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "outcome")
+        .unwrap_or_else(|| panic!("no outcome from the driver:\n{}", lines.join("\n")))["outcome"]
+        .clone();
+    let report = report.expect("the script wrote its report to /lab");
+    Cell { outcome, report }
+}
+
+/// Every attempt the script makes, by the name it reports.
+const ATTEMPTS: &[&str] = &[
+    "network",
+    "write /etc",
+    "write /usr",
+    "write /",
+    "write the server's own code (/srv)",
+    "see the host's marker file",
+    "see the host's /root/.cargo",
+    "see the engine socket",
+    "run as root",
+    "hold capabilities",
+    "gain privileges through exec (no_new_privs unset)",
+    "make a setuid-root shell",
+    "mount a file system",
+    "write /proc/sys",
+    "run without a pids limit",
+];
+
+#[test]
+fn the_sandbox_is_what_contains_the_hostile_server() {
+    engine_must_answer();
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = host_marker(tmp.path());
+    let label = format!("sandbox-hand-{}", std::process::id());
+    let _cleanup = Cleanup { label: label.clone(), image_repo: None };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    // Hardened: every attempt fails, what a server needs still works, and MCP is served.
+    let hard = rt.block_on(hostile_cell(Sandbox::hardened(), &format!("{label}-hard"), &marker));
+    assert_eq!(hard.outcome["failure"], Value::Null, "{}\nreport:\n{}", hard.outcome, hard.report);
+    assert_eq!(hard.outcome["calls_ok"], CALLS);
+    assert!(hard.report.contains("running as uid=65534(nobody)"), "{}", hard.report);
+    for needed in ["tools present", "write scratch", "write the shared /lab volume"] {
+        assert!(hard.report.contains(&format!("allowed: {needed}")), "{needed}:\n{}", hard.report);
+    }
+    for attempt in ATTEMPTS {
+        assert!(hard.report.contains(&format!("contained: {attempt}")), "{attempt}:\n{}", hard.report);
+    }
+    assert!(!hard.report.contains("ESCAPED") && !hard.report.contains("BROKEN"), "{}", hard.report);
+
+    // The engine's defaults, same image, mounts and network: the script gets out and refuses to
+    // serve, so a sandbox that stopped working would fail the lab-path test.
+    let open = rt.block_on(hostile_cell(Sandbox::none(), &format!("{label}-open"), &marker));
+    assert_eq!(open.outcome["failure"]["reason"], "crash", "{}\nreport:\n{}", open.outcome, open.report);
+    for escape in [
+        "write /etc",
+        "write /usr",
+        "write /",
+        "run as root",
+        "hold capabilities",
+        "gain privileges through exec (no_new_privs unset)",
+        "make a setuid-root shell",
+        "run without a pids limit",
+    ] {
+        assert!(open.report.contains(&format!("ESCAPED: {escape}")), "{escape}:\n{}", open.report);
+    }
+    // Network and host files stay out of reach without the sandbox too: those come from the
+    // network mode and the mounts, which both runs share.
+    for held in ["network", "see the host's marker file", "see the engine socket"] {
+        assert!(open.report.contains(&format!("contained: {held}")), "{held}:\n{}", open.report);
+    }
+}
