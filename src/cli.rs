@@ -75,6 +75,33 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two runs cell by cell: the ratio b/a of every metric with its 95% interval, flagged
+    /// slower or faster only when the whole interval is beyond the threshold, with what changed in
+    /// each cell's environment.
+    ///
+    /// Example: benchlab compare results/quickstart/<run-a> results/quickstart/<run-b> --fail-if-slower 10
+    Compare {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        /// Percent beyond which a ratio's whole interval counts as slower or faster.
+        #[arg(long, default_value_t = report::DEFAULT_THRESHOLD_PCT)]
+        threshold: f64,
+        /// For CI gates: exit 1 when any metric is slower by more than PCT at its lower bound.
+        #[arg(long, value_name = "PCT")]
+        fail_if_slower: Option<f64>,
+        /// table, markdown or json.
+        #[arg(long, default_value = "table", value_parser = clap::value_parser!(report::CompareFormat))]
+        format: report::CompareFormat,
+    },
+    /// The environment differences between two runs, field by field (packages by name), cell by
+    /// cell, with the differences every cell shares listed once.
+    DiffEnv {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Verify a run's store: every record's hash and env_hash, the hash chain and sequence, the
     /// head file and the scenario copy; names the first bad line and every problem found.
     ///
@@ -242,6 +269,15 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             Ok(0)
         }
         Command::Audit { run, json } => audit_cmd(&run, json),
+        Command::Compare { run_a, run_b, threshold, fail_if_slower, format } => {
+            compare_cmd(&run_a, &run_b, threshold, fail_if_slower, format)
+        }
+        Command::DiffEnv { run_a, run_b, json } => {
+            let d = crate::record::diffenv::diff_runs(&load_run(&run_a)?, &load_run(&run_b)?);
+            let format = if json { report::CompareFormat::Json } else { report::CompareFormat::Table };
+            print!("{}", report::render_diff_env(format, &d));
+            Ok(0)
+        }
         Command::Report { run, format, out, json } => {
             report_cmd(&run, if json { report::Format::Json } else { format }, out.as_deref())
         }
@@ -382,6 +418,43 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
+/// A run's records, from its folder or its records.jsonl.
+fn load_run(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
+    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
+    read_records(&path).map_err(|e| Exit::new(2, e.to_string()))
+}
+
+fn compare_cmd(
+    a: &Path,
+    b: &Path,
+    threshold: f64,
+    fail_if_slower: Option<f64>,
+    format: report::CompareFormat,
+) -> Result<i32, Exit> {
+    if threshold.is_nan() || threshold < 0.0 || fail_if_slower.is_some_and(|p| p.is_nan() || p < 0.0) {
+        return Err(Exit::new(2, "--threshold and --fail-if-slower take a percentage >= 0"));
+    }
+    let c = report::compare(&load_run(a)?, &load_run(b)?, threshold);
+    print!("{}", report::render_compare(format, &c));
+    if let Some(pct) = fail_if_slower {
+        let bad = report::gate_failures(&c, pct);
+        for m in &bad {
+            eprintln!(
+                "gate: {} {} is {:.3}x (lower bound {:.3} > {:.3})",
+                m.cell,
+                m.metric.label(),
+                m.ratio.estimate,
+                m.ratio.lower,
+                1.0 + pct / 100.0
+            );
+        }
+        if !bad.is_empty() {
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
 fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
     let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
     let report = crate::record::audit::audit(&path);
@@ -439,8 +512,7 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
 }
 
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {
-    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
-    let records = read_records(&path).map_err(|e| Exit::new(2, e.to_string()))?;
+    let records = load_run(run)?;
     let text = report::render(format, &records);
     match out {
         Some(p) => {

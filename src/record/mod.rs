@@ -3,6 +3,7 @@
 //! computing metrics does not.
 
 pub mod audit;
+pub mod diffenv;
 pub mod manifest;
 pub mod store;
 
@@ -397,6 +398,7 @@ pub(crate) mod tests {
                 benchlab: BenchlabManifest { version: "0".into(), binary_sha256: "1".repeat(64) },
                 scenario_sha256: "2".repeat(64),
                 deviations: vec![],
+                sandbox: None,
             },
             env_hash: String::new(),
             prev_hash: None,

@@ -5,6 +5,7 @@
 
 mod bencher;
 mod charts;
+pub mod compare;
 mod csv;
 mod html;
 mod markdown;
@@ -18,6 +19,12 @@ use std::str::FromStr;
 use crate::record::Record;
 
 pub use bencher::bencher_json;
+pub use compare::{
+    compare, compare_markdown, compare_table, compare_text, diff_env_markdown, diff_env_table, diff_env_text,
+    gate, gate_failures, render_compare, render_diff_env, CellComparison, CompareFormat, CompareMetric,
+    Comparison, FailedCell, Method, MetricComparison, SkippedMetric, UnknownCompareFormat, Verdict,
+    DEFAULT_THRESHOLD_PCT,
+};
 pub use csv::csv;
 pub use html::html;
 pub use markdown::markdown;
