@@ -228,6 +228,26 @@ pub async fn ensure_base<E: Engine>(
             Ok(manifest(img.id.clone(), &img.labels))
         }
         BaseSource::Bootstrap { suite, packages } => {
+            // One bootstrap per base at a time on this host: another benchlab making the same
+            // base holds this lock, and when it is released the base is there.
+            std::fs::create_dir_all(work_dir)
+                .map_err(|e| RunError::Io { what: format!("create {}", work_dir.display()), source: e })?;
+            let lock_path = work_dir.join(format!("base-{}.lock", &source.spec_hash()[..12]));
+            let _lock =
+                tokio::task::spawn_blocking(move || lock_exclusive(&lock_path)).await.map_err(|e| {
+                    RunError::Io { what: "base lock task".into(), source: std::io::Error::other(e) }
+                })??;
+            if let Some(img) = engine.image(&reference).await? {
+                if img.labels.get(base::LABEL_BASE_SPEC) == Some(&source.spec_hash()) {
+                    emit(Event::Ready {
+                        what: "base",
+                        reference: reference.clone(),
+                        cached: true,
+                        seconds: 0.0,
+                    });
+                    return Ok(manifest(img.id.clone(), &img.labels));
+                }
+            }
             emit(Event::BaseBootstrapping { reference: reference.clone(), suite: suite.clone() });
             let work = work_dir.join(format!("base-{}", &source.spec_hash()[..12]));
             let _ = std::fs::remove_dir_all(&work);
@@ -450,6 +470,19 @@ fn keep_scenario_copy(run_dir: &Path, source: &str) -> Result<(), RunError> {
     std::fs::write(&tmp, source).map_err(io(format!("write {}", tmp.display())))?;
     std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(format!("sync {}", tmp.display())))?;
     std::fs::rename(&tmp, &path).map_err(io(format!("place {}", path.display())))
+}
+
+/// Takes an exclusive advisory lock on `path` (created if needed), waiting for it; the lock is
+/// held as long as the returned file is open.
+fn lock_exclusive(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, RunError> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| RunError::Io { what: format!("open {}", path.display()), source: e })?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| RunError::Io { what: format!("lock {}", path.display()), source: e.into() })
 }
 
 /// Resolves when the user interrupts (SIGINT) or the system asks the run to stop (SIGTERM).
