@@ -969,6 +969,9 @@ pub async fn lock<E: Engine>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::ServerLaunch;
+    use crate::engine::fake::FakeEngine;
+    use crate::recipe::BuildInputs;
 
     #[test]
     fn runtime_deviations_are_named() {
@@ -978,5 +981,100 @@ mod tests {
         let d = runtime_deviation("cpython", Some("3.12.3"), "3.13.5").unwrap();
         assert!(d.contains("3.12.3") && d.contains("3.13.5"), "{d}");
         assert!(runtime_deviation("node", Some("22.1"), "22.12.0").is_some());
+    }
+
+    fn plan(base: BaseSource, lock: &[u8]) -> ImagePlan {
+        ImagePlan {
+            family: "sdk".into(),
+            version: "1.0".into(),
+            api: "new".into(),
+            runtime_name: "py".into(),
+            runtime_kind: "cpython".into(),
+            base,
+            fetch_base: None,
+            launch: ServerLaunch { argv: vec!["/srv/weekly.py".into()], env: vec![], cwd: None },
+            source: None,
+            build: Some(BuildInputs {
+                dockerfile_template: "FROM {{BASE}}\n".into(),
+                launcher: "python".into(),
+                files: vec![("lock/requirements.txt".into(), lock.to_vec())],
+                recipe_entry: serde_json::json!({}),
+            }),
+        }
+    }
+
+    fn options(dir: &Path) -> RunOptions {
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, "not a real bundle").unwrap();
+        RunOptions {
+            results_dir: dir.join("results"),
+            run_id: None,
+            benchlab_exe: dir.join("benchlab"),
+            ca_bundle: ca,
+            work_dir: dir.join("work"),
+            lab_volume_bytes: 1 << 20,
+        }
+    }
+
+    fn with_base(engine: &FakeEngine, base: &BaseSource) {
+        engine.add_image(&base.reference(), "sha256:base", &[(base::LABEL_BASE_SPEC, &base.spec_hash())]);
+    }
+
+    #[tokio::test]
+    async fn an_image_is_built_once_then_found_by_its_input_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let engine = FakeEngine::new();
+        let base = BaseSource::bootstrap("bookworm", &["python3"]);
+        with_base(&engine, &base);
+        let p = plan(base, b"sdk==1.0");
+        let mut bases = HashMap::new();
+        let first = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
+        let second = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
+        assert_eq!(first.id, second.id);
+        let builds: Vec<String> = engine.calls().into_iter().filter(|c| c.starts_with("build ")).collect();
+        assert_eq!(builds, [format!("build {}", first.reference)], "one build, then a cache hit");
+        assert!(
+            !engine.calls().iter().any(|c| c.starts_with("import")),
+            "an existing base is not bootstrapped again"
+        );
+        // A changed lockfile is another image.
+        let changed = plan(p.base.clone(), b"sdk==1.1");
+        let third =
+            ensure_image(&engine, &changed, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
+        assert_ne!(third.input_hash, first.input_hash);
+        assert_eq!(engine.calls().iter().filter(|c| c.starts_with("build ")).count(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_image_under_the_same_name_with_other_inputs_is_rebuilt() {
+        let d = tempfile::tempdir().unwrap();
+        let engine = FakeEngine::new();
+        let base = BaseSource::bootstrap("bookworm", &["python3"]);
+        with_base(&engine, &base);
+        let p = plan(base, b"sdk==1.0");
+        let reference = p.reference(&p.input_hash("sha256:base", "sha256:base"));
+        engine.add_image(&reference, "sha256:stale", &[(LABEL_INPUT_HASH, "something else")]);
+        let ready =
+            ensure_image(&engine, &p, &options(d.path()), &mut HashMap::new(), &mut |_| {}).await.unwrap();
+        assert_ne!(ready.id, "sha256:stale");
+        assert!(engine.calls().contains(&format!("build {reference}")));
+    }
+
+    #[tokio::test]
+    async fn a_registry_base_that_cannot_be_pulled_says_how_to_bootstrap() {
+        let d = tempfile::tempdir().unwrap();
+        let engine = FakeEngine::new();
+        engine.fail("pull", "no registry reachable");
+        let base = BaseSource::Registry { reference: format!("debian@sha256:{}", "a".repeat(64)) };
+        let err =
+            ensure_image(&engine, &plan(base, b"x"), &options(d.path()), &mut HashMap::new(), &mut |_| {})
+                .await
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("cannot be pulled") && err.contains("benchlab base --suite bookworm"), "{err}");
+        assert!(
+            !engine.calls().iter().any(|c| c.starts_with("build ")),
+            "nothing is built on a missing base"
+        );
     }
 }

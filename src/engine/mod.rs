@@ -4,6 +4,7 @@
 //! of MCP or workloads.
 
 pub mod docker;
+pub mod fake;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
