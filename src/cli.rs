@@ -513,6 +513,17 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
 
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {
     let records = load_run(run)?;
+    // A report from a store that does not audit clean says so before anything else.
+    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
+    let audit = crate::record::audit::audit(&path);
+    if let Some(first) = audit.first_problem() {
+        eprintln!(
+            "warning: {} does not audit clean ({} problem(s); the first is {first}); `benchlab audit {}` lists them",
+            path.display(),
+            audit.problems.len(),
+            run.display()
+        );
+    }
     let text = report::render(format, &records);
     match out {
         Some(p) => {

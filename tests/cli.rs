@@ -68,3 +68,21 @@ fn no_engine_is_an_environment_error_that_says_what_to_do() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("no container engine answers") && err.contains("scripts/engine.sh"), "{err}");
 }
+
+#[test]
+fn a_report_from_a_damaged_store_says_so() {
+    let run = std::fs::read_dir(format!("{}/results/seed-000-stdio", env!("CARGO_MANIFEST_DIR")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
+    std::fs::write(d.path().join("records.jsonl"), text.replacen("\"spawns\":10", "\"spawns\":11", 1))
+        .unwrap();
+    let out = Command::new(BIN).arg("report").arg(d.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not audit clean") && err.contains("hash"), "{err}");
+    let clean = Command::new(BIN).arg("report").arg(&run).output().unwrap();
+    assert!(!String::from_utf8_lossy(&clean.stderr).contains("does not audit clean"));
+}
