@@ -11,7 +11,9 @@ use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
 use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, Sandbox, LABEL_RUN};
 use crate::placement;
 use crate::recipe::base::{self, BaseSource};
-use crate::recipe::{ImagePlan, RecipeBook, ServerWant, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY};
+use crate::recipe::{
+    ImagePlan, RecipeBook, ServerWant, WantField, IMAGE_MANIFEST_PATH, LABEL_INPUT_HASH, LAB_BINARY,
+};
 use crate::record::manifest::{
     parse_dpkg_list, BaseManifest, BenchlabManifest, EngineManifest, Environment, HostManifest,
     ImageManifest, Package, RuntimeManifest,
@@ -143,18 +145,15 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             env: s.env.clone(),
             expect_failure: s.expect == Expect::Failure,
         };
-        let image = recipes.resolve(&want).map_err(|m| {
-            // Point at the field the message is about.
-            let span = if m.contains("API") || m.contains("suite") {
-                s.api.as_ref().map(|v| v.span())
-            } else if m.contains("runtime") {
-                s.runtime.as_ref().map(|v| v.span())
-            } else if m.contains("version") {
-                s.version.as_ref().map(|v| v.span())
-            } else {
-                None
+        let image = recipes.resolve(&want).map_err(|e| {
+            let span = match e.field {
+                WantField::Family => None,
+                WantField::Version => s.version.as_ref().map(|v| v.span()),
+                WantField::Runtime => s.runtime.as_ref().map(|v| v.span()),
+                WantField::Api => s.api.as_ref().map(|v| v.span()),
             };
-            scenario.error_at(span.unwrap_or_else(|| s.family.span()), m)
+            // A field the entry left to the recipe's default is pointed at through the family.
+            scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
         })?;
         out.push(PlannedCell {
             id: spec.id(),

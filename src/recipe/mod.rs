@@ -189,62 +189,71 @@ impl RecipeBook {
         Ok(RecipeBook { images_dir, lockfiles_dir, recipes })
     }
 
-    pub fn families(&self) -> impl Iterator<Item = &Recipe> {
-        self.recipes.values()
-    }
-
-    /// Resolves a server of a scenario to what must be built and run. `api` overrides the
-    /// version's own API generation (only to show that it fails: the scenario says so). Errors
-    /// are sentences that the scenario layer places at the entry's line and column.
-    pub fn resolve(&self, want: &ServerWant) -> Result<ImagePlan, String> {
-        let family = want.family.as_str();
-        if family == NULL_FAMILY {
-            return Ok(ImagePlan::null_server(&want.suite));
-        }
+    /// A family's recipe and one of its versions; the errors name what the recipes do have.
+    fn recipe_version(
+        &self,
+        family: &str,
+        version: Option<&str>,
+    ) -> Result<(&Recipe, &VersionSpec), ResolveError> {
         let recipe = self.recipes.get(family).ok_or_else(|| {
             let known: Vec<&str> =
                 std::iter::once(NULL_FAMILY).chain(self.recipes.keys().map(String::as_str)).collect();
             format!("unknown server family {family:?} (known: {})", known.join(", "))
         })?;
-        let version = want
-            .version
-            .as_deref()
+        let version = version
             .ok_or_else(|| format!("family {family} needs a version (one of: {})", recipe.version_list()))?;
         let v = recipe.versions.iter().find(|v| v.version == version).ok_or_else(|| {
-            format!("{family} has no recipe for version {version:?} (it has: {})", recipe.version_list())
+            WantField::Version.error(format!(
+                "{family} has no recipe for version {version:?} (it has: {})",
+                recipe.version_list()
+            ))
         })?;
+        Ok((recipe, v))
+    }
+
+    /// Resolves a server of a scenario to what must be built and run. `api` overrides the
+    /// version's own API generation (only to show that it fails: the scenario says so). Errors
+    /// are sentences that the scenario layer places at the entry's line and column.
+    pub fn resolve(&self, want: &ServerWant) -> Result<ImagePlan, ResolveError> {
+        use WantField::{Api, Runtime};
+        let family = want.family.as_str();
+        if family == NULL_FAMILY {
+            return Ok(ImagePlan::null_server(&want.suite));
+        }
+        let (recipe, v) = self.recipe_version(family, want.version.as_deref())?;
+        let version = v.version.as_str();
         let runtime_name = want.runtime.as_deref().unwrap_or(&recipe.default_runtime);
         let rt = recipe.runtimes.get(runtime_name).ok_or_else(|| {
-            format!(
+            Runtime.error(format!(
                 "{family} has no runtime {runtime_name:?} (it has: {})",
                 recipe.runtimes.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+            ))
         })?;
         if !v.runtimes.iter().any(|r| r == runtime_name) {
-            return Err(format!(
+            return Err(Runtime.error(format!(
                 "{family} {version} is not locked for runtime {runtime_name} (it is for: {}); lock it with `benchlab lock {family} {version} --runtime {runtime_name}`",
                 v.runtimes.join(", ")
-            ));
+            )));
         }
         let api_name = want.api.as_deref().unwrap_or(&v.api);
         let api = recipe.apis.get(api_name).ok_or_else(|| {
-            format!(
+            Api.error(format!(
                 "{family} has no API generation {api_name:?} (it has: {})",
                 recipe.apis.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+            ))
         })?;
         if api_name != v.api && !want.expect_failure {
-            return Err(format!(
+            return Err(Api.error(format!(
                 "{family} {version} uses the {} API; running it with the {api_name} API is refused unless the server entry says `expect = \"failure\"`",
                 v.api
-            ));
+            )));
         }
         api.sources.get(&want.suite).ok_or_else(|| {
-            format!(
+            Api.error(format!(
                 "the {api_name} server of {family} has no {} suite (it has: {})",
                 want.suite,
                 api.sources.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+            ))
         })?;
         let base = base_of(rt)?;
         let fetch_base = match (&rt.suite, rt.fetch_packages.is_empty()) {
@@ -338,10 +347,7 @@ impl RecipeBook {
         version: &str,
         runtime: Option<&str>,
     ) -> Result<Vec<LockJob>, String> {
-        let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown server family {family:?}"))?;
-        let v = recipe.versions.iter().find(|v| v.version == version).ok_or_else(|| {
-            format!("{family} has no recipe for version {version:?} (it has: {})", recipe.version_list())
-        })?;
+        let (recipe, v) = self.recipe_version(family, Some(version)).map_err(|e| e.message)?;
         let mut out = Vec::new();
         for name in &v.runtimes {
             if runtime.is_some_and(|r| r != name) {
@@ -404,6 +410,37 @@ impl RecipeBook {
     }
 }
 
+/// The part of a server entry a resolve error is about, so the scenario layer can point at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WantField {
+    /// The family, or the recipe and its files as a whole.
+    Family,
+    Version,
+    Runtime,
+    /// The API generation (and the suites its sources serve).
+    Api,
+}
+
+impl WantField {
+    fn error(self, message: String) -> ResolveError {
+        ResolveError { field: self, message }
+    }
+}
+
+/// Why a server entry cannot be resolved, and which of its fields is at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ResolveError {
+    pub field: WantField,
+    pub message: String,
+}
+
+impl From<String> for ResolveError {
+    fn from(message: String) -> Self {
+        WantField::Family.error(message)
+    }
+}
+
 /// What a scenario asks of a server.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerWant {
@@ -459,10 +496,6 @@ pub fn count_loc(text: &str, ext: &str) -> u32 {
 impl Recipe {
     fn version_list(&self) -> String {
         self.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>().join(", ")
-    }
-
-    pub fn versions(&self) -> impl Iterator<Item = &VersionSpec> {
-        self.versions.iter()
     }
 }
 
@@ -719,9 +752,19 @@ runtimes = ["py-a", "py-b"]
     }
 
     #[test]
+    fn resolve_errors_name_the_field_at_fault() {
+        let (_d, book) = fixture();
+        let field = |w: ServerWant| book.resolve(&w).unwrap_err().field;
+        assert_eq!(field(ServerWant { family: "nope".into(), ..want("weekly") }), WantField::Family);
+        assert_eq!(field(ServerWant { version: Some("9".into()), ..want("weekly") }), WantField::Version);
+        assert_eq!(field(ServerWant { runtime: Some("py-z".into()), ..want("weekly") }), WantField::Runtime);
+        assert_eq!(field(ServerWant { api: Some("old".into()), ..want("weekly") }), WantField::Api);
+    }
+
+    #[test]
     fn refuses_what_the_recipe_cannot_build() {
         let (_d, book) = fixture();
-        let e = |w: ServerWant| book.resolve(&w).unwrap_err();
+        let e = |w: ServerWant| book.resolve(&w).unwrap_err().to_string();
         assert!(e(ServerWant { version: Some("9".into()), ..want("weekly") })
             .contains("no recipe for version \"9\""));
         assert!(e(ServerWant { family: "nope".into(), ..want("weekly") }).contains("unknown server family"));
