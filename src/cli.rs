@@ -418,10 +418,18 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
+/// A run folder's records.jsonl, or the file itself when given one.
+fn records_path(run: &Path) -> PathBuf {
+    if run.is_dir() {
+        run.join(RECORDS_FILE)
+    } else {
+        run.to_path_buf()
+    }
+}
+
 /// A run's records, from its folder or its records.jsonl.
 fn load_run(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
-    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
-    read_records(&path).map_err(|e| Exit::new(2, e.to_string()))
+    read_records(&records_path(run)).map_err(|e| Exit::new(2, e.to_string()))
 }
 
 fn compare_cmd(
@@ -456,7 +464,7 @@ fn compare_cmd(
 }
 
 fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
-    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
+    let path = records_path(run);
     let report = crate::record::audit::audit(&path);
     if json {
         println!("{}", serde_json::to_string_pretty(&report).expect("reports serialise"));
@@ -514,7 +522,7 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {
     let records = load_run(run)?;
     // A report from a store that does not audit clean says so before anything else.
-    let path = if run.is_dir() { run.join(RECORDS_FILE) } else { run.to_path_buf() };
+    let path = records_path(run);
     let audit = crate::record::audit::audit(&path);
     if let Some(first) = audit.first_problem() {
         eprintln!(
@@ -595,6 +603,7 @@ impl Progress {
                 }
             }
             Event::ImageBuilding { reference } => self.spinner(format!("building {reference}")),
+            Event::Locking { what } => self.spinner(format!("locking {what}, inside the target's base")),
             Event::BuildLog { line } => match &self.bar {
                 Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
                 None => eprintln!("  | {line}"),
@@ -605,11 +614,13 @@ impl Progress {
                 if self.tty {
                     let b = ProgressBar::new(1);
                     b.set_style(
-                        ProgressStyle::with_template("{msg:40} [{bar:30}] {pos}/{len} {elapsed_precise}")
-                            .expect("valid template")
-                            .progress_chars("=> "),
+                        ProgressStyle::with_template(
+                            "{prefix:40} {msg:7} [{bar:30}] {pos}/{len} {elapsed_precise}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
                     );
-                    b.set_message(msg);
+                    b.set_prefix(msg);
                     self.bar = Some(b);
                 } else {
                     eprintln!("{msg}");
@@ -619,9 +630,7 @@ impl Progress {
                 if let Some(b) = &self.bar {
                     b.set_length(total);
                     b.set_position(done);
-                    let msg = b.message();
-                    let head = msg.split(" · ").next().unwrap_or("").to_string();
-                    b.set_message(format!("{head} · {phase}"));
+                    b.set_message(phase);
                 }
             }
             Event::CellFinished { record } => {

@@ -47,6 +47,10 @@ pub enum Event {
         cached: bool,
         seconds: f64,
     },
+    /// `benchlab lock` is running a locker in a container of the target's base.
+    Locking {
+        what: String,
+    },
     ImageBuilding {
         reference: String,
     },
@@ -179,6 +183,8 @@ struct ReadyImage {
     id: String,
     input_hash: String,
     base: BaseManifest,
+    /// Whether this call built it (false: found with the same input hash, or the bare base).
+    built: bool,
 }
 
 /// A fresh run id: UTC time and scenario name.
@@ -305,6 +311,7 @@ async fn ensure_image<E: Engine>(
             id: base.image_id.clone(),
             input_hash,
             base,
+            built: false,
         });
     }
     let reference = plan.reference(&input_hash);
@@ -312,7 +319,7 @@ async fn ensure_image<E: Engine>(
     if let Some(img) = engine.image(&reference).await? {
         if img.labels.get(LABEL_INPUT_HASH) == Some(&input_hash) {
             emit(Event::Ready { what: "image", reference: reference.clone(), cached: true, seconds: 0.0 });
-            return Ok(ReadyImage { reference, id: img.id, input_hash, base });
+            return Ok(ReadyImage { reference, id: img.id, input_hash, base, built: false });
         }
     }
     emit(Event::ImageBuilding { reference: reference.clone() });
@@ -340,7 +347,7 @@ async fn ensure_image<E: Engine>(
         cached: false,
         seconds: started.elapsed().as_secs_f64(),
     });
-    Ok(ReadyImage { reference, id: img.id, input_hash, base })
+    Ok(ReadyImage { reference, id: img.id, input_hash, base, built: true })
 }
 
 /// The parts of the environment shared by every cell of a run.
@@ -404,19 +411,11 @@ pub async fn run<E: Engine>(
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
     let mut images: Vec<(ImagePlan, ReadyImage)> = Vec::new();
-    let mut built = 0;
     for plan in distinct {
-        let mut was_built = false;
-        let ready = ensure_image(engine, plan, opts, &mut bases, &mut |e| {
-            if matches!(e, Event::ImageBuilding { .. }) {
-                was_built = true;
-            }
-            emit(e)
-        })
-        .await?;
-        built += usize::from(was_built);
+        let ready = ensure_image(engine, plan, opts, &mut bases, emit).await?;
         images.push((plan.clone(), ready));
     }
+    let built = images.iter().filter(|(_, ready)| ready.built).count();
 
     let mut store = Store::open(&run_dir)?;
     keep_scenario_copy(&run_dir, &scenario.source)?;
@@ -858,15 +857,8 @@ pub async fn build_images<E: Engine>(
             what: format!("resolve {} {:?}", want.family, want.version),
             source: std::io::Error::other(m),
         })?;
-        let mut built = false;
-        let ready = ensure_image(engine, &plan, opts, &mut bases, &mut |e| {
-            if matches!(e, Event::ImageBuilding { .. }) {
-                built = true;
-            }
-            emit(e)
-        })
-        .await?;
-        out.push((ready.reference, built));
+        let ready = ensure_image(engine, &plan, opts, &mut bases, emit).await?;
+        out.push((ready.reference, ready.built));
     }
     Ok(out)
 }
@@ -923,8 +915,9 @@ pub async fn lock<E: Engine>(
                 sandbox: Sandbox::none(),
             })
             .await?;
-        emit(Event::ImageBuilding {
-            reference: format!("lock {} {} ({}, {})", job.family, job.version, job.runtime, job.locker),
+        let started = Instant::now();
+        emit(Event::Locking {
+            what: format!("{} {} ({}) with {}", job.family, job.version, job.runtime, job.locker),
         });
         let result = async {
             engine.start(&id).await?;
@@ -958,7 +951,7 @@ pub async fn lock<E: Engine>(
             what: "lock",
             reference: dir.display().to_string(),
             cached: false,
-            seconds: 0.0,
+            seconds: started.elapsed().as_secs_f64(),
         });
         done.push(dir);
     }
@@ -1030,6 +1023,7 @@ mod tests {
         let first = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
         let second = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
         assert_eq!(first.id, second.id);
+        assert!(first.built && !second.built);
         let builds: Vec<String> = engine.calls().into_iter().filter(|c| c.starts_with("build ")).collect();
         assert_eq!(builds, [format!("build {}", first.reference)], "one build, then a cache hit");
         assert!(
