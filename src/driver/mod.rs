@@ -82,8 +82,6 @@ pub struct DriverOutcome {
     pub memory_after_initialize: Option<TreeMemory>,
     pub memory_end: Option<TreeMemory>,
     pub exits: Vec<ExitInfo>,
-    /// The tail of the server's stderr when the cell failed.
-    pub stderr_tail: Option<String>,
 }
 
 /// One line of the driver's output.

@@ -150,12 +150,6 @@ impl Session {
         })
     }
 
-    fn take_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
-    }
-
     /// Sends one pre-rendered line. stdin is non-blocking: a server that stops reading fills the
     /// pipe, and the write waits for room only until the call limit.
     pub fn send(&mut self, line: &str) -> Result<(), Failure> {
@@ -193,11 +187,9 @@ impl Session {
     /// Sends a request and waits for its response; the latency runs from just before the write
     /// to the read that completed the response line.
     pub fn request(&mut self, method: &str, params: &Value, timeout: Duration) -> Result<Answer, Failure> {
-        let id = self.take_id();
+        let id = self.reserve_ids(1);
         let line = mcp::request_line(id, method, params);
-        let started = Instant::now();
-        self.send(&line)?;
-        self.await_response(id, started, timeout, method)
+        self.request_prerendered(id, &line, timeout, method)
     }
 
     /// Like `request`, with the line rendered by the caller before the clock starts.
