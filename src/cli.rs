@@ -154,11 +154,20 @@ pub enum Command {
         #[command(flatten)]
         checkout: Checkout,
     },
-    /// The built-in floor server: MCP over stdio with the least work possible.
+    /// The built-in floor server: MCP over stdio, or streamable HTTP (JSON replies) with a plain
+    /// REST route per tool, with the least work a correct server can do.
     NullServer {
         /// The tool suite to serve (default: $BENCHLAB_SUITE or weekly).
         #[arg(long)]
         suite: Option<String>,
+        /// Serve streamable HTTP on 127.0.0.1 at this port (POST /mcp, POST /api/<tool>)
+        /// instead of stdio (default: $BENCHLAB_PORT when $BENCHLAB_TRANSPORT is
+        /// streamable-http).
+        #[arg(long)]
+        http: Option<u16>,
+        /// With --http: keep sessions (Mcp-Session-Id) instead of answering statelessly.
+        #[arg(long)]
+        stateful: bool,
     },
     /// Print the JSON Schema of result records.
     Schema,
@@ -246,12 +255,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// Runs a command; returns the process exit code.
 pub fn main_with(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
-        Command::NullServer { suite } => {
+        Command::NullServer { suite, http, stateful } => {
             let name =
                 suite.or_else(|| std::env::var("BENCHLAB_SUITE").ok()).unwrap_or_else(|| "weekly".into());
             let suite = crate::mcp::suite::Suite::from_name(&name)
                 .ok_or_else(|| Exit::new(2, format!("unknown suite {name:?}")))?;
-            crate::nullserver::serve(suite).map_err(|e| Exit::new(3, format!("null-server: {e}")))?;
+            let env = |k: &str| std::env::var(k).ok();
+            let port = http.or_else(|| {
+                (env("BENCHLAB_TRANSPORT").as_deref() == Some("streamable-http"))
+                    .then(|| env("BENCHLAB_PORT").and_then(|p| p.parse().ok()))
+                    .flatten()
+            });
+            match port {
+                Some(port) => {
+                    let stateful = stateful || env("BENCHLAB_SESSION").as_deref() == Some("stateful");
+                    crate::nullserver::serve_http(suite, port, stateful)
+                        .map_err(|e| Exit::new(3, format!("null-server: {e}")))?
+                }
+                None => {
+                    crate::nullserver::serve(suite).map_err(|e| Exit::new(3, format!("null-server: {e}")))?
+                }
+            }
             Ok(0)
         }
         Command::Shim { dir, proc_root } => {

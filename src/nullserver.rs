@@ -1,6 +1,7 @@
-//! The built-in floor server (`benchlab null-server`): a stdio MCP server that answers
-//! initialize, ping, tools/list and the suite's tools with the least work a correct server can do.
-//! It is measured like any other cell, so its figures are the harness's own overhead.
+//! The built-in floor server (`benchlab null-server`): an MCP server over stdio or streamable HTTP
+//! (JSON replies, stateless or stateful, plus `POST /api/<tool>`) that answers initialize, ping,
+//! tools/list and the suite's tools with the least work a correct server can do. It is measured
+//! like any other cell, so its figures are the harness's own overhead.
 
 use std::io::{BufRead, Write};
 
@@ -105,6 +106,112 @@ pub fn serve(suite: Suite) -> std::io::Result<()> {
             output.write_all(reply.as_bytes())?;
             output.flush()?;
         }
+    }
+}
+
+/// Serves streamable HTTP on 127.0.0.1:`port` on one thread until killed: `POST /mcp` answers
+/// JSON-RPC with `application/json` (202 for notifications); `POST /api/<tool>` takes the
+/// arguments object and answers the value.
+pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let sessions = std::rc::Rc::new(std::cell::RefCell::new(std::collections::HashSet::<String>::new()));
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let _ = stream.set_nodelay(true);
+            let sessions = sessions.clone();
+            let service = hyper::service::service_fn(move |req| {
+                let sessions = sessions.clone();
+                async move {
+                    Ok::<_, std::convert::Infallible>(http_answer(suite, stateful, &sessions, req).await)
+                }
+            });
+            tokio::task::spawn_local(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
+}
+
+type Sessions = std::cell::RefCell<std::collections::HashSet<String>>;
+
+async fn http_answer(
+    suite: Suite,
+    stateful: bool,
+    sessions: &Sessions,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+    use http_body_util::BodyExt;
+    use hyper::StatusCode;
+    let reply = |status: StatusCode, body: Vec<u8>, session: Option<String>| {
+        let mut b = hyper::Response::builder().status(status).header("content-type", "application/json");
+        if let Some(s) = session {
+            b = b.header("mcp-session-id", s);
+        }
+        b.body(http_body_util::Full::new(bytes::Bytes::from(body))).expect("static headers are valid")
+    };
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from);
+    let Ok(body) = req.into_body().collect().await.map(|c| c.to_bytes()) else {
+        return reply(StatusCode::BAD_REQUEST, b"{}".to_vec(), None);
+    };
+    if method != hyper::Method::POST {
+        if method == hyper::Method::DELETE && stateful {
+            if let Some(s) = session {
+                sessions.borrow_mut().remove(&s);
+            }
+            return reply(StatusCode::OK, Vec::new(), None);
+        }
+        return reply(StatusCode::METHOD_NOT_ALLOWED, b"{}".to_vec(), None);
+    }
+    if let Some(tool) = path.strip_prefix("/api/") {
+        let args: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": e.to_string()}).to_string().into_bytes(),
+                    None,
+                )
+            }
+        };
+        return match suite.evaluate(tool, &args) {
+            Ok(v) => reply(StatusCode::OK, v.to_string().into_bytes(), None),
+            Err(e) => {
+                reply(StatusCode::UNPROCESSABLE_ENTITY, json!({"error": e}).to_string().into_bytes(), None)
+            }
+        };
+    }
+    if path != "/mcp" {
+        return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
+    }
+    let initialize = body.windows(12).any(|w| w == b"\"initialize\"");
+    let mut new_session = None;
+    if stateful {
+        if initialize {
+            let id = format!(
+                "null-{}",
+                crate::record::sha256_hex(format!("{:?}", std::time::Instant::now()).as_bytes())
+                    .get(..16)
+                    .unwrap_or("0")
+            );
+            sessions.borrow_mut().insert(id.clone());
+            new_session = Some(id);
+        } else if !session.is_some_and(|s| sessions.borrow().contains(&s)) {
+            return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
+        }
+    }
+    match answer(suite, &body) {
+        Some(mut line) => {
+            line.pop(); // the stdio newline
+            reply(StatusCode::OK, line.into_bytes(), new_session)
+        }
+        None => reply(StatusCode::ACCEPTED, Vec::new(), None),
     }
 }
 

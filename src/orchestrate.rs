@@ -132,6 +132,8 @@ pub struct PlannedCell {
     pub source_runtime: Option<String>,
     /// The scenario's extra environment for the server.
     pub env: BTreeMap<String, String>,
+    /// Which repeat of its cell this is, when the scenario repeats cells.
+    pub repeat: Option<crate::record::Repeat>,
 }
 
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
@@ -145,6 +147,9 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             version: s.version.as_ref().map(|v| v.get_ref().clone()),
             runtime: s.runtime.as_ref().map(|v| v.get_ref().clone()),
             api: s.api.as_ref().map(|v| v.get_ref().clone()),
+            transport: s.transport.as_ref().map(|t| *t.get_ref()).unwrap_or_default(),
+            reply: s.reply.as_ref().map(|t| *t.get_ref()),
+            session: s.session.as_ref().map(|t| *t.get_ref()),
             suite: spec.suite.clone(),
             env: s.env.clone(),
             expect_failure: s.expect == Expect::Failure,
@@ -155,6 +160,12 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 WantField::Version => s.version.as_ref().map(|v| v.span()),
                 WantField::Runtime => s.runtime.as_ref().map(|v| v.span()),
                 WantField::Api => s.api.as_ref().map(|v| v.span()),
+                WantField::Transport => s
+                    .reply
+                    .as_ref()
+                    .map(|v| v.span())
+                    .or(s.session.as_ref().map(|v| v.span()))
+                    .or(s.transport.as_ref().map(|v| v.span())),
             };
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
@@ -171,6 +182,11 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             sandbox: Sandbox::hardened(),
             source_runtime: s.source_runtime.clone(),
             env: s.env.clone(),
+            repeat: (spec.repeats > 1).then_some(crate::record::Repeat {
+                index: spec.repeat,
+                of: spec.repeats,
+                fresh_container: scenario.fresh_container,
+            }),
         });
     }
     Ok(out)
@@ -641,6 +657,7 @@ async fn cell_in_containers<E: Engine>(
     let spec = DriverSpec {
         lab_dir: "/lab".into(),
         server: cell.image.launch.clone(),
+        http: cell.image.http.clone(),
         suite: cell.suite.clone(),
         workload: cell.workload.clone(),
         timeouts: cell.timeouts,
@@ -720,6 +737,7 @@ fn cell_time_limit(cell: &PlannedCell) -> Duration {
         crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
             per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
         }
+        w => per_session + w.load_time_ms() + 2 * t.call_ms,
     };
     Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
 }
@@ -813,12 +831,18 @@ fn build_record(
                 source: cell.image.source.clone(),
                 env: cell.env.clone(),
             },
-            transport: "stdio".into(),
+            transport: match (&cell.image.http, &cell.workload) {
+                (_, crate::scenario::Workload::HttpApi { .. }) => "http-api".into(),
+                (Some(h), _) => h.transport.as_str().into(),
+                (None, _) => "stdio".into(),
+            },
             suite: cell.suite.clone(),
             workload: cell.workload.clone(),
             placement: cell.placement.clone(),
             timeouts: cell.timeouts,
             expect: cell.expect,
+            http: cell.image.http.clone(),
+            repeat: cell.repeat,
         },
         metrics: Metrics {
             cold_start: samples(&outcome.cold_start_ns),
@@ -827,7 +851,9 @@ fn build_record(
             memory: MemoryMetrics {
                 after_initialize: outcome.memory_after_initialize,
                 end: outcome.memory_end,
+                under_load: outcome.load_memory,
             },
+            load: outcome.load,
         },
         observed: Observed {
             protocol_version: outcome.protocol_version,
@@ -985,6 +1011,7 @@ mod tests {
             base,
             fetch_base: None,
             launch: ServerLaunch { argv: vec!["/srv/weekly.py".into()], env: vec![], cwd: None },
+            http: None,
             source: None,
             build: Some(BuildInputs {
                 dockerfile_template: "FROM {{BASE}}\n".into(),

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use crate::driver::Timeouts;
 use crate::mcp::suite::Suite;
+use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
 
 /// What a cell does to the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +22,27 @@ pub enum Workload {
     /// One session: `warmup` unrecorded calls, then `calls` sequential tools/call of `tool`, each
     /// answer checked.
     SerialCalls { tool: String, warmup: u32, calls: u32 },
+    /// Closed loop over HTTP: `workers` virtual users, each on its own connection running the
+    /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; `warmup_ms`
+    /// unrecorded, then `duration_ms` measured.
+    Concurrency { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64, lifecycle: Lifecycle },
+    /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
+    /// latency measured from its intended send time (corrected for coordinated omission).
+    OpenLoop { tool: String, rate: u64, connections: u32, warmup_ms: u64, duration_ms: u64 },
+    /// Closed loop through the server's plain REST route for `tool` (no MCP): the protocol's
+    /// overhead is the difference to `concurrency`.
+    HttpApi { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64 },
+}
+
+/// How a virtual user of a `concurrency` workload uses its MCP session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    /// initialize once, then tools/call in a loop (as the seeds did).
+    #[default]
+    Session,
+    /// A fresh initialize (and session) before every call.
+    PerCall,
 }
 
 impl Workload {
@@ -28,8 +50,71 @@ impl Workload {
         match self {
             Workload::ColdStart { .. } => "cold_start",
             Workload::SerialCalls { .. } => "serial_calls",
+            Workload::Concurrency { .. } => "concurrency",
+            Workload::OpenLoop { .. } => "open_loop",
+            Workload::HttpApi { .. } => "http_api",
         }
     }
+
+    /// Whether the workload drives the server over HTTP (its server must have an HTTP transport).
+    pub fn is_load(&self) -> bool {
+        matches!(self, Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. })
+    }
+
+    /// The tool a workload calls, if it calls one.
+    pub fn tool(&self) -> Option<&str> {
+        match self {
+            Workload::ColdStart { .. } => None,
+            Workload::SerialCalls { tool, .. }
+            | Workload::Concurrency { tool, .. }
+            | Workload::OpenLoop { tool, .. }
+            | Workload::HttpApi { tool, .. } => Some(tool),
+        }
+    }
+
+    /// Replaces the warm-up and measured durations of a load workload (a reduced run).
+    pub fn override_times(&mut self, warmup: Option<u64>, duration: Option<u64>) {
+        if let Workload::Concurrency { warmup_ms, duration_ms, .. }
+        | Workload::OpenLoop { warmup_ms, duration_ms, .. }
+        | Workload::HttpApi { warmup_ms, duration_ms, .. } = self
+        {
+            if let Some(w) = warmup {
+                *warmup_ms = w;
+            }
+            if let Some(d) = duration {
+                *duration_ms = d;
+            }
+        }
+    }
+
+    /// The measured time of a load workload, warm-up included.
+    pub fn load_time_ms(&self) -> u64 {
+        match self {
+            Workload::Concurrency { warmup_ms, duration_ms, .. }
+            | Workload::OpenLoop { warmup_ms, duration_ms, .. }
+            | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
+            _ => 0,
+        }
+    }
+}
+
+/// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"` into milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("duration {s:?}: expected a number with ms, s or m"))?;
+    let mult = match unit.trim() {
+        "ms" => 1.0,
+        "s" => 1e3,
+        "m" | "min" => 60e3,
+        other => return Err(format!("duration {s:?}: unknown unit {other:?} (use ms, s or m)")),
+    };
+    let ms = n * mult;
+    if !ms.is_finite() || !(0.0..=86_400e3).contains(&ms) {
+        return Err(format!("duration {s:?} is out of range"));
+    }
+    Ok(ms.round() as u64)
 }
 
 /// How server and driver share the host's CPUs.
@@ -129,6 +214,13 @@ pub struct ServerEntry {
     /// `success` (the default) or `failure`: a cell expected to fail is a result when it fails.
     #[serde(default)]
     pub expect: Expect,
+    /// `stdio` (the default), `streamable-http` or `sse`: the transport the cell reaches the
+    /// server through. `concurrency`, `open_loop` and `http_api` workloads need an HTTP one.
+    pub transport: Option<Spanned<Transport>>,
+    /// Streamable HTTP only: `json` or `sse` replies (the recipe's first when absent).
+    pub reply: Option<Spanned<ReplyMode>>,
+    /// Streamable HTTP only: `stateful` or `stateless` (the recipe's first when absent).
+    pub session: Option<Spanned<SessionMode>>,
     /// The runtime version the source being reproduced used (e.g. "3.12.3"); when the cell runs
     /// another, the record's environment lists the deviation.
     pub source_runtime: Option<String>,
@@ -159,6 +251,15 @@ struct RawScenario {
     servers: Vec<ServerEntry>,
     #[serde(rename = "workload", default)]
     workloads: Vec<Spanned<RawWorkload>>,
+    /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
+    repeats: Option<Spanned<u32>>,
+    /// Each repeat in a fresh server container (the default), or all in one.
+    #[serde(default)]
+    fresh_container: Option<bool>,
+    /// The published claims the scenario checks (`benchlab verify`); parsed by `claims`.
+    #[serde(rename = "claim", default)]
+    #[allow(dead_code)]
+    claims: Vec<toml::Value>,
 }
 
 /// A workload as written: flat, so that an unknown or misplaced key is reported at the key itself
@@ -171,46 +272,183 @@ struct RawWorkload {
     name: Option<Spanned<String>>,
     spawns: Option<Spanned<u32>>,
     tool: Option<Spanned<String>>,
-    warmup: Option<Spanned<u32>>,
+    /// A number of calls (serial_calls) or a duration such as `"2s"` (load workloads).
+    warmup: Option<Spanned<toml::Value>>,
     calls: Option<Spanned<u32>>,
+    /// Load workloads: a number of virtual users, or a list of them (one cell each).
+    workers: Option<Spanned<toml::Value>>,
+    duration: Option<Spanned<String>>,
+    rate: Option<Spanned<u64>>,
+    connections: Option<Spanned<u32>>,
+    lifecycle: Option<Spanned<Lifecycle>>,
+    /// The ids of the servers this workload runs on (all of them when absent).
+    servers: Option<Spanned<Vec<String>>>,
 }
 
+type SpanErr = (std::ops::Range<usize>, String);
+
 impl RawWorkload {
-    /// The typed workload, or the span and message of what is wrong.
-    fn typed(&self) -> Result<Workload, (std::ops::Range<usize>, String)> {
+    /// The typed workloads (one per worker count of a sweep, with the suffix for its cell id),
+    /// or the span and message of what is wrong.
+    fn typed(&self) -> Result<Vec<(Workload, String)>, SpanErr> {
+        let kind = self.kind.get_ref().as_str();
         let stray = |name: &str, span: Option<std::ops::Range<usize>>| match span {
-            Some(sp) => Err((sp, format!("`{name}` does not belong to a {} workload", self.kind.get_ref()))),
+            Some(sp) => Err((sp, format!("`{name}` does not belong to a {kind} workload"))),
             None => Ok(()),
         };
         let need = |name: &str, v: &Option<Spanned<u32>>| {
-            v.as_ref().map(|x| *x.get_ref()).ok_or_else(|| {
-                (self.kind.span(), format!("a {} workload needs `{name}`", self.kind.get_ref()))
-            })
+            v.as_ref()
+                .map(|x| *x.get_ref())
+                .ok_or_else(|| (self.kind.span(), format!("a {kind} workload needs `{name}`")))
         };
-        match self.kind.get_ref().as_str() {
+        let tool = || {
+            self.tool
+                .as_ref()
+                .map(|t| t.get_ref().clone())
+                .ok_or_else(|| (self.kind.span(), format!("a {kind} workload needs `tool`")))
+        };
+        let sp = |o: &Option<Spanned<u32>>| o.as_ref().map(|t| t.span());
+        let duration = |key: &str, v: Option<&Spanned<toml::Value>>, default: u64| -> Result<u64, SpanErr> {
+            match v {
+                None => Ok(default),
+                Some(v) => match v.get_ref() {
+                    toml::Value::String(t) => parse_duration_ms(t).map_err(|m| (v.span(), m)),
+                    _ => {
+                        Err((v.span(), format!("`{key}` of a {kind} workload is a duration such as \"2s\"")))
+                    }
+                },
+            }
+        };
+        let load_time = || -> Result<(u64, u64), SpanErr> {
+            let warmup = duration("warmup", self.warmup.as_ref(), 1_000)?;
+            let d = self.duration.as_ref().ok_or_else(|| {
+                (self.kind.span(), format!("a {kind} workload needs `duration` (e.g. \"10s\")"))
+            })?;
+            let dur = parse_duration_ms(d.get_ref()).map_err(|m| (d.span(), m))?;
+            if dur == 0 {
+                return Err((d.span(), "`duration` must be more than 0".into()));
+            }
+            Ok((warmup, dur))
+        };
+        let workers = || -> Result<Vec<u32>, SpanErr> {
+            let w = self.workers.as_ref().ok_or_else(|| {
+                (self.kind.span(), format!("a {kind} workload needs `workers` (a number or a list)"))
+            })?;
+            let bad = || {
+                (
+                    w.span(),
+                    "`workers` is a number of virtual users from 1 to 10000, or a list of them".to_string(),
+                )
+            };
+            let one = |v: &toml::Value| v.as_integer().filter(|n| (1..=10_000).contains(n)).map(|n| n as u32);
+            let list = match w.get_ref() {
+                toml::Value::Array(a) if !a.is_empty() => {
+                    a.iter().map(|v| one(v).ok_or_else(bad)).collect::<Result<Vec<_>, _>>()?
+                }
+                v => vec![one(v).ok_or_else(bad)?],
+            };
+            let mut seen = list.clone();
+            seen.sort();
+            seen.dedup();
+            if seen.len() != list.len() {
+                return Err((w.span(), "`workers` lists a count twice".into()));
+            }
+            Ok(list)
+        };
+        let load_only = |this: &Self| -> Result<(), SpanErr> {
+            stray("spawns", sp(&this.spawns))?;
+            stray("calls", sp(&this.calls))
+        };
+        match kind {
             "cold_start" => {
                 stray("tool", self.tool.as_ref().map(|t| t.span()))?;
                 stray("warmup", self.warmup.as_ref().map(|t| t.span()))?;
-                stray("calls", self.calls.as_ref().map(|t| t.span()))?;
-                Ok(Workload::ColdStart { spawns: need("spawns", &self.spawns)? })
+                stray("calls", sp(&self.calls))?;
+                self.no_load_keys()?;
+                Ok(vec![(Workload::ColdStart { spawns: need("spawns", &self.spawns)? }, String::new())])
             }
             "serial_calls" => {
-                stray("spawns", self.spawns.as_ref().map(|t| t.span()))?;
-                let tool = self
-                    .tool
+                stray("spawns", sp(&self.spawns))?;
+                self.no_load_keys()?;
+                let warmup = match &self.warmup {
+                    None => 0,
+                    Some(w) => w
+                        .get_ref()
+                        .as_integer()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(|| (w.span(), "`warmup` of a serial_calls workload is a number of calls".to_string()))?,
+                };
+                Ok(vec![(
+                    Workload::SerialCalls { tool: tool()?, warmup, calls: need("calls", &self.calls)? },
+                    String::new(),
+                )])
+            }
+            "concurrency" | "http_api" => {
+                load_only(self)?;
+                stray("rate", self.rate.as_ref().map(|t| t.span()))?;
+                stray("connections", sp(&self.connections))?;
+                if kind == "http_api" {
+                    stray("lifecycle", self.lifecycle.as_ref().map(|t| t.span()))?;
+                }
+                let (warmup_ms, duration_ms) = load_time()?;
+                let tool = tool()?;
+                let lifecycle = self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default();
+                Ok(workers()?
+                    .into_iter()
+                    .map(|workers| {
+                        let w = if kind == "http_api" {
+                            Workload::HttpApi { tool: tool.clone(), workers, warmup_ms, duration_ms }
+                        } else {
+                            Workload::Concurrency { tool: tool.clone(), workers, warmup_ms, duration_ms, lifecycle }
+                        };
+                        (w, format!("-w{workers}"))
+                    })
+                    .collect())
+            }
+            "open_loop" => {
+                load_only(self)?;
+                stray("workers", self.workers.as_ref().map(|t| t.span()))?;
+                stray("lifecycle", self.lifecycle.as_ref().map(|t| t.span()))?;
+                let (warmup_ms, duration_ms) = load_time()?;
+                let rate = self
+                    .rate
                     .as_ref()
-                    .ok_or_else(|| (self.kind.span(), "a serial_calls workload needs `tool`".to_string()))?;
-                Ok(Workload::SerialCalls {
-                    tool: tool.get_ref().clone(),
-                    warmup: self.warmup.as_ref().map_or(0, |w| *w.get_ref()),
-                    calls: need("calls", &self.calls)?,
-                })
+                    .ok_or_else(|| (self.kind.span(), "an open_loop workload needs `rate` (calls per second)".to_string()))?;
+                if !(1..=10_000_000).contains(rate.get_ref()) {
+                    return Err((rate.span(), "`rate` is calls per second, from 1 to 10,000,000".into()));
+                }
+                let connections = self.connections.as_ref().map_or(64, |c| *c.get_ref());
+                if !(1..=10_000).contains(&connections) {
+                    return Err((sp(&self.connections).unwrap_or(self.kind.span()), "`connections` is from 1 to 10000".into()));
+                }
+                Ok(vec![(
+                    Workload::OpenLoop { tool: tool()?, rate: *rate.get_ref(), connections, warmup_ms, duration_ms },
+                    String::new(),
+                )])
             }
             other => Err((
                 self.kind.span(),
-                format!("unknown workload kind {other:?} (known: cold_start, serial_calls)"),
+                format!("unknown workload kind {other:?} (known: cold_start, serial_calls, concurrency, open_loop, http_api)"),
             )),
         }
+    }
+
+    /// Refuses the keys of load workloads on a stdio workload.
+    fn no_load_keys(&self) -> Result<(), SpanErr> {
+        let kind = self.kind.get_ref();
+        let spans = [
+            ("workers", self.workers.as_ref().map(|t| t.span())),
+            ("duration", self.duration.as_ref().map(|t| t.span())),
+            ("rate", self.rate.as_ref().map(|t| t.span())),
+            ("connections", self.connections.as_ref().map(|t| t.span())),
+            ("lifecycle", self.lifecycle.as_ref().map(|t| t.span())),
+        ];
+        for (name, span) in spans {
+            if let Some(sp) = span {
+                return Err((sp, format!("`{name}` does not belong to a {kind} workload")));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -241,6 +479,12 @@ pub struct Scenario {
     pub workloads: Vec<Workload>,
     /// The name of each workload in cell ids (its kind unless the scenario names it).
     pub workload_names: Vec<String>,
+    /// The server ids each workload is limited to (None: every server).
+    pub workload_servers: Vec<Option<Vec<String>>>,
+    /// How many times every cell runs.
+    pub repeats: u32,
+    /// Whether each repeat gets a fresh server container.
+    pub fresh_container: bool,
 }
 
 /// A scenario problem, located in its file.
@@ -270,6 +514,9 @@ pub struct CellSpec {
     pub workload: Workload,
     /// The workload's name in the cell id.
     pub name: String,
+    /// Which run of the cell this is (0-based) and how many there are.
+    pub repeat: u32,
+    pub repeats: u32,
 }
 
 impl CellSpec {
@@ -311,6 +558,9 @@ impl Scenario {
             servers: raw.servers,
             workloads: Vec::new(),
             workload_names: Vec::new(),
+            workload_servers: Vec::new(),
+            repeats: raw.repeats.as_ref().map_or(1, |r| *r.get_ref()),
+            fresh_container: raw.fresh_container.unwrap_or(true),
             source,
         };
         let mut s = s;
@@ -356,57 +606,118 @@ impl Scenario {
                 }
             }
         }
+        if let Some(r) = &raw.repeats {
+            if !(1..=1000).contains(r.get_ref()) {
+                return Err(at(r.span(), "`repeats` is from 1 to 1000".into(), &s));
+            }
+        }
         for raw_w in &raw.workloads {
             let suite = Suite::from_name(&s.suite).expect("checked above");
-            let w = Spanned::new(raw_w.span(), raw_w.get_ref().typed().map_err(|(span, m)| at(span, m, &s))?);
-            match w.get_ref() {
-                Workload::ColdStart { spawns } if *spawns == 0 => {
-                    return Err(at(w.span(), "cold_start needs spawns >= 1".into(), &s))
-                }
-                Workload::SerialCalls { calls, .. } if *calls == 0 => {
-                    return Err(at(w.span(), "serial_calls needs calls >= 1".into(), &s))
-                }
-                Workload::SerialCalls { tool, .. } if suite.call(tool, 0).is_none() => {
-                    return Err(at(
-                        w.span(),
-                        format!(
-                            "serial_calls: suite {} has no tool {tool:?} (it has {})",
-                            suite.name(),
-                            suite.tools().join(", ")
-                        ),
-                        &s,
-                    ))
-                }
-                _ => {}
-            }
-            if s.workloads.contains(w.get_ref()) {
-                return Err(at(w.span(), "this workload is listed twice".into(), &s));
-            }
-            let name = match &raw_w.get_ref().name {
-                Some(n) => {
-                    let v = n.get_ref();
-                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            let typed = raw_w.get_ref().typed().map_err(|(span, m)| at(span, m, &s))?;
+            let only = raw_w.get_ref().servers.as_ref();
+            if let Some(list) = only {
+                for id in list.get_ref() {
+                    if !s.servers.iter().any(|x| x.id.get_ref() == id) {
                         return Err(at(
-                            n.span(),
-                            format!("workload name {v:?} must be letters, digits, '-', '_' or '.'"),
+                            list.span(),
+                            format!("`servers` names {id:?}, which is no [[server]] id"),
                             &s,
                         ));
                     }
-                    v.clone()
                 }
-                None => w.get_ref().kind().to_string(),
-            };
-            if s.workload_names.contains(&name) {
-                return Err(at(
-                    w.span(),
-                    format!("a second workload named {name:?}: give each workload of the same kind its own `name`"),
-                    &s,
-                ));
             }
-            s.workloads.push(w.get_ref().clone());
-            s.workload_names.push(name);
+            for (workload, suffix) in typed {
+                let w = Spanned::new(raw_w.span(), workload);
+                match w.get_ref() {
+                    Workload::ColdStart { spawns } if *spawns == 0 => {
+                        return Err(at(w.span(), "cold_start needs spawns >= 1".into(), &s))
+                    }
+                    Workload::SerialCalls { calls, .. } if *calls == 0 => {
+                        return Err(at(w.span(), "serial_calls needs calls >= 1".into(), &s))
+                    }
+                    _ => {}
+                }
+                if let Some(tool) = w.get_ref().tool() {
+                    for srv in
+                        s.servers.iter().filter(|x| only.is_none_or(|l| l.get_ref().contains(x.id.get_ref())))
+                    {
+                        let suite = srv.suite.as_deref().and_then(Suite::from_name).unwrap_or(suite);
+                        if suite.call(tool, 0).is_none() {
+                            return Err(at(
+                                raw_w.get_ref().tool.as_ref().map_or(w.span(), |t| t.span()),
+                                format!(
+                                    "{}: suite {} (of server {:?}) has no tool {tool:?} (it has {})",
+                                    w.get_ref().kind(),
+                                    suite.name(),
+                                    srv.id.get_ref(),
+                                    suite.tools().join(", ")
+                                ),
+                                &s,
+                            ));
+                        }
+                    }
+                }
+                for srv in
+                    s.servers.iter().filter(|x| only.is_none_or(|l| l.get_ref().contains(x.id.get_ref())))
+                {
+                    let http = srv.transport.as_ref().is_some_and(|t| t.get_ref().is_http());
+                    if w.get_ref().is_load() != http {
+                        let msg = if http {
+                            format!(
+                                "a {} workload runs over stdio, but server {:?} is {}: limit the workload with `servers = [...]`",
+                                w.get_ref().kind(),
+                                srv.id.get_ref(),
+                                srv.transport.as_ref().map_or("stdio", |t| t.get_ref().as_str())
+                            )
+                        } else {
+                            format!(
+                                "a {} workload needs an HTTP server, but server {:?} is stdio: set its `transport` or limit the workload with `servers = [...]`",
+                                w.get_ref().kind(),
+                                srv.id.get_ref()
+                            )
+                        };
+                        return Err(at(w.span(), msg, &s));
+                    }
+                }
+                if s.workloads.contains(w.get_ref()) {
+                    return Err(at(w.span(), "this workload is listed twice".into(), &s));
+                }
+                let name = match &raw_w.get_ref().name {
+                    Some(n) => {
+                        let v = n.get_ref();
+                        if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                        {
+                            return Err(at(
+                                n.span(),
+                                format!("workload name {v:?} must be letters, digits, '-', '_' or '.'"),
+                                &s,
+                            ));
+                        }
+                        format!("{v}{suffix}")
+                    }
+                    None => format!("{}{suffix}", w.get_ref().kind()),
+                };
+                if s.workload_names.contains(&name) {
+                    return Err(at(
+                        w.span(),
+                        format!("a second workload named {name:?}: give each workload of the same kind its own `name`"),
+                        &s,
+                    ));
+                }
+                s.workloads.push(w.get_ref().clone());
+                s.workload_names.push(name);
+                s.workload_servers.push(only.map(|l| l.get_ref().clone()));
+            }
         }
         Ok(s)
+    }
+
+    /// Replaces every load workload's warm-up and duration (a reduced run of a long scenario);
+    /// the cells record the times they ran with.
+    pub fn override_load_times(&mut self, warmup_ms: Option<u64>, duration_ms: Option<u64>) {
+        for w in &mut self.workloads {
+            w.override_times(warmup_ms, duration_ms);
+        }
     }
 
     /// Locates a span of this scenario's file, for errors found after parsing (unknown recipe,
@@ -420,13 +731,22 @@ impl Scenario {
     pub fn cells(&self) -> Vec<CellSpec> {
         let mut out = Vec::new();
         for server in &self.servers {
-            for (workload, name) in self.workloads.iter().zip(&self.workload_names) {
-                out.push(CellSpec {
-                    server: server.clone(),
-                    suite: server.suite.clone().unwrap_or_else(|| self.suite.clone()),
-                    workload: workload.clone(),
-                    name: name.clone(),
-                });
+            for ((workload, name), only) in
+                self.workloads.iter().zip(&self.workload_names).zip(&self.workload_servers)
+            {
+                if only.as_ref().is_some_and(|l| !l.contains(server.id.get_ref())) {
+                    continue;
+                }
+                for repeat in 0..self.repeats {
+                    out.push(CellSpec {
+                        server: server.clone(),
+                        suite: server.suite.clone().unwrap_or_else(|| self.suite.clone()),
+                        workload: workload.clone(),
+                        name: name.clone(),
+                        repeat,
+                        repeats: self.repeats,
+                    });
+                }
             }
         }
         out

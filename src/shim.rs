@@ -30,9 +30,22 @@ pub const SOCKET: &str = "ctl.sock";
 pub enum Request {
     /// Spawn the server on two anonymous pipes; the `Spawned` reply carries the write end of its
     /// stdin and the read end of its stdout as SCM_RIGHTS, in that order.
-    Spawn { argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<String>, stderr_log: PathBuf },
+    /// With `output_to_log` (HTTP servers), stdin is /dev/null, stdout joins stderr in the log,
+    /// and no descriptors come back.
+    Spawn {
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+        stderr_log: PathBuf,
+        #[serde(default)]
+        output_to_log: bool,
+    },
     /// The memory of the server's process tree now.
     Memory { pid: u32 },
+    /// The CPU time (user + system) the server's live process tree has used so far.
+    Cpu { pid: u32 },
+    /// The server container's cgroup memory peak.
+    CgroupPeak,
     /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
     /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
     Stop { pid: u32, grace_ms: u64, term_ms: u64 },
@@ -46,6 +59,8 @@ pub enum Request {
 pub enum Reply {
     Spawned { pid: u32 },
     Memory { memory: TreeMemory },
+    Cpu { cpu_ns: u64 },
+    CgroupPeak { bytes: Option<u64>, source: String },
     Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
     Bye,
     Error { message: String },
@@ -79,6 +94,20 @@ pub struct TreeMemory {
 /// Reads the memory of `root` and its descendants from a /proc-like folder (a root path, so
 /// tests can point it at fixtures).
 pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
+    let mut mem = TreeMemory::default();
+    for pid in tree_pids(proc_root, root)? {
+        let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")) else {
+            continue;
+        };
+        mem.processes += 1;
+        mem.rss_bytes += status_kib(&status, "VmRSS:") * 1024;
+        mem.hwm_bytes += status_kib(&status, "VmHWM:") * 1024;
+    }
+    Ok(mem)
+}
+
+/// `root` and its descendants, from the parent links in a /proc-like folder.
+fn tree_pids(proc_root: &Path, root: u32) -> std::io::Result<Vec<u32>> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir(proc_root)? {
         let entry = entry?;
@@ -99,16 +128,39 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
         tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
         i += 1;
     }
-    let mut mem = TreeMemory::default();
-    for pid in tree {
-        let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")) else {
-            continue;
-        };
-        mem.processes += 1;
-        mem.rss_bytes += status_kib(&status, "VmRSS:") * 1024;
-        mem.hwm_bytes += status_kib(&status, "VmHWM:") * 1024;
+    Ok(tree)
+}
+
+/// User plus system CPU time of `root`'s live process tree, in clock ticks.
+pub fn tree_cpu_ticks(proc_root: &Path, root: u32) -> std::io::Result<u64> {
+    let mut ticks = 0;
+    for pid in tree_pids(proc_root, root)? {
+        if let Ok(stat) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")) {
+            ticks += parse_cpu_ticks(&stat).unwrap_or(0);
+        }
     }
-    Ok(mem)
+    Ok(ticks)
+}
+
+/// utime + stime (fields 14 and 15 of /proc/<pid>/stat), parsed from past the last ')'.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    Some(f.next()?.parse::<u64>().ok()? + f.next()?.parse::<u64>().ok()?)
+}
+
+/// The container's cgroup memory peak: cgroup v2 `memory.peak`, or v1
+/// `memory/memory.max_usage_in_bytes`, under `cgroup_root`.
+pub fn cgroup_peak(cgroup_root: &Path) -> (Option<u64>, String) {
+    for rel in ["memory.peak", "memory/memory.max_usage_in_bytes"] {
+        let path = cgroup_root.join(rel);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(v) = text.trim().parse() {
+                return (Some(v), path.display().to_string());
+            }
+        }
+    }
+    (None, "no memory.peak or memory.max_usage_in_bytes readable".into())
 }
 
 /// The parent pid from /proc/<pid>/stat; the command name may hold spaces and parentheses, so
@@ -136,8 +188,8 @@ impl Shim {
     /// Handles a request; a spawn also returns the client's ends of the server's pipes.
     fn handle(&mut self, req: Request) -> (Reply, Vec<OwnedFd>) {
         let reply = match req {
-            Request::Spawn { argv, env, cwd, stderr_log } => {
-                return match self.spawn(&argv, &env, cwd.as_deref(), &stderr_log) {
+            Request::Spawn { argv, env, cwd, stderr_log, output_to_log } => {
+                return match self.spawn(&argv, &env, cwd.as_deref(), &stderr_log, output_to_log) {
                     Ok((pid, ends)) => (Reply::Spawned { pid }, ends),
                     Err(e) => (Reply::Error { message: format!("spawn {argv:?}: {e}") }, Vec::new()),
                 };
@@ -146,6 +198,18 @@ impl Shim {
                 Ok(memory) => Reply::Memory { memory },
                 Err(e) => Reply::Error { message: format!("read /proc for pid {pid}: {e}") },
             },
+            Request::Cpu { pid } => match tree_cpu_ticks(&self.proc_root, pid) {
+                Ok(ticks) => {
+                    // SAFETY: sysconf has no preconditions.
+                    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+                    Reply::Cpu { cpu_ns: ticks * (1_000_000_000 / hz) }
+                }
+                Err(e) => Reply::Error { message: format!("read /proc for pid {pid}: {e}") },
+            },
+            Request::CgroupPeak => {
+                let (bytes, source) = cgroup_peak(Path::new("/sys/fs/cgroup"));
+                Reply::CgroupPeak { bytes, source }
+            }
             Request::Stop { pid, grace_ms, term_ms } => {
                 let memory_before_stop = tree_memory(&self.proc_root, pid).ok().filter(|m| m.processes > 0);
                 match self.stop(pid, grace_ms, term_ms) {
@@ -166,18 +230,26 @@ impl Shim {
         env: &[(String, String)],
         cwd: Option<&str>,
         stderr_log: &Path,
+        output_to_log: bool,
     ) -> std::io::Result<(u32, Vec<OwnedFd>)> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
-        let (stdin, stdin_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let (stdout_r, stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let stderr = File::create(stderr_log)?;
+        let mut ends = Vec::new();
+        let (stdin, stdout) = if output_to_log {
+            (Stdio::null(), Stdio::from(stderr.try_clone()?))
+        } else {
+            let (stdin, stdin_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+            let (stdout_r, stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+            ends = vec![stdin_w, stdout_r];
+            (Stdio::from(stdin), Stdio::from(stdout))
+        };
         let mut cmd = Command::new(program);
         cmd.args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::from(stdin))
-            .stdout(Stdio::from(stdout))
+            .stdin(stdin)
+            .stdout(stdout)
             .stderr(Stdio::from(stderr))
             // Its own process group, so a stop reaches every process the server started.
             .process_group(0);
@@ -189,7 +261,7 @@ impl Shim {
         drop(cmd);
         let pid = child.id();
         self.children.insert(pid, child);
-        Ok((pid, vec![stdin_w, stdout_r]))
+        Ok((pid, ends))
     }
 
     fn stop(&mut self, pid: u32, grace_ms: u64, term_ms: u64) -> Result<ExitInfo, String> {
@@ -388,6 +460,12 @@ mod tests {
         assert_eq!(m.rss_bytes, (30_000 + 5_000 + 100) * 1024);
         assert_eq!(m.hwm_bytes, (35_000 + 6_000 + 200) * 1024);
         assert_eq!(tree_memory(r, 99).unwrap().processes, 0);
+    }
+
+    #[test]
+    fn cpu_ticks_are_utime_plus_stime() {
+        let stat = "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 0 0 20 0 1 0";
+        assert_eq!(parse_cpu_ticks(stat), Some(320));
     }
 
     #[test]

@@ -14,8 +14,8 @@ use benchlab::record::manifest::{
 };
 use benchlab::record::store::{Store, HEAD_FILE, RECORDS_FILE};
 use benchlab::record::{
-    sha256_hex, Cell, Failure, FailureReason, HistogramMetric, MemoryMetrics, Metrics, Observed, Placement,
-    Record, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
+    sha256_hex, Cell, Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, MemoryMetrics,
+    Metrics, Observed, Placement, Record, Repeat, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
 };
 use benchlab::scenario::{Expect, Workload};
 use benchlab::shim::{ExitInfo, TreeMemory};
@@ -83,6 +83,8 @@ fn record(i: usize) -> Record {
             placement: placement.clone(),
             timeouts: Timeouts::default(),
             expect: if failed { Expect::Failure } else { Expect::Success },
+            http: None,
+            repeat: (i % 4 == 1).then_some(Repeat { index: 1, of: 3, fresh_container: true }),
         },
         metrics: Metrics {
             cold_start: (!serial).then(|| SampleMetric {
@@ -101,7 +103,35 @@ fn record(i: usize) -> Record {
                     processes: 1,
                 }),
                 end: None,
+                under_load: i.is_multiple_of(3).then_some(LoadMemory {
+                    idle_before: None,
+                    peak_during: Some(TreeMemory { rss_bytes: 1 << 20, hwm_bytes: 1 << 21, processes: 2 }),
+                    after: None,
+                    samples: 12,
+                    interval_ms: 250,
+                    cgroup_peak_bytes: Some(123_456_789),
+                }),
             },
+            load: i.is_multiple_of(3).then(|| LoadMetrics {
+                mode: "closed".into(),
+                workers: 10,
+                connections: 10,
+                warmup_ms: 1000,
+                window_ms: 2_000.000_001,
+                ok: 1234,
+                failed: 1,
+                throughput_rps: 617.0 + 1e-7,
+                error_rate: 1.0 / 1235.0,
+                errors: [("timeout".to_string(), 1)].into_iter().collect(),
+                sessions: 10,
+                reinitializations: 0,
+                latency: None,
+                target_rps: None,
+                late: None,
+                dropped: None,
+                server_cpu_cores: Some(0.97),
+                error_examples: vec!["timeout: no answer within 10000 ms".into()],
+            }),
         },
         observed: Observed {
             protocol_version: Some("2025-06-18".into()),

@@ -2,6 +2,8 @@
 //! server through the shim, and prints JSON lines on stdout — progress events, then one outcome.
 //! It decides nothing about what to run; the orchestrator hands it everything.
 
+pub mod httpclient;
+pub mod load;
 pub mod stdio;
 pub mod workload;
 
@@ -11,7 +13,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Failure;
+use crate::mcp::transport::HttpTarget;
+use crate::record::{Failure, LoadMemory, LoadMetrics};
 use crate::scenario::Workload;
 use crate::shim::{ExitInfo, TreeMemory};
 
@@ -58,6 +61,9 @@ pub struct DriverSpec {
     /// The shared volume with the shim's control socket.
     pub lab_dir: PathBuf,
     pub server: ServerLaunch,
+    /// How to reach the server over HTTP (HTTP cells only).
+    #[serde(default)]
+    pub http: Option<HttpTarget>,
     /// The tool suite the server exposes (`tools/list` must list exactly it).
     pub suite: String,
     pub workload: Workload,
@@ -82,6 +88,9 @@ pub struct DriverOutcome {
     pub memory_after_initialize: Option<TreeMemory>,
     pub memory_end: Option<TreeMemory>,
     pub exits: Vec<ExitInfo>,
+    /// HTTP load workloads: throughput, latency, errors; memory before, during and after.
+    pub load: Option<LoadMetrics>,
+    pub load_memory: Option<LoadMemory>,
 }
 
 /// One line of the driver's output.

@@ -62,6 +62,49 @@ impl ShimClient {
         self.call_with_fds(req).map(|(reply, _)| reply)
     }
 
+    /// A second client on the same connection, for a sampler thread while this one is idle.
+    pub fn try_clone(&self) -> Result<ShimClient, Failure> {
+        Ok(ShimClient { sock: self.sock.try_clone().map_err(engine_failure)? })
+    }
+
+    /// Spawns a server whose stdout and stderr go to `log` (HTTP servers); returns its pid.
+    pub fn spawn_logged(&mut self, launch: &ServerLaunch, log: &Path) -> Result<u32, Failure> {
+        match self.call(&Request::Spawn {
+            argv: launch.argv.clone(),
+            env: launch.env.clone(),
+            cwd: launch.cwd.clone(),
+            stderr_log: log.to_path_buf(),
+            output_to_log: true,
+        })? {
+            Reply::Spawned { pid } => Ok(pid),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// CPU time used so far by the server's live process tree, in nanoseconds.
+    pub fn cpu_ns(&mut self, pid: u32) -> Result<u64, Failure> {
+        match self.call(&Request::Cpu { pid })? {
+            Reply::Cpu { cpu_ns } => Ok(cpu_ns),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The server container's cgroup memory peak, if the shim can read it.
+    pub fn cgroup_peak(&mut self) -> Result<Option<u64>, Failure> {
+        match self.call(&Request::CgroupPeak)? {
+            Reply::CgroupPeak { bytes, .. } => Ok(bytes),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Stops a server that has no stdin of ours: SIGTERM at once, SIGKILL after `term`.
+    pub fn stop_pid(&mut self, pid: u32, term: Duration) -> Result<(ExitInfo, Option<TreeMemory>), Failure> {
+        match self.call(&Request::Stop { pid, grace_ms: 0, term_ms: term.as_millis() as u64 })? {
+            Reply::Stopped { exit, memory_before_stop } => Ok((exit, memory_before_stop)),
+            other => Err(unexpected(other)),
+        }
+    }
+
     pub fn memory(&mut self, pid: u32) -> Result<TreeMemory, Failure> {
         match self.call(&Request::Memory { pid })? {
             Reply::Memory { memory } => Ok(memory),
@@ -114,6 +157,7 @@ impl Session {
             env: launch.env.clone(),
             cwd: launch.cwd.clone(),
             stderr_log: stderr_log.clone(),
+            output_to_log: false,
         })?;
         let pid = match reply {
             Reply::Spawned { pid } => pid,

@@ -30,6 +30,9 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
             Workload::SerialCalls { tool, warmup, calls } => {
                 serial_calls(spec, suite, &mut shim, tool, *warmup, *calls, &mut out, progress)
             }
+            Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. } => {
+                crate::driver::load::run(spec, suite, &mut shim, &mut out, progress)
+            }
         };
         let _ = shim.call(&crate::shim::Request::Shutdown);
         r

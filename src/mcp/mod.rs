@@ -1,7 +1,9 @@
 //! JSON-RPC 2.0 / MCP messages: building requests, parsing responses, normalising tool results.
 //! It owns no socket and no process; framing is one message per line (stdio) here, HTTP later.
 
+pub mod sse;
 pub mod suite;
+pub mod transport;
 
 use serde::Deserialize;
 use serde_json::{json, Value};

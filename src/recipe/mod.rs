@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::driver::ServerLaunch;
+use crate::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
 use base::BaseSource;
 
 /// The family name of the built-in floor server.
@@ -67,6 +68,40 @@ pub struct ApiSpec {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Suite name → source file, relative to the recipe folder.
+    pub sources: BTreeMap<String, String>,
+    /// Whether the stdio sources serve stdio (Gradio has no stdio transport).
+    #[serde(default = "yes")]
+    pub stdio: bool,
+    /// The HTTP transports of this API generation, when it has any.
+    pub http: Option<HttpSpec>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How an API generation's servers are served over HTTP (see the recipes' contract in
+/// `images/README` comments): which transports, where, and in which modes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSpec {
+    pub transports: Vec<Transport>,
+    /// Appended to the runtime's launcher; `{suite}` becomes the suite's name.
+    pub argv: Vec<String>,
+    /// Transport → path: the streamable POST endpoint, or the legacy SSE GET stream.
+    pub paths: BTreeMap<Transport, String>,
+    /// Streamable HTTP reply modes the server can be asked for; the first is the default.
+    #[serde(default)]
+    pub replies: Vec<ReplyMode>,
+    /// Streamable HTTP session modes; the first is the default.
+    #[serde(default)]
+    pub sessions: Vec<SessionMode>,
+    /// A plain REST route template beside MCP (`{tool}` is replaced).
+    pub http_api: Option<String>,
+    pub http_api_style: Option<ApiStyle>,
+    /// Suite → HTTP server source (copied as `srv/<suite>_http.<ext>`); when empty, the stdio
+    /// sources serve HTTP too.
+    #[serde(default)]
     pub sources: BTreeMap<String, String>,
 }
 
@@ -218,7 +253,7 @@ impl RecipeBook {
         use WantField::{Api, Runtime};
         let family = want.family.as_str();
         if family == NULL_FAMILY {
-            return Ok(ImagePlan::null_server(&want.suite));
+            return ImagePlan::null_server(want);
         }
         let (recipe, v) = self.recipe_version(family, want.version.as_deref())?;
         let version = v.version.as_str();
@@ -248,11 +283,13 @@ impl RecipeBook {
                 v.api
             )));
         }
-        api.sources.get(&want.suite).ok_or_else(|| {
+        let (sources, argv_template, http) = serve_plan(family, api_name, api, want)?;
+        sources.get(&want.suite).ok_or_else(|| {
             Api.error(format!(
-                "the {api_name} server of {family} has no {} suite (it has: {})",
+                "the {api_name} {} server of {family} has no {} suite (it has: {})",
+                want.transport,
                 want.suite,
-                api.sources.keys().cloned().collect::<Vec<_>>().join(", ")
+                sources.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         })?;
         let base = base_of(rt)?;
@@ -279,21 +316,27 @@ impl RecipeBook {
         for name in lock_names {
             files.push((format!("lock/{name}"), read(&lock_dir.join(&name))?));
         }
-        // Every suite's source goes in (so one image serves them all); the cell's own suite is
-        // the one launched and counted.
-        let mut source = None;
-        for (suite, rel) in &api.sources {
+        // Every suite's sources (stdio and HTTP) go in, so one image serves them all; the cell's
+        // own is the one launched and counted.
+        let rel = &sources[&want.suite];
+        let ext = Path::new(rel).extension().and_then(|e| e.to_str()).unwrap_or("txt");
+        let data = read(&recipe.dir.join(rel))?;
+        let source = Some(SourceInfo {
+            file: format!("images/{family}/{rel}"),
+            sha256: crate::record::sha256_hex(&data),
+            loc: count_loc(&String::from_utf8_lossy(&data), ext),
+        });
+        let http_sources = api.http.as_ref().map(|h| &h.sources);
+        let all = api
+            .sources
+            .iter()
+            .map(|e| (e, ""))
+            .chain(http_sources.into_iter().flatten().map(|e| (e, "_http")));
+        for ((suite, rel), suffix) in all {
             let path = recipe.dir.join(rel);
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("txt").to_string();
             let data = read(&path)?;
-            if suite == &want.suite {
-                source = Some(SourceInfo {
-                    file: format!("images/{family}/{rel}"),
-                    sha256: crate::record::sha256_hex(&data),
-                    loc: count_loc(&String::from_utf8_lossy(&data), &ext),
-                });
-            }
-            files.push((format!("srv/{suite}.{ext}"), data));
+            files.push((format!("srv/{suite}{suffix}.{ext}"), data));
         }
         let manifest_script = if rt.kind == "cpython" { "image-manifest.py" } else { "image-manifest.mjs" };
         files.push((
@@ -303,8 +346,11 @@ impl RecipeBook {
         let mut env: Vec<(String, String)> = api.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         env.extend(want.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         env.push(("BENCHLAB_SUITE".into(), want.suite.clone()));
+        if let Some(h) = &http {
+            env.extend(h.server_env());
+        }
         let mut argv = rt.launcher.clone();
-        argv.extend(api.argv.iter().map(|a| a.replace("{suite}", &want.suite)));
+        argv.extend(argv_template.iter().map(|a| a.replace("{suite}", &want.suite)));
         Ok(ImagePlan {
             family: family.into(),
             version: version.into(),
@@ -314,6 +360,7 @@ impl RecipeBook {
             base,
             fetch_base,
             launch: ServerLaunch { argv, env, cwd: Some("/srv".into()) },
+            http,
             source,
             build: Some(BuildInputs {
                 dockerfile_template: dockerfile,
@@ -410,6 +457,84 @@ impl RecipeBook {
     }
 }
 
+/// The port HTTP servers listen on, on the loopback of their own network namespace.
+pub const HTTP_PORT: u16 = 8000;
+
+/// Which sources and argv serve the wanted transport, and how the driver reaches an HTTP server.
+#[allow(clippy::type_complexity)]
+fn serve_plan<'a>(
+    family: &str,
+    api_name: &str,
+    api: &'a ApiSpec,
+    want: &ServerWant,
+) -> Result<(&'a BTreeMap<String, String>, &'a [String], Option<HttpTarget>), ResolveError> {
+    use WantField::Transport as T;
+    if !want.transport.is_http() {
+        if !api.stdio {
+            return Err(T.error(format!(
+                "{family} ({api_name} API) has no stdio transport; set `transport` on the server entry to one of: {}",
+                api.http.as_ref().map(|h| h.transports.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+            )));
+        }
+        if want.reply.is_some() || want.session.is_some() {
+            return Err(T.error("`reply` and `session` belong to streamable-http servers".into()));
+        }
+        return Ok((&api.sources, &api.argv, None));
+    }
+    let h = api.http.as_ref().ok_or_else(|| {
+        T.error(format!(
+            "{family} ({api_name} API) has no HTTP transport in its recipe; it serves stdio only"
+        ))
+    })?;
+    if !h.transports.contains(&want.transport) {
+        return Err(T.error(format!(
+            "{family} ({api_name} API) does not serve {} (it serves: {})",
+            want.transport,
+            h.transports.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let path = h.paths.get(&want.transport).cloned().ok_or_else(|| {
+        WantField::Family.error(format!(
+            "the recipe of {family} has no [api.{api_name}.http.paths] entry for {}",
+            want.transport
+        ))
+    })?;
+    let (reply, session) = if want.transport == Transport::StreamableHttp {
+        let pick = |asked: Option<&str>, have: Vec<&str>, what: &str| -> Result<(), ResolveError> {
+            match asked {
+                Some(a) if !have.contains(&a) => Err(T.error(format!(
+                    "{family} ({api_name} API) cannot serve {what} {a:?} over streamable-http (it can: {})",
+                    have.join(", ")
+                ))),
+                _ => Ok(()),
+            }
+        };
+        pick(want.reply.map(|r| r.as_str()), h.replies.iter().map(|r| r.as_str()).collect(), "reply mode")?;
+        pick(
+            want.session.map(|r| r.as_str()),
+            h.sessions.iter().map(|r| r.as_str()).collect(),
+            "session mode",
+        )?;
+        (want.reply.or(h.replies.first().copied()), want.session.or(h.sessions.first().copied()))
+    } else {
+        if want.reply.is_some() || want.session.is_some() {
+            return Err(T.error("`reply` and `session` belong to streamable-http servers, not sse".into()));
+        }
+        (None, None)
+    };
+    let sources = if h.sources.is_empty() { &api.sources } else { &h.sources };
+    let target = HttpTarget {
+        transport: want.transport,
+        port: HTTP_PORT,
+        path,
+        reply,
+        session,
+        api_route: h.http_api.clone(),
+        api_style: h.http_api.as_ref().map(|_| h.http_api_style.unwrap_or_default()),
+    };
+    Ok((sources, &h.argv, Some(target)))
+}
+
 /// The part of a server entry a resolve error is about, so the scenario layer can point at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WantField {
@@ -419,6 +544,8 @@ pub enum WantField {
     Runtime,
     /// The API generation (and the suites its sources serve).
     Api,
+    /// The transport, reply or session mode.
+    Transport,
 }
 
 impl WantField {
@@ -445,6 +572,10 @@ impl From<String> for ResolveError {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerWant {
     pub family: String,
+    pub transport: Transport,
+    /// Streamable HTTP reply and session modes; the recipe's first when absent.
+    pub reply: Option<ReplyMode>,
+    pub session: Option<SessionMode>,
     pub version: Option<String>,
     pub runtime: Option<String>,
     pub api: Option<String>,
@@ -539,6 +670,8 @@ pub struct ImagePlan {
     /// The download stage's base, when it needs more than the runtime's (npm for Node images).
     pub fetch_base: Option<BaseSource>,
     pub launch: ServerLaunch,
+    /// How the driver reaches the server over HTTP; None for stdio cells.
+    pub http: Option<HttpTarget>,
     pub source: Option<SourceInfo>,
     /// None for the null server, which runs the lab's binary on the bare base.
     pub build: Option<BuildInputs>,
@@ -572,8 +705,37 @@ pub struct BuildInputs {
 pub const CA_FILE: &str = "fetch-ca.pem";
 
 impl ImagePlan {
-    pub fn null_server(suite: &str) -> ImagePlan {
-        ImagePlan {
+    pub fn null_server(want: &ServerWant) -> Result<ImagePlan, ResolveError> {
+        let suite = &want.suite;
+        let http = match want.transport {
+            Transport::Stdio => None,
+            Transport::StreamableHttp => {
+                if want.reply == Some(ReplyMode::Sse) {
+                    return Err(WantField::Transport.error(
+                        "the built-in null server answers streamable-http with JSON replies only".into(),
+                    ));
+                }
+                Some(HttpTarget {
+                    transport: Transport::StreamableHttp,
+                    port: HTTP_PORT,
+                    path: "/mcp".into(),
+                    reply: Some(ReplyMode::Json),
+                    session: Some(want.session.unwrap_or(SessionMode::Stateless)),
+                    api_route: Some("/api/{tool}".into()),
+                    api_style: Some(ApiStyle::Plain),
+                })
+            }
+            Transport::Sse => {
+                return Err(WantField::Transport.error(
+                    "the built-in null server speaks stdio and streamable-http, not legacy sse".into(),
+                ))
+            }
+        };
+        let mut env = vec![("BENCHLAB_SUITE".to_string(), suite.clone())];
+        if let Some(h) = &http {
+            env.extend(h.server_env());
+        }
+        Ok(ImagePlan {
             family: NULL_FAMILY.into(),
             version: env!("CARGO_PKG_VERSION").into(),
             api: "builtin".into(),
@@ -581,14 +743,11 @@ impl ImagePlan {
             runtime_kind: "native".into(),
             base: BaseSource::bootstrap("bookworm", &[]),
             fetch_base: None,
-            launch: ServerLaunch {
-                argv: vec![LAB_BINARY.into(), "null-server".into()],
-                env: vec![("BENCHLAB_SUITE".into(), suite.into())],
-                cwd: None,
-            },
+            launch: ServerLaunch { argv: vec![LAB_BINARY.into(), "null-server".into()], env, cwd: None },
+            http,
             source: None,
             build: None,
-        }
+        })
     }
 
     /// The Dockerfile with its bases and launcher filled in.

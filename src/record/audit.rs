@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::record::store::{Head, HEAD_FILE, LOCK_FILE};
-use crate::record::{canonical_json, sha256_hex, Record, FORMAT_VERSION};
+use crate::record::{canonical_json, sha256_hex, Record, FORMAT_VERSION, READABLE_FORMAT_VERSIONS};
 
 /// The scenario file a run folder keeps beside its records.
 pub const SCENARIO_FILE: &str = "scenario.toml";
@@ -402,14 +402,16 @@ fn audit_line(
     let prev_hash_found = value.get("prev_hash");
 
     let version = value.get("format_version");
-    let known_version = version.and_then(Value::as_u64) == Some(u64::from(FORMAT_VERSION));
+    let known_version = version
+        .and_then(Value::as_u64)
+        .is_some_and(|v| READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == v));
     if !known_version {
         report.problems.push(problem(
             Check::FormatVersion,
             None,
             seq,
             &cell_id,
-            FORMAT_VERSION.to_string(),
+            READABLE_FORMAT_VERSIONS.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" or "),
             shown(version),
         ));
     }

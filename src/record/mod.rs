@@ -12,6 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::driver::Timeouts;
+use crate::mcp::transport::HttpTarget;
 use crate::recipe::SourceInfo;
 use crate::scenario::{Expect, Workload};
 use crate::shim::{ExitInfo, TreeMemory};
@@ -21,7 +22,11 @@ use std::collections::BTreeMap;
 pub use manifest::Environment;
 
 /// The record format this build writes and the only one it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+
+/// Record format versions this build reads: 2 (stdio only) and 3 (adds HTTP cells, load metrics,
+/// memory under load and repeats; every addition is optional, so a version-2 record reads as is).
+pub const READABLE_FORMAT_VERSIONS: &[u32] = &[2, 3];
 
 /// The JSON Schema of a record (draft 2020-12), kept beside the code that writes it.
 pub const SCHEMA: &str = include_str!("record.schema.json");
@@ -140,6 +145,24 @@ pub struct Cell {
     pub timeouts: Timeouts,
     /// Whether the scenario expects this cell to succeed or to fail.
     pub expect: Expect,
+    /// How the driver reached the server over HTTP: transport, port, path, reply and session
+    /// modes, REST route (HTTP cells only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTarget>,
+    /// Which run of a repeated cell this record is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Repeat>,
+}
+
+/// The position of a record among the repeats of its cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    /// 0-based.
+    pub index: u32,
+    pub of: u32,
+    /// Whether each repeat ran in a fresh server container.
+    pub fresh_container: bool,
 }
 
 /// A latency metric from individual samples (cold starts, first tools/list).
@@ -166,6 +189,68 @@ pub struct HistogramMetric {
 pub struct MemoryMetrics {
     pub after_initialize: Option<TreeMemory>,
     pub end: Option<TreeMemory>,
+    /// Load workloads: the server tree sampled before, during and after the load, and the
+    /// container's cgroup memory peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<LoadMemory>,
+}
+
+/// Memory of the server while an HTTP load ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadMemory {
+    /// The server's process tree after start-up, before the first virtual user connected.
+    pub idle_before: Option<TreeMemory>,
+    /// The sample with the largest tree RSS taken while the load ran (warm-up included).
+    pub peak_during: Option<TreeMemory>,
+    /// After every connection was closed, once the server had a moment to settle.
+    pub after: Option<TreeMemory>,
+    /// How many samples were taken during the load, and how often.
+    pub samples: u32,
+    pub interval_ms: u64,
+    /// The server container's cgroup memory peak (memory.max_usage_in_bytes on cgroup v1,
+    /// memory.peak on v2): it includes the shim (a few MiB) and the page cache the container
+    /// touched.
+    pub cgroup_peak_bytes: Option<u64>,
+}
+
+/// Throughput, latency and errors of an HTTP load (closed or open loop).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadMetrics {
+    /// `closed` (concurrency, http_api) or `open` (open_loop).
+    pub mode: String,
+    /// Virtual users (closed loop) and HTTP connections.
+    pub workers: u32,
+    pub connections: u32,
+    pub warmup_ms: u64,
+    /// The measured window as it really lasted, milliseconds.
+    pub window_ms: f64,
+    /// Calls answered correctly, and calls that failed, in the window.
+    pub ok: u64,
+    pub failed: u64,
+    /// `ok` per second of the window.
+    pub throughput_rps: f64,
+    /// failed / (ok + failed); 0 when nothing was sent.
+    pub error_rate: f64,
+    /// Failed calls per kind: connect, http_status, protocol_error, tool_error, wrong_result,
+    /// timeout, session_expired.
+    pub errors: BTreeMap<String, u64>,
+    /// MCP sessions opened (initialize answered), and how many of them re-initialized after a
+    /// 404 on an expired session.
+    pub sessions: u64,
+    pub reinitializations: u64,
+    /// Latency of the correct calls in the window (open loop: from the intended send time).
+    pub latency: Option<HistogramMetric>,
+    /// Open loop: the target rate, requests that started later than their intended time by more
+    /// than a millisecond, and intended requests never sent before the window closed.
+    pub target_rps: Option<f64>,
+    pub late: Option<u64>,
+    pub dropped: Option<u64>,
+    /// The server's process tree CPU time during the window, in cores (1.0 = one core busy).
+    pub server_cpu_cores: Option<f64>,
+    /// A few of the first error messages, for the reader (not counted anywhere).
+    pub error_examples: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,6 +260,9 @@ pub struct Metrics {
     pub tools_list: Option<SampleMetric>,
     pub calls: Option<HistogramMetric>,
     pub memory: MemoryMetrics,
+    /// HTTP load workloads only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadMetrics>,
 }
 
 /// What the server said about itself and how it ended.
@@ -348,6 +436,8 @@ pub(crate) mod tests {
                 placement: placement.clone(),
                 timeouts: Timeouts::default(),
                 expect: Expect::Success,
+                http: None,
+                repeat: None,
             },
             metrics: Metrics {
                 cold_start: Some(SampleMetric {
@@ -359,7 +449,9 @@ pub(crate) mod tests {
                 memory: MemoryMetrics {
                     after_initialize: Some(TreeMemory { rss_bytes: 4096, hwm_bytes: 8192, processes: 1 }),
                     end: None,
+                    under_load: None,
                 },
+                load: None,
             },
             observed: Observed {
                 protocol_version: Some("2025-11-25".into()),

@@ -12,7 +12,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use crate::record::audit::audit_with;
-use crate::record::{Record, FORMAT_VERSION};
+use crate::record::{Record, FORMAT_VERSION, READABLE_FORMAT_VERSIONS};
 
 pub const RECORDS_FILE: &str = "records.jsonl";
 /// The head of the chain, rewritten (atomically, by rename) after every append.
@@ -26,7 +26,7 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: not a record: {message}")]
     Parse { path: PathBuf, line: usize, message: String },
-    #[error("{path}:{line}: record format_version {found} is not one this benchlab reads (it reads {FORMAT_VERSION})")]
+    #[error("{path}:{line}: record format_version {found} is not one this benchlab reads (it reads 2 and {FORMAT_VERSION})")]
     Version { path: PathBuf, line: usize, found: u64 },
     #[error("{path}:{line}: the last line is incomplete (a write was cut short); it is not a record")]
     Torn { path: PathBuf, line: usize },
@@ -233,7 +233,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
             message: e.to_string(),
         })?;
         let version = value.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0);
-        if version != u64::from(FORMAT_VERSION) {
+        if !READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == version) {
             return Err(StoreError::Version { path: path.into(), line: n, found: version });
         }
         let record: Record = serde_json::from_value(value).map_err(|e| StoreError::Parse {

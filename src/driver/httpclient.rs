@@ -1,0 +1,646 @@
+//! The driver's HTTP/1.1 clients on hyper: one connection per virtual user, MCP over streamable
+//! HTTP (JSON or SSE replies, `Mcp-Session-Id`, `MCP-Protocol-Version`, re-initialize on 404) and
+//! over the legacy HTTP+SSE transport (the `endpoint` event, 202 then the answer on the stream),
+//! and the plain REST routes (`plain` and Gradio's two-step call API). Every failure is a typed
+//! [`CallError`] whose kind is counted, never a panic.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::mcp::sse;
+use crate::mcp::transport::{ApiStyle, HttpTarget, Transport};
+use crate::mcp::{self, RpcError};
+
+/// What went wrong with one call; `kind` names the counter it goes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub detail: String,
+}
+
+/// The error counters of a load (the record's `errors` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorKind {
+    /// Connecting, or the connection failing under a request.
+    Connect,
+    /// An HTTP status other than the protocol's.
+    HttpStatus,
+    /// An answer that is not the protocol (bad JSON, wrong content type, no response for our id).
+    ProtocolError,
+    /// The tool answered with an error (isError, or a JSON-RPC error).
+    ToolError,
+    /// The tool answered with another value than the expected one.
+    WrongResult,
+    /// No answer within the call limit.
+    Timeout,
+    /// A 404 on our session that re-initializing did not cure.
+    SessionExpired,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::ProtocolError => "protocol_error",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::WrongResult => "wrong_result",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::SessionExpired => "session_expired",
+        }
+    }
+
+    /// Whether the connection or session may be in an unknown state after this error.
+    pub fn poisons_connection(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Connect | ErrorKind::Timeout | ErrorKind::ProtocolError | ErrorKind::SessionExpired
+        )
+    }
+}
+
+fn err(kind: ErrorKind, detail: impl Into<String>) -> CallError {
+    CallError { kind, detail: detail.into() }
+}
+
+/// One HTTP/1.1 connection to the server on the loopback.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Conn {
+    pub async fn open(port: u16) -> Result<Conn, CallError> {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| err(ErrorKind::Connect, format!("connect 127.0.0.1:{port}: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {e}")))?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn { sender, host: format!("127.0.0.1:{port}") })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Sends a request; returns the response head with its body still streaming.
+    pub async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, CallError> {
+        let mut b = Request::builder().method(method).uri(path).header("host", &self.host);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req =
+            b.body(Full::new(body)).map_err(|e| err(ErrorKind::ProtocolError, format!("request: {e}")))?;
+        self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
+        self.sender.send_request(req).await.map_err(|e| err(ErrorKind::Connect, format!("{path}: {e}")))
+    }
+}
+
+/// Reads a whole body.
+pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
+    resp.into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+}
+
+fn content_type(resp: &Response<Incoming>) -> String {
+    resp.headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// A JSON-RPC response, with the result left as raw text (so a repeated identical answer can be
+/// recognised without building a JSON tree).
+#[derive(Deserialize)]
+struct RawResponse<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<RpcError>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// The outcome of one JSON-RPC request: the raw result text, or the server's error.
+pub type RpcOutcome = Result<String, RpcError>;
+
+/// Finds the response to `id` in a JSON body or an SSE body.
+fn response_in(body: &[u8], is_sse: bool, id: u64) -> Result<RpcOutcome, CallError> {
+    let pick = |text: &[u8]| -> Result<Option<RpcOutcome>, CallError> {
+        let r: RawResponse = serde_json::from_slice(text).map_err(|e| {
+            err(ErrorKind::ProtocolError, format!("not a JSON-RPC message ({e}): {}", preview(text)))
+        })?;
+        if r.method.is_some() || r.id.as_ref().and_then(Value::as_u64) != Some(id) {
+            return Ok(None); // a notification or request from the server, or another answer
+        }
+        match (r.result, r.error) {
+            (Some(res), None) => Ok(Some(Ok(res.get().to_string()))),
+            (None, Some(e)) => Ok(Some(Err(e))),
+            _ => Err(err(ErrorKind::ProtocolError, "a response needs exactly one of result and error")),
+        }
+    };
+    if is_sse {
+        let events = sse::parse_all(body).map_err(|e| err(ErrorKind::ProtocolError, e.to_string()))?;
+        for ev in events.iter().filter(|e| e.event == "message") {
+            if let Some(o) = pick(ev.data.as_bytes())? {
+                return Ok(o);
+            }
+        }
+        Err(err(
+            ErrorKind::ProtocolError,
+            format!("the SSE reply has no response to request {id}: {}", preview(body)),
+        ))
+    } else {
+        pick(body)?.ok_or_else(|| {
+            err(ErrorKind::ProtocolError, format!("the reply is not the response to request {id}"))
+        })
+    }
+}
+
+pub fn preview(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(300)]).into_owned();
+    if b.len() > 300 {
+        format!("{s}…")
+    } else {
+        s
+    }
+}
+
+/// Renders a JSON-RPC request body.
+pub fn request_body(id: u64, method: &str, params_json: &str) -> Bytes {
+    let mut s = String::with_capacity(64 + params_json.len());
+    s.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    s.push_str(&id.to_string());
+    s.push_str(",\"method\":\"");
+    s.push_str(method);
+    s.push_str("\",\"params\":");
+    s.push_str(params_json);
+    s.push('}');
+    Bytes::from(s)
+}
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// An MCP client session over one of the HTTP transports.
+pub enum McpClient {
+    Streamable(Streamable),
+    Legacy(Legacy),
+}
+
+/// What `initialize` told us.
+#[derive(Debug, Clone, Default)]
+pub struct ServerHello {
+    pub protocol_version: String,
+    pub server_info: Option<Value>,
+}
+
+impl McpClient {
+    /// Connects and runs the handshake (initialize, then notifications/initialized).
+    pub async fn open(target: &HttpTarget, limit: Duration) -> Result<(McpClient, ServerHello), CallError> {
+        match target.transport {
+            Transport::StreamableHttp => {
+                let mut s = Streamable {
+                    conn: Conn::open(target.port).await?,
+                    port: target.port,
+                    path: target.path.clone(),
+                    session: None,
+                    protocol: None,
+                    next_id: 1,
+                };
+                let hello = timed(limit, s.initialize(limit)).await?;
+                Ok((McpClient::Streamable(s), hello))
+            }
+            Transport::Sse => {
+                let (mut l, _) = timed(limit, Legacy::connect(target)).await?;
+                let hello = timed(limit, l.initialize(limit)).await?;
+                Ok((McpClient::Legacy(l), hello))
+            }
+            Transport::Stdio => Err(err(ErrorKind::ProtocolError, "stdio is not an HTTP transport")),
+        }
+    }
+
+    /// One request; the raw result or the server's JSON-RPC error. Streamable sessions that the
+    /// server forgot (404) are re-initialized once and the request retried: `reinit` counts it.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params_json: &str,
+        limit: Duration,
+        reinit: &mut u64,
+    ) -> Result<RpcOutcome, CallError> {
+        match self {
+            McpClient::Streamable(s) => match timed(limit, s.request(method, params_json)).await {
+                Err(e) if e.kind == ErrorKind::SessionExpired => {
+                    *reinit += 1;
+                    s.session = None;
+                    timed(limit, s.initialize(limit)).await?;
+                    timed(limit, s.request(method, params_json)).await
+                }
+                r => r,
+            },
+            McpClient::Legacy(l) => timed(limit, l.request(method, params_json)).await,
+        }
+    }
+
+    /// Ends a stateful session (DELETE), as a polite client does; errors are ignored.
+    pub async fn close(self) {
+        if let McpClient::Streamable(mut s) = self {
+            if let Some(id) = s.session.clone() {
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    s.conn.send(Method::DELETE, &s.path, &[("mcp-session-id", &id)], Bytes::new()),
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// Bounds a future by the call limit.
+pub async fn timed<T>(
+    limit: Duration,
+    f: impl std::future::Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(err(ErrorKind::Timeout, format!("no answer within {} ms", limit.as_millis()))),
+    }
+}
+
+fn hello_from(outcome: RpcOutcome) -> Result<ServerHello, CallError> {
+    let raw = outcome.map_err(|e| {
+        err(ErrorKind::ProtocolError, format!("initialize was refused: {} ({})", e.message, e.code))
+    })?;
+    let v: Value = serde_json::from_str(&raw).map_err(|e| err(ErrorKind::ProtocolError, e.to_string()))?;
+    let version = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        return Err(err(
+            ErrorKind::ProtocolError,
+            format!("the server answered protocol version {version:?}, which the lab does not speak"),
+        ));
+    }
+    Ok(ServerHello { protocol_version: version, server_info: v.get("serverInfo").cloned() })
+}
+
+fn initialize_json() -> String {
+    mcp::initialize_params().to_string()
+}
+
+/// Streamable HTTP: one POST per message on a kept-alive connection.
+pub struct Streamable {
+    conn: Conn,
+    port: u16,
+    path: String,
+    session: Option<String>,
+    protocol: Option<String>,
+    next_id: u64,
+}
+
+impl Streamable {
+    async fn ensure_conn(&mut self) -> Result<(), CallError> {
+        if self.conn.is_closed() {
+            self.conn = Conn::open(self.port).await?;
+        }
+        Ok(())
+    }
+
+    async fn post(&mut self, body: Bytes) -> Result<Response<Incoming>, CallError> {
+        self.ensure_conn().await?;
+        let mut headers: Vec<(&str, &str)> =
+            vec![("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
+        if let Some(s) = &self.session {
+            headers.push(("mcp-session-id", s));
+        }
+        if let Some(p) = &self.protocol {
+            headers.push(("mcp-protocol-version", p));
+        }
+        let path = self.path.clone();
+        self.conn.send(Method::POST, &path, &headers, body).await
+    }
+
+    async fn initialize(&mut self, _limit: Duration) -> Result<ServerHello, CallError> {
+        self.protocol = None;
+        let id = self.next_id;
+        self.next_id += 1;
+        let resp = self.post(request_body(id, "initialize", &initialize_json())).await?;
+        if let Some(s) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            self.session = Some(s.to_string());
+        }
+        let hello = hello_from(self.answer(resp, id).await?)?;
+        self.protocol = Some(hello.protocol_version.clone());
+        let resp = self
+            .post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
+            .await?;
+        let status = resp.status();
+        let _ = read_body(resp).await?;
+        if !status.is_success() {
+            return Err(err(ErrorKind::HttpStatus, format!("notifications/initialized: HTTP {status}")));
+        }
+        Ok(hello)
+    }
+
+    async fn request(&mut self, method: &str, params_json: &str) -> Result<RpcOutcome, CallError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let resp = self.post(request_body(id, method, params_json)).await?;
+        self.answer(resp, id).await
+    }
+
+    async fn answer(&mut self, resp: Response<Incoming>, id: u64) -> Result<RpcOutcome, CallError> {
+        let status = resp.status();
+        let ctype = content_type(&resp);
+        let body = read_body(resp).await?;
+        if status == StatusCode::NOT_FOUND && self.session.is_some() {
+            return Err(err(ErrorKind::SessionExpired, "HTTP 404 on our session"));
+        }
+        if status != StatusCode::OK {
+            return Err(err(ErrorKind::HttpStatus, format!("HTTP {status}: {}", preview(&body))));
+        }
+        if ctype.starts_with("text/event-stream") {
+            response_in(&body, true, id)
+        } else if ctype.starts_with("application/json") {
+            response_in(&body, false, id)
+        } else {
+            Err(err(ErrorKind::ProtocolError, format!("unexpected content type {ctype:?}")))
+        }
+    }
+}
+
+/// The legacy HTTP+SSE transport: a GET stream for answers, POSTs to the endpoint it names.
+pub struct Legacy {
+    /// The connection the GET stream is on (busy with it for the session's life).
+    _get: Conn,
+    stream: Incoming,
+    parser: sse::Parser,
+    pending: std::collections::VecDeque<sse::Event>,
+    post: Conn,
+    port: u16,
+    endpoint: String,
+    next_id: u64,
+}
+
+impl Legacy {
+    async fn connect(target: &HttpTarget) -> Result<(Legacy, ()), CallError> {
+        let mut get = Conn::open(target.port).await?;
+        let resp =
+            get.send(Method::GET, &target.path, &[("accept", "text/event-stream")], Bytes::new()).await?;
+        if resp.status() != StatusCode::OK {
+            let status = resp.status();
+            let body = read_body(resp).await.unwrap_or_default();
+            return Err(err(
+                ErrorKind::HttpStatus,
+                format!("GET {}: HTTP {status}: {}", target.path, preview(&body)),
+            ));
+        }
+        // The GET connection stays busy with this stream; POSTs go on a second connection.
+        let mut l = Legacy {
+            _get: get,
+            stream: resp.into_body(),
+            parser: sse::Parser::new(),
+            pending: Default::default(),
+            post: Conn::open(target.port).await?,
+            port: target.port,
+            endpoint: String::new(),
+            next_id: 1,
+        };
+        let ev = l.next_event().await?;
+        if ev.event != "endpoint" {
+            return Err(err(
+                ErrorKind::ProtocolError,
+                format!("the SSE stream began with {:?}, not an endpoint event", ev.event),
+            ));
+        }
+        l.endpoint = resolve_endpoint(&target.path, ev.data.trim());
+        Ok((l, ()))
+    }
+
+    async fn next_event(&mut self) -> Result<sse::Event, CallError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(ev);
+            }
+            match self.stream.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        let evs = self
+                            .parser
+                            .feed(&data)
+                            .map_err(|e| err(ErrorKind::ProtocolError, e.to_string()))?;
+                        self.pending.extend(evs);
+                    }
+                }
+                Some(Err(e)) => return Err(err(ErrorKind::Connect, format!("the SSE stream failed: {e}"))),
+                None => return Err(err(ErrorKind::Connect, "the server closed the SSE stream")),
+            }
+        }
+    }
+
+    async fn post(&mut self, body: Bytes) -> Result<(), CallError> {
+        if self.post.is_closed() {
+            self.post = Conn::open(self.port).await?;
+        }
+        let endpoint = self.endpoint.clone();
+        let resp =
+            self.post.send(Method::POST, &endpoint, &[("content-type", "application/json")], body).await?;
+        let status = resp.status();
+        let body = read_body(resp).await?;
+        if !status.is_success() {
+            return Err(err(
+                ErrorKind::HttpStatus,
+                format!("POST {endpoint}: HTTP {status}: {}", preview(&body)),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn initialize(&mut self, _limit: Duration) -> Result<ServerHello, CallError> {
+        let hello = hello_from(self.request("initialize", &initialize_json()).await?)?;
+        self.post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
+            .await?;
+        Ok(hello)
+    }
+
+    async fn request(&mut self, method: &str, params_json: &str) -> Result<RpcOutcome, CallError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.post(request_body(id, method, params_json)).await?;
+        loop {
+            let ev = self.next_event().await?;
+            if ev.event != "message" {
+                continue;
+            }
+            if let Ok(Some(o)) = response_in(ev.data.as_bytes(), false, id).map(Some) {
+                return Ok(o);
+            }
+        }
+    }
+}
+
+/// The POST target an `endpoint` event names, as a path on our server.
+pub fn resolve_endpoint(sse_path: &str, data: &str) -> String {
+    if let Some(rest) = data.strip_prefix("http://").or_else(|| data.strip_prefix("https://")) {
+        return rest.find('/').map_or("/".to_string(), |i| rest[i..].to_string());
+    }
+    if data.starts_with('/') {
+        return data.to_string();
+    }
+    let base = sse_path.rfind('/').map_or("/", |i| &sse_path[..=i]);
+    format!("{base}{data}")
+}
+
+/// A plain REST client for one tool route.
+pub struct RestClient {
+    conn: Conn,
+    port: u16,
+    style: ApiStyle,
+    route_template: String,
+}
+
+impl RestClient {
+    pub async fn open(target: &HttpTarget) -> Result<RestClient, CallError> {
+        let route_template = target
+            .api_route
+            .clone()
+            .ok_or_else(|| err(ErrorKind::ProtocolError, "the server has no plain HTTP route"))?;
+        Ok(RestClient {
+            conn: Conn::open(target.port).await?,
+            port: target.port,
+            style: target.api_style.unwrap_or_default(),
+            route_template,
+        })
+    }
+
+    /// Calls `tool` with a prepared body; returns the value's raw JSON text.
+    pub async fn call(&mut self, tool: &str, body: &Bytes) -> Result<String, CallError> {
+        if self.conn.is_closed() {
+            self.conn = Conn::open(self.port).await?;
+        }
+        let route = self.route_template.replace("{tool}", tool);
+        let resp = self
+            .conn
+            .send(Method::POST, &route, &[("content-type", "application/json")], body.clone())
+            .await?;
+        let status = resp.status();
+        let bytes = read_body(resp).await?;
+        if !status.is_success() {
+            return Err(err(
+                if status.is_server_error() { ErrorKind::ToolError } else { ErrorKind::HttpStatus },
+                format!("POST {route}: HTTP {status}: {}", preview(&bytes)),
+            ));
+        }
+        match self.style {
+            ApiStyle::Plain => String::from_utf8(bytes.to_vec())
+                .map_err(|_| err(ErrorKind::ProtocolError, "the body is not UTF-8")),
+            ApiStyle::Gradio => {
+                #[derive(Deserialize)]
+                struct Queued {
+                    event_id: String,
+                }
+                let q: Queued = serde_json::from_slice(&bytes).map_err(|e| {
+                    err(ErrorKind::ProtocolError, format!("no event_id ({e}): {}", preview(&bytes)))
+                })?;
+                let path = format!("{route}/{}", q.event_id);
+                let resp = self
+                    .conn
+                    .send(Method::GET, &path, &[("accept", "text/event-stream")], Bytes::new())
+                    .await?;
+                let status = resp.status();
+                let body = read_body(resp).await?;
+                if status != StatusCode::OK {
+                    return Err(err(
+                        ErrorKind::HttpStatus,
+                        format!("GET {path}: HTTP {status}: {}", preview(&body)),
+                    ));
+                }
+                let events =
+                    sse::parse_all(&body).map_err(|e| err(ErrorKind::ProtocolError, e.to_string()))?;
+                match events.iter().rev().find(|e| e.event == "complete" || e.event == "error") {
+                    Some(e) if e.event == "complete" => {
+                        let v: Value = serde_json::from_str(&e.data)
+                            .map_err(|x| err(ErrorKind::ProtocolError, format!("complete event: {x}")))?;
+                        let first = v.as_array().and_then(|a| a.first()).cloned().unwrap_or(Value::Null);
+                        Ok(first.to_string())
+                    }
+                    Some(e) => Err(err(ErrorKind::ToolError, format!("error event: {}", e.data))),
+                    None => {
+                        Err(err(ErrorKind::ProtocolError, format!("no complete event: {}", preview(&body))))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The body of a REST call for `args` in the route's style.
+pub fn rest_body(style: ApiStyle, args: &Value) -> Bytes {
+    match style {
+        ApiStyle::Plain => Bytes::from(args.to_string()),
+        ApiStyle::Gradio => {
+            let data: Vec<Value> =
+                args.as_object().map(|o| o.values().cloned().collect()).unwrap_or_default();
+            Bytes::from(serde_json::json!({ "data": data }).to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_resolution() {
+        assert_eq!(resolve_endpoint("/sse", "/messages/?session_id=1"), "/messages/?session_id=1");
+        assert_eq!(
+            resolve_endpoint("/gradio_api/mcp/sse", "messages/?session_id=1"),
+            "/gradio_api/mcp/messages/?session_id=1"
+        );
+        assert_eq!(
+            resolve_endpoint("/sse", "http://127.0.0.1:8000/messages?sessionId=x"),
+            "/messages?sessionId=x"
+        );
+    }
+
+    #[test]
+    fn finds_the_response_in_json_and_sse_bodies() {
+        let json = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#;
+        assert_eq!(response_in(json, false, 4).unwrap(), Ok(r#"{"content":[]}"#.to_string()));
+        let sse = b"id: a\ndata:\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,\"error\":{\"code\":-32602,\"message\":\"x\"}}\n\n";
+        assert!(matches!(response_in(sse, true, 9).unwrap(), Err(RpcError { code: -32602, .. })));
+        assert_eq!(response_in(sse, true, 8).unwrap_err().kind, ErrorKind::ProtocolError);
+        assert_eq!(response_in(b"<html>", false, 1).unwrap_err().kind, ErrorKind::ProtocolError);
+    }
+
+    #[test]
+    fn request_bodies_are_json_rpc() {
+        let b = request_body(3, "tools/call", r#"{"name":"echo","arguments":{"message":"hi"}}"#);
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["id"], 3);
+        assert_eq!(v["params"]["arguments"]["message"], "hi");
+    }
+}

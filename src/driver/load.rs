@@ -1,0 +1,741 @@
+//! The HTTP workloads: `concurrency` (closed loop), `open_loop` (fixed arrival rate, latency from
+//! each request's intended send time, as wrk2 does) and `http_api` (the plain REST route). The
+//! server is spawned through the shim with its output in a log; the driver waits for its port,
+//! runs the correctness gate over the cell's transport, then the load on a single-threaded tokio
+//! runtime (one connection per virtual user, one HdrHistogram per worker, merged at the end),
+//! while a sampler thread reads the server tree's memory and CPU through the shim.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use crate::driver::httpclient::{rest_body, CallError, ErrorKind, McpClient, RestClient, ServerHello};
+use crate::driver::stdio::{stderr_tail, ShimClient};
+use crate::driver::workload::Progress;
+use crate::driver::{DriverOutcome, DriverSpec};
+use crate::mcp::suite::{Expected, Suite};
+use crate::mcp::transport::HttpTarget;
+use crate::mcp::{self};
+use crate::record::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics};
+use crate::scenario::{Lifecycle, Workload};
+use crate::shim::TreeMemory;
+use crate::stats;
+
+/// How many distinct argument sets a load cycles through (so no layer answers from a cache).
+const PREPARED: u64 = 16;
+/// How often the server's memory is sampled during a load.
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(250);
+/// A request that starts later than its intended time by more than this is `late`.
+const LATE: Duration = Duration::from_millis(1);
+
+/// One prepared call: its bodies, and the answer a correct server gives.
+struct Prepared {
+    params_json: String,
+    rest: Bytes,
+    args: Value,
+    expected: Value,
+    /// The raw result text last verified correct: an identical answer needs no JSON tree.
+    verified: RefCell<Option<String>>,
+}
+
+impl Prepared {
+    /// Checks a raw answer: an MCP tools/call result (`mcp`) or a REST value.
+    fn check(&self, tool: &str, raw: &str, mcp_result: bool) -> Result<(), CallError> {
+        if self.verified.borrow().as_deref() == Some(raw) {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(raw).map_err(|e| CallError {
+            kind: ErrorKind::ProtocolError,
+            detail: format!("{tool}: not JSON: {e}"),
+        })?;
+        let value = if mcp_result {
+            mcp::tool_value(&v).map_err(|e| CallError {
+                kind: ErrorKind::ToolError,
+                detail: format!("{tool} {}: the tool reported an error: {e}", self.args),
+            })?
+        } else {
+            v
+        };
+        if mcp::values_match(&self.expected, &value) {
+            *self.verified.borrow_mut() = Some(raw.to_string());
+            Ok(())
+        } else {
+            Err(CallError {
+                kind: ErrorKind::WrongResult,
+                detail: format!("{tool} {}: expected {}, got {value}", self.args, self.expected),
+            })
+        }
+    }
+}
+
+/// What every worker shares (single-threaded: `Rc`).
+struct Shared {
+    target: HttpTarget,
+    tool: String,
+    rest: bool,
+    lifecycle: Lifecycle,
+    prepared: Vec<Prepared>,
+    call_limit: Duration,
+    warm_end: Instant,
+    end: Instant,
+}
+
+/// A virtual user's connection: an MCP session or a REST client.
+enum Client {
+    Mcp(Box<McpClient>),
+    Rest(RestClient),
+}
+
+impl Shared {
+    async fn open(&self) -> Result<Client, CallError> {
+        if self.rest {
+            Ok(Client::Rest(RestClient::open(&self.target).await?))
+        } else {
+            Ok(Client::Mcp(Box::new(McpClient::open(&self.target, self.call_limit).await?.0)))
+        }
+    }
+
+    async fn call(&self, client: &mut Client, i: u64, reinit: &mut u64) -> Result<(), CallError> {
+        let p = &self.prepared[(i % PREPARED) as usize];
+        match client {
+            Client::Mcp(c) => {
+                let out = c.request("tools/call", &p.params_json, self.call_limit, reinit).await?;
+                let raw = out.map_err(|e| CallError {
+                    kind: ErrorKind::ToolError,
+                    detail: format!("{} {}: JSON-RPC error {} {}", self.tool, p.args, e.code, e.message),
+                })?;
+                p.check(&self.tool, &raw, true)
+            }
+            Client::Rest(c) => {
+                let raw =
+                    crate::driver::httpclient::timed(self.call_limit, c.call(&self.tool, &p.rest)).await?;
+                p.check(&self.tool, &raw, false)
+            }
+        }
+    }
+}
+
+/// One worker's counts.
+struct WorkerStats {
+    hist: Histogram<u64>,
+    ok: u64,
+    errors: BTreeMap<&'static str, u64>,
+    examples: Vec<String>,
+    sessions: u64,
+    reinit: u64,
+    /// Open loop: requests taken in the window, and those that started late.
+    taken: u64,
+    late: u64,
+}
+
+impl WorkerStats {
+    fn new() -> Self {
+        WorkerStats {
+            hist: stats::latency_histogram(),
+            ok: 0,
+            errors: BTreeMap::new(),
+            examples: Vec::new(),
+            sessions: 0,
+            reinit: 0,
+            taken: 0,
+            late: 0,
+        }
+    }
+
+    fn account(&mut self, latency: Duration, r: &Result<(), CallError>) {
+        match r {
+            Ok(()) => {
+                self.ok += 1;
+                stats::record(&mut self.hist, latency);
+            }
+            Err(e) => {
+                *self.errors.entry(e.kind.as_str()).or_default() += 1;
+                if self.examples.len() < 3 {
+                    self.examples.push(format!("{}: {}", e.kind.as_str(), e.detail));
+                }
+            }
+        }
+    }
+}
+
+/// Closed loop: open a session, then call back to back until the end; count completions in the
+/// window.
+async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
+    let mut st = WorkerStats::new();
+    let mut client: Option<Client> = None;
+    let mut i = w;
+    loop {
+        if Instant::now() >= sh.end {
+            break;
+        }
+        let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
+        let t0 = Instant::now();
+        if client.is_none() || per_call {
+            match sh.open().await {
+                Ok(c) => {
+                    st.sessions += 1;
+                    client = Some(c);
+                }
+                Err(e) => {
+                    let done = Instant::now();
+                    if done >= sh.warm_end && done <= sh.end {
+                        st.account(done - t0, &Err(e));
+                    }
+                    // Do not spin on a refusing server.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            }
+        }
+        let c = client.as_mut().expect("opened above");
+        let t_call = if per_call { t0 } else { Instant::now() };
+        let r = sh.call(c, i, &mut st.reinit).await;
+        i += 1;
+        let done = Instant::now();
+        if done >= sh.warm_end && done <= sh.end {
+            st.account(done - t_call, &r);
+        }
+        let poisoned = matches!(&r, Err(e) if e.kind.poisons_connection());
+        if per_call || poisoned {
+            if let Some(Client::Mcp(m)) = client.take() {
+                if !poisoned {
+                    m.close().await;
+                }
+            }
+        }
+    }
+    if let Some(Client::Mcp(m)) = client {
+        m.close().await;
+    }
+    st
+}
+
+/// Waits until `t`: sleeps while it is far, then yields until it comes (the timer wheel is
+/// 1 ms coarse; sub-millisecond spacing needs the yield loop).
+async fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        if t - now > Duration::from_millis(2) {
+            tokio::time::sleep_until((t - Duration::from_millis(1)).into()).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// Open loop: take the next slot of the global schedule, wait for its intended time, send,
+/// measure from the intended time.
+async fn open_worker(
+    sh: Rc<Shared>,
+    mut client: Client,
+    next: Rc<Cell<u64>>,
+    t0: Instant,
+    period_ns: f64,
+) -> WorkerStats {
+    let mut st = WorkerStats::new();
+    st.sessions = 1;
+    loop {
+        let k = next.get();
+        next.set(k + 1);
+        let intended = t0 + Duration::from_nanos((k as f64 * period_ns) as u64);
+        if intended >= sh.end {
+            break;
+        }
+        wait_until(intended).await;
+        let sent = Instant::now();
+        let in_window = intended >= sh.warm_end;
+        if in_window {
+            st.taken += 1;
+            if sent - intended > LATE {
+                st.late += 1;
+            }
+        }
+        let r = sh.call(&mut client, k, &mut st.reinit).await;
+        if in_window {
+            st.account(Instant::now() - intended, &r);
+        }
+        if matches!(&r, Err(e) if e.kind.poisons_connection()) {
+            match sh.open().await {
+                Ok(c) => {
+                    client = c;
+                    st.sessions += 1;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+    if let Client::Mcp(m) = client {
+        m.close().await;
+    }
+    st
+}
+
+/// What the sampler thread saw.
+#[derive(Default)]
+struct Sampled {
+    peak: Option<TreeMemory>,
+    samples: u32,
+    cpu_window: Option<(u64, Duration)>,
+    died: bool,
+}
+
+/// Samples the server tree's memory every interval, and its CPU time exactly at the window's
+/// start and end, through its own handle on the shim's socket.
+fn sampler(
+    mut shim: ShimClient,
+    pid: u32,
+    warm_end: Instant,
+    end: Instant,
+    stop: Arc<AtomicBool>,
+) -> Sampled {
+    let mut out = Sampled::default();
+    let mut cpu_a: Option<(u64, Instant)> = None;
+    loop {
+        let now = Instant::now();
+        if cpu_a.is_none() && now >= warm_end {
+            cpu_a = shim.cpu_ns(pid).ok().map(|c| (c, Instant::now()));
+        }
+        if out.cpu_window.is_none() && now >= end {
+            if let (Some((a, ta)), Ok(b)) = (cpu_a, shim.cpu_ns(pid)) {
+                out.cpu_window = Some((b.saturating_sub(a), Instant::now() - ta));
+            }
+        }
+        match shim.memory(pid) {
+            Ok(m) if m.processes == 0 => out.died = true,
+            Ok(m) => {
+                out.samples += 1;
+                if out.peak.as_ref().is_none_or(|p| m.rss_bytes > p.rss_bytes) {
+                    out.peak = Some(m);
+                }
+            }
+            Err(_) => {}
+        }
+        if stop.load(Ordering::Relaxed) || out.died {
+            return out;
+        }
+        let mut next = Instant::now() + SAMPLE_INTERVAL;
+        for edge in [warm_end, end] {
+            if edge > Instant::now() && edge < next {
+                next = edge;
+            }
+        }
+        while Instant::now() < next && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+        }
+    }
+}
+
+fn failure_of(e: CallError, what: &str) -> Failure {
+    let reason = match e.kind {
+        ErrorKind::Timeout => FailureReason::Timeout,
+        ErrorKind::ToolError => FailureReason::ToolError,
+        ErrorKind::WrongResult => FailureReason::WrongResult,
+        ErrorKind::Connect => FailureReason::Crash,
+        ErrorKind::HttpStatus | ErrorKind::ProtocolError | ErrorKind::SessionExpired => {
+            FailureReason::ProtocolError
+        }
+    };
+    Failure::new(reason, format!("{what}: {}", e.detail))
+}
+
+/// The correctness gate over HTTP: tools/list and every gate call over MCP, then (for REST
+/// cells) every valued gate call over the REST route.
+async fn gate(sh: &Shared, suite: Suite, startup_deadline: Instant) -> Result<ServerHello, Failure> {
+    // The port may be open before the app has mounted its routes: retry until the deadline.
+    let (mut client, hello) = loop {
+        match McpClient::open(&sh.target, sh.call_limit).await {
+            Ok(x) => break x,
+            Err(e)
+                if Instant::now() < startup_deadline
+                    && matches!(e.kind, ErrorKind::Connect | ErrorKind::HttpStatus) =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => return Err(failure_of(e, "handshake")),
+        }
+    };
+    let mut reinit = 0;
+    let listed = client
+        .request("tools/list", "{}", sh.call_limit, &mut reinit)
+        .await
+        .map_err(|e| failure_of(e, "tools/list"))?
+        .map_err(|e| {
+            Failure::new(
+                FailureReason::ProtocolError,
+                format!("tools/list failed: {} ({})", e.message, e.code),
+            )
+        })?;
+    let listed: Value = serde_json::from_str(&listed).unwrap_or(Value::Null);
+    let mut names = mcp::tool_names(&listed);
+    names.sort();
+    let mut want: Vec<String> = suite.tools().iter().map(|s| s.to_string()).collect();
+    want.sort();
+    if names != want {
+        return Err(Failure::new(
+            FailureReason::WrongResult,
+            format!("tools/list: expected exactly the {} suite {want:?}, got {names:?}", suite.name()),
+        ));
+    }
+    for (tool, args, expected) in suite.gate() {
+        let params = mcp::tools_call_params(tool, &args).to_string();
+        let out = client
+            .request("tools/call", &params, sh.call_limit, &mut reinit)
+            .await
+            .map_err(|e| failure_of(e, "gate"))?;
+        match expected {
+            Expected::Value(v) => {
+                let raw = out.map_err(|e| {
+                    Failure::new(
+                        FailureReason::ToolError,
+                        format!("gate: {tool} {args}: JSON-RPC error {} {}", e.code, e.message),
+                    )
+                })?;
+                let p = Prepared {
+                    params_json: params,
+                    rest: Bytes::new(),
+                    args: args.clone(),
+                    expected: v,
+                    verified: RefCell::new(None),
+                };
+                p.check(tool, &raw, true).map_err(|e| failure_of(e, "gate"))?;
+            }
+            Expected::Error => {
+                if let Ok(raw) = out {
+                    let v: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                    if let Ok(val) = mcp::tool_value(&v) {
+                        return Err(Failure::new(
+                            FailureReason::WrongResult,
+                            format!("gate: {tool} {args}: expected an error result, got the value {val}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    client.close().await;
+    if sh.rest {
+        let mut rest = RestClient::open(&sh.target).await.map_err(|e| failure_of(e, "REST gate"))?;
+        let style = sh.target.api_style.unwrap_or_default();
+        for (tool, args, expected) in suite.gate() {
+            let Expected::Value(v) = expected else { continue };
+            let body = rest_body(style, &args);
+            let raw = crate::driver::httpclient::timed(sh.call_limit, rest.call(tool, &body))
+                .await
+                .map_err(|e| failure_of(e, "REST gate"))?;
+            let p = Prepared {
+                params_json: String::new(),
+                rest: body,
+                args: args.clone(),
+                expected: v,
+                verified: RefCell::new(None),
+            };
+            p.check(tool, &raw, false).map_err(|e| failure_of(e, "REST gate"))?;
+        }
+    }
+    Ok(hello)
+}
+
+/// Waits for the server's port; a dead server is a crash, a silent one a start-up timeout.
+fn wait_for_port(shim: &mut ShimClient, pid: u32, port: u16, deadline: Instant) -> Result<(), Failure> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut polls = 0u32;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+            return Ok(());
+        }
+        polls += 1;
+        if polls.is_multiple_of(5) && shim.memory(pid)?.processes == 0 {
+            return Err(Failure::new(
+                FailureReason::Crash,
+                format!("the server exited before it listened on port {port}"),
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::new(
+                FailureReason::StartupTimeout,
+                format!("the server did not listen on 127.0.0.1:{port} within the start-up limit"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs an HTTP workload end to end.
+pub fn run(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    let target = spec.http.clone().ok_or_else(|| {
+        Failure::new(
+            FailureReason::EngineError,
+            "an HTTP workload needs the server's HTTP target in its spec",
+        )
+    })?;
+    let log = spec.lab_dir.join("server.log");
+    let started = Instant::now();
+    let pid = shim.spawn_logged(&spec.server, &log)?;
+    let with_log = |mut f: Failure| {
+        if let Some(tail) = stderr_tail(&log) {
+            f.detail = format!("{}\n--- server output (tail) ---\n{}", f.detail, tail.trim_end());
+        }
+        f
+    };
+    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started).map_err(with_log);
+    match shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms)) {
+        Ok((exit, _)) => out.exits.push(exit),
+        Err(f) if result.is_ok() => return Err(f),
+        Err(_) => {}
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_spawned(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+    target: HttpTarget,
+    pid: u32,
+    started: Instant,
+) -> Result<(), Failure> {
+    let startup_deadline = started + spec.timeouts.startup();
+    wait_for_port(shim, pid, target.port, startup_deadline)?;
+    let (tool, workers, warmup_ms, duration_ms, lifecycle, rest, rate) = match &spec.workload {
+        Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle } => {
+            (tool.clone(), *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
+        }
+        Workload::HttpApi { tool, workers, warmup_ms, duration_ms } => {
+            (tool.clone(), *workers, *warmup_ms, *duration_ms, Lifecycle::Session, true, None)
+        }
+        Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms } => {
+            (tool.clone(), *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
+        }
+        other => {
+            return Err(Failure::new(
+                FailureReason::EngineError,
+                format!("{} is not an HTTP workload", other.kind()),
+            ))
+        }
+    };
+    if rest && target.api_route.is_none() {
+        return Err(Failure::new(
+            FailureReason::EngineError,
+            "an http_api workload needs a server with a plain HTTP route",
+        ));
+    }
+    let style = target.api_style.unwrap_or_default();
+    let prepared = (0..PREPARED)
+        .map(|i| {
+            let (args, expected) = suite.call(&tool, i).ok_or_else(|| {
+                Failure::new(
+                    FailureReason::EngineError,
+                    format!("suite {} has no tool {tool:?}", suite.name()),
+                )
+            })?;
+            Ok(Prepared {
+                params_json: mcp::tools_call_params(&tool, &args).to_string(),
+                rest: rest_body(style, &args),
+                args,
+                expected,
+                verified: RefCell::new(None),
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(FailureReason::EngineError, format!("tokio runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+
+    // The gate, before anything counts.
+    let now = Instant::now();
+    let gate_shared = Shared {
+        target: target.clone(),
+        tool: tool.clone(),
+        rest,
+        lifecycle,
+        prepared: Vec::new(),
+        call_limit: spec.timeouts.call(),
+        warm_end: now,
+        end: now,
+    };
+    let hello = local.block_on(&rt, gate(&gate_shared, suite, startup_deadline))?;
+    out.protocol_version = Some(hello.protocol_version);
+    out.server_info = hello.server_info;
+    progress("gate", 1, 1);
+
+    // Idle memory, then the load with the sampler running beside it.
+    let idle = shim.memory(pid)?;
+    out.memory_after_initialize = Some(idle.clone());
+    let warmup = Duration::from_millis(warmup_ms);
+    let duration = Duration::from_millis(duration_ms);
+    let sh = Rc::new(Shared {
+        target,
+        tool,
+        rest,
+        lifecycle,
+        prepared,
+        call_limit: spec.timeouts.call(),
+        warm_end: Instant::now(), // set below, once sessions are open (open loop) or now
+        end: Instant::now(),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let total_ms = warmup_ms + duration_ms;
+    let (stats, window, sampler_out, t_start) = local.block_on(&rt, async {
+        let mut sh = sh;
+        // Open loop: every connection's session is opened before the schedule starts.
+        let mut clients = Vec::new();
+        if rate.is_some() {
+            for _ in 0..workers {
+                let c = sh.open().await.map_err(|e| failure_of(e, "opening the open-loop connections"))?;
+                clients.push(c);
+            }
+        }
+        let t_start = Instant::now() + Duration::from_millis(5);
+        {
+            let s = Rc::get_mut(&mut sh).expect("not shared yet");
+            s.warm_end = t_start + warmup;
+            s.end = t_start + warmup + duration;
+        }
+        let sampler_shim = shim.try_clone()?;
+        let (we, en, st) = (sh.warm_end, sh.end, stop.clone());
+        let sampler = std::thread::spawn(move || sampler(sampler_shim, pid, we, en, st));
+        let mut handles = Vec::new();
+        match rate {
+            None => {
+                for w in 0..u64::from(workers) {
+                    handles.push(tokio::task::spawn_local(closed_worker(sh.clone(), w)));
+                }
+            }
+            Some(r) => {
+                let next = Rc::new(Cell::new(0u64));
+                let period_ns = 1e9 / r as f64;
+                for c in clients {
+                    handles.push(tokio::task::spawn_local(open_worker(
+                        sh.clone(),
+                        c,
+                        next.clone(),
+                        t_start,
+                        period_ns,
+                    )));
+                }
+            }
+        }
+        let all = futures_util::future::join_all(handles);
+        tokio::pin!(all);
+        let results = loop {
+            tokio::select! {
+                r = &mut all => break r,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                    let el = t_start.elapsed().as_millis() as u64;
+                    progress(if el < warmup_ms { "warmup" } else { "load" }, el.min(total_ms), total_ms);
+                }
+            }
+        };
+        let window = sh.end - sh.warm_end;
+        stop.store(true, Ordering::Relaxed);
+        let sampled = sampler.join().unwrap_or_default();
+        let stats: Vec<WorkerStats> = results.into_iter().filter_map(Result::ok).collect();
+        Ok::<_, Failure>((stats, window, sampled, t_start))
+    })?;
+    drop(local);
+    drop(rt); // closes every connection
+    let _ = t_start;
+
+    // Merge the workers.
+    let mut hist = stats::latency_histogram();
+    let mut m = LoadMetrics {
+        mode: if rate.is_some() { "open" } else { "closed" }.into(),
+        workers,
+        connections: workers,
+        warmup_ms,
+        window_ms: window.as_secs_f64() * 1e3,
+        ..Default::default()
+    };
+    let (mut taken, mut late) = (0u64, 0u64);
+    for s in &stats {
+        let _ = hist.add(&s.hist);
+        m.ok += s.ok;
+        for (k, v) in &s.errors {
+            *m.errors.entry(k.to_string()).or_default() += v;
+        }
+        m.sessions += s.sessions;
+        m.reinitializations += s.reinit;
+        taken += s.taken;
+        late += s.late;
+        for e in &s.examples {
+            if m.error_examples.len() < 5 {
+                m.error_examples.push(e.clone());
+            }
+        }
+    }
+    m.failed = m.errors.values().sum();
+    let secs = window.as_secs_f64();
+    m.throughput_rps = if secs > 0.0 { m.ok as f64 / secs } else { 0.0 };
+    let sent = m.ok + m.failed;
+    m.error_rate = if sent > 0 { m.failed as f64 / sent as f64 } else { 0.0 };
+    if let Some(r) = rate {
+        let slots = (secs * r as f64).floor() as u64;
+        m.target_rps = Some(r as f64);
+        m.late = Some(late);
+        m.dropped = Some(slots.saturating_sub(taken));
+    }
+    m.latency = stats::summarize(&hist)
+        .map(|summary| HistogramMetric { summary, histogram: stats::encode_histogram(&hist) });
+    m.server_cpu_cores =
+        sampler_out.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
+
+    // After: let the server settle without clients, then read it again.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = shim.memory(pid).ok().filter(|m| m.processes > 0);
+    out.memory_end = after.clone();
+    out.load_memory = Some(LoadMemory {
+        idle_before: Some(idle),
+        peak_during: sampler_out.peak,
+        after,
+        samples: sampler_out.samples,
+        interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
+        cgroup_peak_bytes: shim.cgroup_peak().ok().flatten(),
+    });
+    let ok = m.ok;
+    let dominant = m.errors.iter().max_by_key(|(_, v)| **v).map(|(k, _)| k.clone());
+    let summary = m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+    out.load = Some(m);
+    progress("load", total_ms, total_ms);
+    if sampler_out.died {
+        return Err(Failure::new(FailureReason::Crash, "the server exited during the load"));
+    }
+    if ok == 0 {
+        let reason = match dominant.as_deref() {
+            Some("timeout") => FailureReason::Timeout,
+            Some("tool_error") => FailureReason::ToolError,
+            Some("wrong_result") => FailureReason::WrongResult,
+            Some("connect") => FailureReason::Crash,
+            _ => FailureReason::ProtocolError,
+        };
+        return Err(Failure::new(
+            reason,
+            format!(
+                "no call succeeded in the measured window ({})",
+                if summary.is_empty() { "nothing completed".into() } else { summary }
+            ),
+        ));
+    }
+    Ok(())
+}
