@@ -57,6 +57,17 @@ pub enum Command {
         /// Print the summary as JSON on stdout instead of a table.
         #[arg(long)]
         json: bool,
+        /// Measure every HTTP load workload for this long instead of the scenario's `duration`
+        /// (a reduced run: "3s", "500ms"). Each record keeps the durations it ran with.
+        #[arg(long, value_parser = parse_duration_arg)]
+        duration: Option<u64>,
+        /// Warm every HTTP load workload up for this long instead of the scenario's `warmup`.
+        #[arg(long, value_parser = parse_duration_arg)]
+        warmup: Option<u64>,
+        /// Run only the cells whose id matches this pattern (`*` matches anything; e.g.
+        /// "gradio-*/mcp-echo-*"). May be given several times.
+        #[arg(long, value_name = "PATTERN")]
+        only: Vec<String>,
     },
     /// Show the summary table of a finished run, from its records.
     ///
@@ -252,6 +263,10 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+fn parse_duration_arg(s: &str) -> Result<u64, String> {
+    crate::scenario::parse_duration_ms(s)
+}
+
 /// Runs a command; returns the process exit code.
 pub fn main_with(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
@@ -367,8 +382,18 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Run { scenario, results, run_id, checkout, json } => {
-            let scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
+        Command::Run { scenario, results, run_id, checkout, json, duration, warmup, only } => {
+            let mut scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
+            scenario.override_load_times(warmup, duration);
+            if !only.is_empty() {
+                scenario.only = only;
+                if scenario.cells().is_empty() {
+                    return Err(Exit::new(
+                        2,
+                        format!("--only {:?} matches no cell of {}", scenario.only, scenario.path.display()),
+                    ));
+                }
+            }
             let recipes = checkout.recipes()?;
             let opts = run_options(results, run_id, checkout.ca_bundle)?;
             let summary = tokio_runtime().block_on(async {

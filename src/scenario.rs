@@ -98,6 +98,29 @@ impl Workload {
     }
 }
 
+/// Matches `text` against a pattern whose `*` matches any run of characters.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first)
+        || !text[first.len()..].ends_with(last)
+        || text.len() < first.len() + last.len()
+    {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"` into milliseconds.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -485,6 +508,8 @@ pub struct Scenario {
     pub repeats: u32,
     /// Whether each repeat gets a fresh server container.
     pub fresh_container: bool,
+    /// Cell-id patterns (`*` wildcards) a run is limited to; empty: every cell.
+    pub only: Vec<String>,
 }
 
 /// A scenario problem, located in its file.
@@ -561,6 +586,7 @@ impl Scenario {
             workload_servers: Vec::new(),
             repeats: raw.repeats.as_ref().map_or(1, |r| *r.get_ref()),
             fresh_container: raw.fresh_container.unwrap_or(true),
+            only: Vec::new(),
             source,
         };
         let mut s = s;
@@ -737,6 +763,10 @@ impl Scenario {
                 if only.as_ref().is_some_and(|l| !l.contains(server.id.get_ref())) {
                     continue;
                 }
+                let id = format!("{}/{name}", server.id.get_ref());
+                if !self.only.is_empty() && !self.only.iter().any(|p| glob_match(p, &id)) {
+                    continue;
+                }
                 for repeat in 0..self.repeats {
                     out.push(CellSpec {
                         server: server.clone(),
@@ -832,6 +862,43 @@ calls = 100
         let bad = GOOD.replace("id = \"mcp\"", "id = \"null\"");
         let e = parse(&bad).unwrap_err().to_string();
         assert!(e.starts_with("scenarios/t.toml:13:6: ") && e.contains("used twice"), "{e}");
+    }
+
+    #[test]
+    fn globs_and_durations() {
+        assert!(glob_match("gradio-*/mcp-echo-*", "gradio-cl1/mcp-echo-w10"));
+        assert!(!glob_match("gradio-*/mcp-echo-*", "fastmcp/mcp-echo-w10"));
+        assert!(glob_match("*", "x"));
+        assert!(glob_match("a*b*c", "abc") && !glob_match("a*b*c", "acb"));
+        assert!(glob_match("null/cold_start", "null/cold_start") && !glob_match("null", "null/x"));
+        assert_eq!(parse_duration_ms("1.5s"), Ok(1500));
+        assert_eq!(parse_duration_ms("250ms"), Ok(250));
+        assert_eq!(parse_duration_ms("2m"), Ok(120_000));
+        assert!(parse_duration_ms("10").is_err() && parse_duration_ms("5h").is_err());
+    }
+
+    #[test]
+    fn http_workloads_expand_worker_lists_and_check_transports() {
+        let http = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\ntransport = \"streamable-http\"")
+            + "\n[[workload]]\nkind = \"concurrency\"\ntool = \"echo\"\nworkers = [1, 10]\nduration = \"2s\"\nservers = [\"null\"]\n";
+        let e = parse(&http).unwrap_err().to_string();
+        assert!(e.contains("runs over stdio") && e.contains("\"null\""), "{e}");
+        let fixed = http
+            .replace(
+                "kind = \"cold_start\"\nspawns = 3",
+                "kind = \"cold_start\"\nspawns = 3\nservers = [\"mcp\"]",
+            )
+            .replace("warmup = 10\ncalls = 100", "warmup = 10\ncalls = 100\nservers = [\"mcp\"]");
+        let s = parse(&fixed).unwrap();
+        let ids: Vec<_> = s.cells().iter().map(CellSpec::id).collect();
+        assert_eq!(
+            ids,
+            ["null/concurrency-w1", "null/concurrency-w10", "mcp/cold_start", "mcp/serial_calls"]
+        );
+        let bad = fixed.replace("workers = [1, 10]", "workers = [1, 1]");
+        assert!(parse(&bad).unwrap_err().to_string().contains("twice"));
+        let bad = fixed.replace("duration = \"2s\"", "duration = \"2 parsecs\"");
+        assert!(parse(&bad).unwrap_err().to_string().contains("unknown unit"));
     }
 
     #[test]

@@ -10,6 +10,17 @@ pub enum Suite {
     Weekly,
     /// Seed 000's stdio suite: calculate_tax, checksum (tools that validate their arguments).
     Pulse,
+    /// Seed 003's suite: echo, fibonacci, json_transform, async_sleep, payload_echo, called
+    /// with the seed's own parameters; timing fields in their answers are volatile.
+    Bench,
+}
+
+/// An expected value that matches whatever the server put there (timestamps, measured times):
+/// the key must be present, its value is not compared.
+pub const VOLATILE: &str = "\u{1}volatile";
+
+fn volatile() -> Value {
+    Value::String(VOLATILE.into())
 }
 
 /// What a correct server answers to a gate input.
@@ -22,12 +33,13 @@ pub enum Expected {
 }
 
 impl Suite {
-    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse];
+    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse, Suite::Bench];
 
     pub fn from_name(name: &str) -> Option<Suite> {
         match name {
             "weekly" => Some(Suite::Weekly),
             "pulse" => Some(Suite::Pulse),
+            "bench" => Some(Suite::Bench),
             _ => None,
         }
     }
@@ -36,6 +48,7 @@ impl Suite {
         match self {
             Suite::Weekly => "weekly",
             Suite::Pulse => "pulse",
+            Suite::Bench => "bench",
         }
     }
 
@@ -44,6 +57,7 @@ impl Suite {
         match self {
             Suite::Weekly => &["add_numbers", "echo", "word_count"],
             Suite::Pulse => &["calculate_tax", "checksum"],
+            Suite::Bench => &["echo", "fibonacci", "json_transform", "async_sleep", "payload_echo"],
         }
     }
 
@@ -62,6 +76,14 @@ impl Suite {
                 ("checksum", json!({"values": [1, 2, 3]}), V(checksum_value(&[1, 2, 3]))),
                 ("checksum", json!({"values": []}), Error),
             ],
+            Suite::Bench => self
+                .tools()
+                .iter()
+                .map(|t| {
+                    let (args, expected) = self.call(t, 0).expect("every bench tool has its call");
+                    (*t, args, V(expected))
+                })
+                .collect(),
         }
     }
 
@@ -91,6 +113,31 @@ impl Suite {
             (Suite::Pulse, "checksum") => {
                 let values: Vec<i64> = (0..(i % 10 + 1) as i64).map(|k| k * 7 + i as i64).collect();
                 Some((json!({"values": values}), checksum_value(&values)))
+            }
+            // Seed 003 calls every tool with the same parameters; so does the lab.
+            (Suite::Bench, "echo") => Some((
+                json!({"message": "hello benchmark"}),
+                json!({"message": "hello benchmark", "timestamp_ns": volatile()}),
+            )),
+            (Suite::Bench, "fibonacci") => {
+                Some((json!({"n": 25}), json!({"n": 25, "result": 75025, "compute_time_ns": volatile()})))
+            }
+            (Suite::Bench, "json_transform") => {
+                let data = bench_users();
+                let mut v = json_transform_value(&data);
+                v["stats"]["processing_time_ns"] = volatile();
+                Some((json!({ "data": data }), v))
+            }
+            (Suite::Bench, "async_sleep") => Some((
+                json!({"duration_ms": 50}),
+                json!({"requested_ms": 50, "actual_ms": volatile(), "overhead_ms": volatile()}),
+            )),
+            (Suite::Bench, "payload_echo") => {
+                let payload = "x".repeat(10_000);
+                Some((
+                    json!({ "payload": payload }),
+                    json!({"payload": payload, "size_bytes": 10_000, "timestamp_ns": volatile()}),
+                ))
             }
             _ => None,
         }
@@ -145,6 +192,49 @@ impl Suite {
                 }
                 Ok(checksum_value(&values))
             }
+            (Suite::Bench, "echo") => {
+                let m = args.get("message").and_then(Value::as_str).ok_or("echo needs a string message")?;
+                Ok(json!({"message": m, "timestamp_ns": now_ns()}))
+            }
+            (Suite::Bench, "fibonacci") => {
+                let n =
+                    args.get("n").and_then(Value::as_i64).ok_or("fibonacci needs an integer n")?.clamp(0, 35);
+                let t = std::time::Instant::now();
+                let r = fib(n as u64);
+                Ok(json!({"n": n, "result": r, "compute_time_ns": t.elapsed().as_nanos() as u64}))
+            }
+            (Suite::Bench, "json_transform") => {
+                let data = args
+                    .get("data")
+                    .filter(|d| d.is_object())
+                    .ok_or("json_transform needs an object data")?;
+                let t = std::time::Instant::now();
+                let mut v = json_transform_value(data);
+                v["stats"]["processing_time_ns"] = json!(t.elapsed().as_nanos() as u64);
+                Ok(v)
+            }
+            (Suite::Bench, "async_sleep") => {
+                // The null server is single-threaded: its sleep blocks it (the floor has no
+                // event loop to yield to). Real servers under test sleep without blocking.
+                let ms = args
+                    .get("duration_ms")
+                    .and_then(Value::as_i64)
+                    .ok_or("async_sleep needs duration_ms")?
+                    .clamp(0, 5000);
+                let t = std::time::Instant::now();
+                std::thread::sleep(std::time::Duration::from_millis(ms as u64));
+                let actual = t.elapsed().as_secs_f64() * 1e3;
+                Ok(
+                    json!({"requested_ms": ms, "actual_ms": round3(actual), "overhead_ms": round3(actual - ms as f64)}),
+                )
+            }
+            (Suite::Bench, "payload_echo") => {
+                let p = args
+                    .get("payload")
+                    .and_then(Value::as_str)
+                    .ok_or("payload_echo needs a string payload")?;
+                Ok(json!({"payload": p, "size_bytes": p.len(), "timestamp_ns": now_ns()}))
+            }
             _ => Err(format!("unknown tool: {tool}")),
         }
     }
@@ -164,6 +254,38 @@ impl Suite {
                     "Count, sum and sha256 of integers.",
                     json!({"values": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 100}}),
                     &["values"],
+                ),
+            ],
+            Suite::Bench => vec![
+                tool_schema(
+                    "echo",
+                    "Echo a message back.",
+                    json!({"message": {"type": "string"}}),
+                    &["message"],
+                ),
+                tool_schema(
+                    "fibonacci",
+                    "The nth Fibonacci number, naively.",
+                    json!({"n": {"type": "integer"}}),
+                    &["n"],
+                ),
+                tool_schema(
+                    "json_transform",
+                    "Upper-case strings, sum numbers.",
+                    json!({"data": {"type": "object"}}),
+                    &["data"],
+                ),
+                tool_schema(
+                    "async_sleep",
+                    "Sleep without blocking.",
+                    json!({"duration_ms": {"type": "integer"}}),
+                    &["duration_ms"],
+                ),
+                tool_schema(
+                    "payload_echo",
+                    "Echo a payload with its size.",
+                    json!({"payload": {"type": "string"}}),
+                    &["payload"],
                 ),
             ],
             Suite::Weekly => vec![
@@ -188,6 +310,109 @@ impl Suite {
             ],
         }
     }
+}
+
+/// Seed 003's json_transform input: five users.
+fn bench_users() -> Value {
+    let users: Vec<Value> = [
+        ("alice", 30, "new york"),
+        ("bob", 25, "san francisco"),
+        ("charlie", 35, "london"),
+        ("diana", 28, "tokyo"),
+        ("eve", 32, "paris"),
+    ]
+    .iter()
+    .map(|(n, a, c)| json!({"name": n, "age": a, "city": c}))
+    .collect();
+    json!({ "users": users })
+}
+
+/// json_transform's answer (with processing_time_ns left 0): strings upper-cased, numbers summed
+/// (as a float, as the Python reference does), json_size_bytes of Python's `json.dumps`.
+fn json_transform_value(data: &Value) -> Value {
+    fn walk(v: &Value, st: &mut (u64, u64, f64)) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), walk(x, st))).collect()),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, st)).collect()),
+            Value::String(s) => {
+                st.0 += 1;
+                Value::String(s.to_uppercase())
+            }
+            Value::Number(n) => {
+                st.1 += 1;
+                st.2 += n.as_f64().unwrap_or(0.0);
+                v.clone()
+            }
+            other => other.clone(),
+        }
+    }
+    let mut st = (0, 0, 0.0);
+    let transformed = walk(data, &mut st);
+    let size = py_dumps(&transformed).len();
+    json!({
+        "transformed": transformed,
+        "stats": {"strings_transformed": st.0, "numbers_found": st.1, "number_sum": st.2, "json_size_bytes": size, "processing_time_ns": 0},
+    })
+}
+
+/// Python's `json.dumps` with its defaults (", " and ": " separators, ASCII escapes), for the
+/// byte counts the Python reference tools report. Keys keep the order of `v` (the lab's maps
+/// are sorted, as the reference inputs are written in sorted order).
+pub fn py_dumps(v: &Value) -> String {
+    match v {
+        Value::Object(o) => {
+            let items: Vec<String> =
+                o.iter().map(|(k, x)| format!("{}: {}", py_dumps(&json!(k)), py_dumps(x))).collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(py_dumps).collect::<Vec<_>>().join(", ")),
+        Value::String(s) => {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                        let mut buf = [0u16; 2];
+                        for u in c.encode_utf16(&mut buf) {
+                            out.push_str(&format!("\\u{u:04x}"));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 1e16 {
+                format!("{f:.1}")
+            } else {
+                format!("{f}")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+fn fib(n: u64) -> u64 {
+    if n <= 1 {
+        n
+    } else {
+        fib(n - 1) + fib(n - 2)
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }
 
 /// round(x, 2) as Python and JavaScript servers compute it for the values the lab sends.
@@ -219,17 +444,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bench_values_match_the_reference_implementation() {
+        let (args, expected) = Suite::Bench.call("json_transform", 0).unwrap();
+        // Computed with CPython 3.13 running images/gradio/servers/gr_api/bench.py's transform.
+        assert_eq!(expected["stats"]["json_size_bytes"], 256);
+        assert_eq!(expected["stats"]["strings_transformed"], 10);
+        assert_eq!(expected["stats"]["number_sum"], 150.0);
+        assert_eq!(expected["transformed"]["users"][2]["city"], "LONDON");
+        let got = Suite::Bench.evaluate("json_transform", &args).unwrap();
+        assert!(crate::mcp::values_match(&expected, &got));
+        let (a, e) = Suite::Bench.call("fibonacci", 0).unwrap();
+        assert!(crate::mcp::values_match(&e, &Suite::Bench.evaluate("fibonacci", &a).unwrap()));
+        // A volatile field must be present, whatever its value.
+        assert!(!crate::mcp::values_match(&e, &json!({"n": 25, "result": 75025})));
+        assert!(!crate::mcp::values_match(&e, &json!({"n": 25, "result": 75026, "compute_time_ns": 1})));
+    }
+
+    #[test]
     fn generated_calls_agree_with_evaluation() {
         for suite in Suite::ALL {
             for tool in suite.tools() {
                 for i in [0u64, 1, 2, 11, 12, 996, 997, 10_000] {
                     let (args, expected) = suite.call(tool, i).unwrap();
-                    assert_eq!(suite.evaluate(tool, &args), Ok(expected));
+                    let got = suite.evaluate(tool, &args).unwrap();
+                    assert!(crate::mcp::values_match(&expected, &got), "{tool}: {expected} vs {got}");
                 }
             }
             for (tool, args, expected) in suite.gate() {
                 match expected {
-                    Expected::Value(v) => assert_eq!(suite.evaluate(tool, &args), Ok(v)),
+                    Expected::Value(v) => {
+                        assert!(crate::mcp::values_match(&v, &suite.evaluate(tool, &args).unwrap()))
+                    }
                     Expected::Error => {
                         assert!(suite.evaluate(tool, &args).is_err(), "{tool} {args}")
                     }
