@@ -10,7 +10,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -75,7 +76,7 @@ fn err(kind: ErrorKind, detail: impl Into<String>) -> CallError {
 /// One HTTP/1.1 connection to the server on the loopback.
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
-    host: String,
+    host: HeaderValue,
 }
 
 impl Conn {
@@ -90,11 +91,31 @@ impl Conn {
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });
-        Ok(Conn { sender, host: format!("127.0.0.1:{port}") })
+        let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
+        Ok(Conn { sender, host })
     }
 
     pub fn is_closed(&self) -> bool {
         self.sender.is_closed()
+    }
+
+    /// The hot path: a request whose URI and header values were built once, ahead of time.
+    pub async fn send_prepared(
+        &mut self,
+        uri: &Uri,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, CallError> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = uri.clone();
+        let h = req.headers_mut();
+        h.insert(hyper::header::HOST, self.host.clone());
+        for (k, v) in headers {
+            h.insert(k.clone(), v.clone());
+        }
+        self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
+        self.sender.send_request(req).await.map_err(|e| err(ErrorKind::Connect, format!("{uri}: {e}")))
     }
 
     /// Sends a request; returns the response head with its body still streaming.
@@ -105,7 +126,7 @@ impl Conn {
         headers: &[(&str, &str)],
         body: Bytes,
     ) -> Result<Response<Incoming>, CallError> {
-        let mut b = Request::builder().method(method).uri(path).header("host", &self.host);
+        let mut b = Request::builder().method(method).uri(path).header("host", self.host.clone());
         for (k, v) in headers {
             b = b.header(*k, *v);
         }
@@ -125,12 +146,16 @@ pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
         .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
 }
 
-fn content_type(resp: &Response<Incoming>) -> String {
+/// Whether the response's content type is `mime` (parameters and case aside).
+fn content_type_is(resp: &Response<Incoming>, mime: &str) -> bool {
     resp.headers()
         .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase()
+        .map(|v| v.as_bytes())
+        .is_some_and(|v| v.len() >= mime.len() && v[..mime.len()].eq_ignore_ascii_case(mime.as_bytes()))
+}
+
+fn content_type(resp: &Response<Incoming>) -> String {
+    resp.headers().get(hyper::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
 }
 
 /// A JSON-RPC response, with the result left as raw text (so a repeated identical answer can be
@@ -225,14 +250,21 @@ impl McpClient {
     pub async fn open(target: &HttpTarget, limit: Duration) -> Result<(McpClient, ServerHello), CallError> {
         match target.transport {
             Transport::StreamableHttp => {
+                let uri: Uri = target
+                    .path
+                    .parse()
+                    .map_err(|e| err(ErrorKind::ProtocolError, format!("path {:?}: {e}", target.path)))?;
                 let mut s = Streamable {
                     conn: Conn::open(target.port).await?,
                     port: target.port,
                     path: target.path.clone(),
+                    uri,
+                    headers: Vec::new(),
                     session: None,
                     protocol: None,
                     next_id: 1,
                 };
+                s.set_headers();
                 let hello = timed(limit, s.initialize(limit)).await?;
                 Ok((McpClient::Streamable(s), hello))
             }
@@ -317,6 +349,9 @@ pub struct Streamable {
     conn: Conn,
     port: u16,
     path: String,
+    uri: Uri,
+    /// content-type, accept, then the session id and protocol version once known.
+    headers: Vec<(HeaderName, HeaderValue)>,
     session: Option<String>,
     protocol: Option<String>,
     next_id: u64,
@@ -330,22 +365,32 @@ impl Streamable {
         Ok(())
     }
 
+    /// Renders the request headers once per session change, not once per request.
+    fn set_headers(&mut self) {
+        use hyper::header::{ACCEPT, CONTENT_TYPE};
+        let mut h = vec![
+            (CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (ACCEPT, HeaderValue::from_static(ACCEPT_BOTH)),
+        ];
+        let value = |v: &str| HeaderValue::from_str(v).ok();
+        if let Some(s) = self.session.as_deref().and_then(value) {
+            h.push((HeaderName::from_static("mcp-session-id"), s));
+        }
+        if let Some(p) = self.protocol.as_deref().and_then(value) {
+            h.push((HeaderName::from_static("mcp-protocol-version"), p));
+        }
+        self.headers = h;
+    }
+
     async fn post(&mut self, body: Bytes) -> Result<Response<Incoming>, CallError> {
         self.ensure_conn().await?;
-        let mut headers: Vec<(&str, &str)> =
-            vec![("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
-        if let Some(s) = &self.session {
-            headers.push(("mcp-session-id", s));
-        }
-        if let Some(p) = &self.protocol {
-            headers.push(("mcp-protocol-version", p));
-        }
-        let path = self.path.clone();
-        self.conn.send(Method::POST, &path, &headers, body).await
+        self.conn.send_prepared(&self.uri, &self.headers, body).await
     }
 
     async fn initialize(&mut self, _limit: Duration) -> Result<ServerHello, CallError> {
         self.protocol = None;
+        self.session = None;
+        self.set_headers();
         let id = self.next_id;
         self.next_id += 1;
         let resp = self.post(request_body(id, "initialize", &initialize_json())).await?;
@@ -354,6 +399,7 @@ impl Streamable {
         }
         let hello = hello_from(self.answer(resp, id).await?)?;
         self.protocol = Some(hello.protocol_version.clone());
+        self.set_headers();
         let resp = self
             .post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
             .await?;
@@ -374,7 +420,9 @@ impl Streamable {
 
     async fn answer(&mut self, resp: Response<Incoming>, id: u64) -> Result<RpcOutcome, CallError> {
         let status = resp.status();
-        let ctype = content_type(&resp);
+        let is_json = content_type_is(&resp, "application/json");
+        let is_sse = !is_json && content_type_is(&resp, "text/event-stream");
+        let ctype = if is_json || is_sse { String::new() } else { content_type(&resp) };
         let body = read_body(resp).await?;
         if status == StatusCode::NOT_FOUND && self.session.is_some() {
             return Err(err(ErrorKind::SessionExpired, "HTTP 404 on our session"));
@@ -382,10 +430,8 @@ impl Streamable {
         if status != StatusCode::OK {
             return Err(err(ErrorKind::HttpStatus, format!("HTTP {status}: {}", preview(&body))));
         }
-        if ctype.starts_with("text/event-stream") {
-            response_in(&body, true, id)
-        } else if ctype.starts_with("application/json") {
-            response_in(&body, false, id)
+        if is_json || is_sse {
+            response_in(&body, is_sse, id)
         } else {
             Err(err(ErrorKind::ProtocolError, format!("unexpected content type {ctype:?}")))
         }

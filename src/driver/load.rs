@@ -245,6 +245,10 @@ async fn open_worker(
     let mut st = WorkerStats::new();
     st.sessions = 1;
     loop {
+        // Slots not taken by the end of the window are dropped, not sent late after it.
+        if Instant::now() >= sh.end {
+            break;
+        }
         let k = next.get();
         next.set(k + 1);
         let intended = t0 + Duration::from_nanos((k as f64 * period_ns) as u64);
@@ -502,124 +506,147 @@ pub fn run(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_spawned(
-    spec: &DriverSpec,
-    suite: Suite,
-    shim: &mut ShimClient,
-    out: &mut DriverOutcome,
-    progress: &mut Progress,
-    target: HttpTarget,
-    pid: u32,
-    started: Instant,
-) -> Result<(), Failure> {
-    let startup_deadline = started + spec.timeouts.startup();
-    wait_for_port(shim, pid, target.port, startup_deadline)?;
-    let (tool, workers, warmup_ms, duration_ms, lifecycle, rest, rate) = match &spec.workload {
-        Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle } => {
-            (tool.clone(), *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
-        }
-        Workload::HttpApi { tool, workers, warmup_ms, duration_ms } => {
-            (tool.clone(), *workers, *warmup_ms, *duration_ms, Lifecycle::Session, true, None)
-        }
-        Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms } => {
-            (tool.clone(), *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
-        }
-        other => {
+/// What a load does, resolved from the workload and the server's HTTP target.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub target: HttpTarget,
+    pub tool: String,
+    /// Virtual users (closed loop) or connections (open loop).
+    pub workers: u32,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub lifecycle: Lifecycle,
+    /// Through the plain REST route instead of MCP.
+    pub rest: bool,
+    /// Open loop: calls per second.
+    pub rate: Option<u64>,
+    pub call_limit: Duration,
+}
+
+impl LoadPlan {
+    pub fn new(workload: &Workload, target: HttpTarget, call_limit: Duration) -> Result<LoadPlan, Failure> {
+        let ms = Duration::from_millis;
+        let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
+            Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle } => {
+                (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
+            }
+            Workload::HttpApi { tool, workers, warmup_ms, duration_ms } => {
+                (tool, *workers, *warmup_ms, *duration_ms, Lifecycle::Session, true, None)
+            }
+            Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms } => {
+                (tool, *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
+            }
+            other => {
+                return Err(Failure::new(
+                    FailureReason::EngineError,
+                    format!("{} is not an HTTP workload", other.kind()),
+                ))
+            }
+        };
+        if rest && target.api_route.is_none() {
             return Err(Failure::new(
                 FailureReason::EngineError,
-                format!("{} is not an HTTP workload", other.kind()),
-            ))
+                "an http_api workload needs a server with a plain HTTP route",
+            ));
         }
-    };
-    if rest && target.api_route.is_none() {
-        return Err(Failure::new(
-            FailureReason::EngineError,
-            "an http_api workload needs a server with a plain HTTP route",
-        ));
-    }
-    let style = target.api_style.unwrap_or_default();
-    let prepared = (0..PREPARED)
-        .map(|i| {
-            let (args, expected) = suite.call(&tool, i).ok_or_else(|| {
-                Failure::new(
-                    FailureReason::EngineError,
-                    format!("suite {} has no tool {tool:?}", suite.name()),
-                )
-            })?;
-            Ok(Prepared {
-                params_json: mcp::tools_call_params(&tool, &args).to_string(),
-                rest: rest_body(style, &args),
-                args,
-                expected,
-                verified: RefCell::new(None),
-            })
+        Ok(LoadPlan {
+            target,
+            tool: tool.clone(),
+            workers,
+            warmup: ms(warmup),
+            duration: ms(duration),
+            lifecycle,
+            rest,
+            rate,
+            call_limit,
         })
-        .collect::<Result<Vec<_>, Failure>>()?;
+    }
 
+    fn prepared(&self, suite: Suite) -> Result<Vec<Prepared>, Failure> {
+        let style = self.target.api_style.unwrap_or_default();
+        (0..PREPARED)
+            .map(|i| {
+                let (args, expected) = suite.call(&self.tool, i).ok_or_else(|| {
+                    Failure::new(
+                        FailureReason::EngineError,
+                        format!("suite {} has no tool {:?}", suite.name(), self.tool),
+                    )
+                })?;
+                Ok(Prepared {
+                    params_json: mcp::tools_call_params(&self.tool, &args).to_string(),
+                    rest: rest_body(style, &args),
+                    args,
+                    expected,
+                    verified: RefCell::new(None),
+                })
+            })
+            .collect()
+    }
+
+    fn shared(&self, prepared: Vec<Prepared>) -> Shared {
+        let now = Instant::now();
+        Shared {
+            target: self.target.clone(),
+            tool: self.tool.clone(),
+            rest: self.rest,
+            lifecycle: self.lifecycle,
+            prepared,
+            call_limit: self.call_limit,
+            warm_end: now,
+            end: now,
+        }
+    }
+}
+
+fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSet), Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(FailureReason::EngineError, format!("tokio runtime: {e}")))?;
-    let local = tokio::task::LocalSet::new();
+    Ok((rt, tokio::task::LocalSet::new()))
+}
 
-    // The gate, before anything counts.
-    let now = Instant::now();
-    let gate_shared = Shared {
-        target: target.clone(),
-        tool: tool.clone(),
-        rest,
-        lifecycle,
-        prepared: Vec::new(),
-        call_limit: spec.timeouts.call(),
-        warm_end: now,
-        end: now,
-    };
-    let hello = local.block_on(&rt, gate(&gate_shared, suite, startup_deadline))?;
-    out.protocol_version = Some(hello.protocol_version);
-    out.server_info = hello.server_info;
-    progress("gate", 1, 1);
+/// Runs the correctness gate against a listening server (retrying the handshake until
+/// `startup_deadline` while the app mounts its routes).
+pub fn gate_server(plan: &LoadPlan, suite: Suite, startup_deadline: Instant) -> Result<ServerHello, Failure> {
+    let (rt, local) = runtime()?;
+    local.block_on(&rt, gate(&plan.shared(Vec::new()), suite, startup_deadline))
+}
 
-    // Idle memory, then the load with the sampler running beside it.
-    let idle = shim.memory(pid)?;
-    out.memory_after_initialize = Some(idle.clone());
-    let warmup = Duration::from_millis(warmup_ms);
-    let duration = Duration::from_millis(duration_ms);
-    let sh = Rc::new(Shared {
-        target,
-        tool,
-        rest,
-        lifecycle,
-        prepared,
-        call_limit: spec.timeouts.call(),
-        warm_end: Instant::now(), // set below, once sessions are open (open loop) or now
-        end: Instant::now(),
-    });
-    let stop = Arc::new(AtomicBool::new(false));
-    let total_ms = warmup_ms + duration_ms;
-    let (stats, window, sampler_out, t_start) = local.block_on(&rt, async {
-        let mut sh = sh;
+/// Drives the load on this thread (a single-threaded runtime: one core is enough, and the
+/// figures do not depend on thread hand-offs). `on_window` is called once with the window's
+/// start and end before any worker starts (the caller starts its samplers there). Returns the
+/// merged metrics, with `server_cpu_cores` left for the caller.
+pub fn drive(
+    plan: &LoadPlan,
+    suite: Suite,
+    progress: &mut Progress,
+    on_window: &mut dyn FnMut(Instant, Instant),
+) -> Result<LoadMetrics, Failure> {
+    let prepared = plan.prepared(suite)?;
+    let (rt, local) = runtime()?;
+    let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
+    let warmup_ms = plan.warmup.as_millis() as u64;
+    let stats = local.block_on(&rt, async {
+        let mut sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
         let mut clients = Vec::new();
-        if rate.is_some() {
-            for _ in 0..workers {
-                let c = sh.open().await.map_err(|e| failure_of(e, "opening the open-loop connections"))?;
-                clients.push(c);
+        if plan.rate.is_some() {
+            for _ in 0..plan.workers {
+                clients.push(sh.open().await.map_err(|e| failure_of(e, "opening the open-loop connections"))?);
             }
         }
         let t_start = Instant::now() + Duration::from_millis(5);
         {
             let s = Rc::get_mut(&mut sh).expect("not shared yet");
-            s.warm_end = t_start + warmup;
-            s.end = t_start + warmup + duration;
+            s.warm_end = t_start + plan.warmup;
+            s.end = t_start + plan.warmup + plan.duration;
         }
-        let sampler_shim = shim.try_clone()?;
-        let (we, en, st) = (sh.warm_end, sh.end, stop.clone());
-        let sampler = std::thread::spawn(move || sampler(sampler_shim, pid, we, en, st));
+        on_window(sh.warm_end, sh.end);
         let mut handles = Vec::new();
-        match rate {
+        match plan.rate {
             None => {
-                for w in 0..u64::from(workers) {
+                for w in 0..u64::from(plan.workers) {
                     handles.push(tokio::task::spawn_local(closed_worker(sh.clone(), w)));
                 }
             }
@@ -648,28 +675,26 @@ fn run_spawned(
                 }
             }
         };
-        let window = sh.end - sh.warm_end;
-        stop.store(true, Ordering::Relaxed);
-        let sampled = sampler.join().unwrap_or_default();
-        let stats: Vec<WorkerStats> = results.into_iter().filter_map(Result::ok).collect();
-        Ok::<_, Failure>((stats, window, sampled, t_start))
+        Ok::<_, Failure>(results.into_iter().filter_map(Result::ok).collect::<Vec<WorkerStats>>())
     })?;
     drop(local);
     drop(rt); // closes every connection
-    let _ = t_start;
+    Ok(merge(plan, &stats))
+}
 
-    // Merge the workers.
+/// Merges the workers' counts and histograms into the record's metrics.
+fn merge(plan: &LoadPlan, stats: &[WorkerStats]) -> LoadMetrics {
     let mut hist = stats::latency_histogram();
     let mut m = LoadMetrics {
-        mode: if rate.is_some() { "open" } else { "closed" }.into(),
-        workers,
-        connections: workers,
-        warmup_ms,
-        window_ms: window.as_secs_f64() * 1e3,
+        mode: if plan.rate.is_some() { "open" } else { "closed" }.into(),
+        workers: plan.workers,
+        connections: plan.workers,
+        warmup_ms: plan.warmup.as_millis() as u64,
+        window_ms: plan.duration.as_secs_f64() * 1e3,
         ..Default::default()
     };
     let (mut taken, mut late) = (0u64, 0u64);
-    for s in &stats {
+    for s in stats {
         let _ = hist.add(&s.hist);
         m.ok += s.ok;
         for (k, v) in &s.errors {
@@ -686,11 +711,11 @@ fn run_spawned(
         }
     }
     m.failed = m.errors.values().sum();
-    let secs = window.as_secs_f64();
+    let secs = plan.duration.as_secs_f64();
     m.throughput_rps = if secs > 0.0 { m.ok as f64 / secs } else { 0.0 };
     let sent = m.ok + m.failed;
     m.error_rate = if sent > 0 { m.failed as f64 / sent as f64 } else { 0.0 };
-    if let Some(r) = rate {
+    if let Some(r) = plan.rate {
         let slots = (secs * r as f64).floor() as u64;
         m.target_rps = Some(r as f64);
         m.late = Some(late);
@@ -698,8 +723,75 @@ fn run_spawned(
     }
     m.latency = stats::summarize(&hist)
         .map(|summary| HistogramMetric { summary, histogram: stats::encode_histogram(&hist) });
-    m.server_cpu_cores =
-        sampler_out.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
+    m
+}
+
+/// The failure of a load in which no call succeeded, named by its most common error.
+pub fn no_success_failure(m: &LoadMetrics) -> Option<Failure> {
+    if m.ok > 0 {
+        return None;
+    }
+    let dominant = m.errors.iter().max_by_key(|(_, v)| **v).map(|(k, _)| k.as_str());
+    let reason = match dominant {
+        Some("timeout") => FailureReason::Timeout,
+        Some("tool_error") => FailureReason::ToolError,
+        Some("wrong_result") => FailureReason::WrongResult,
+        Some("connect") => FailureReason::Crash,
+        _ => FailureReason::ProtocolError,
+    };
+    let summary = m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+    Some(Failure::new(
+        reason,
+        format!(
+            "no call succeeded in the measured window ({})",
+            if summary.is_empty() { "nothing completed".into() } else { summary }
+        ),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_spawned(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+    target: HttpTarget,
+    pid: u32,
+    started: Instant,
+) -> Result<(), Failure> {
+    let startup_deadline = started + spec.timeouts.startup();
+    wait_for_port(shim, pid, target.port, startup_deadline)?;
+    let plan = LoadPlan::new(&spec.workload, target, spec.timeouts.call())?;
+    let hello = gate_server(&plan, suite, startup_deadline)?;
+    out.protocol_version = Some(hello.protocol_version);
+    out.server_info = hello.server_info;
+    progress("gate", 1, 1);
+
+    // Idle memory, then the load with the sampler running beside it.
+    let idle = shim.memory(pid)?;
+    out.memory_after_initialize = Some(idle.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sampler_thread = None;
+    let mut sampler_err = None;
+    let mut on_window = |warm_end: Instant, end: Instant| match shim.try_clone() {
+        Ok(s) => {
+            let st = stop.clone();
+            sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, warm_end, end, st)));
+        }
+        Err(f) => sampler_err = Some(f),
+    };
+    let result = drive(&plan, suite, progress, &mut on_window);
+    stop.store(true, Ordering::Relaxed);
+    let sampled = sampler_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
+    if let Some(f) = sampler_err {
+        return Err(f);
+    }
+    let mut m = result?;
+    m.server_cpu_cores = sampled
+        .cpu_window
+        .filter(|(_, d)| !d.is_zero())
+        .map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
 
     // After: let the server settle without clients, then read it again.
     std::thread::sleep(Duration::from_millis(500));
@@ -707,35 +799,92 @@ fn run_spawned(
     out.memory_end = after.clone();
     out.load_memory = Some(LoadMemory {
         idle_before: Some(idle),
-        peak_during: sampler_out.peak,
+        peak_during: sampled.peak,
         after,
-        samples: sampler_out.samples,
+        samples: sampled.samples,
         interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
         cgroup_peak_bytes: shim.cgroup_peak().ok().flatten(),
     });
-    let ok = m.ok;
-    let dominant = m.errors.iter().max_by_key(|(_, v)| **v).map(|(k, _)| k.clone());
-    let summary = m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
-    out.load = Some(m);
+    let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
     progress("load", total_ms, total_ms);
-    if sampler_out.died {
+    let no_success = no_success_failure(&m);
+    out.load = Some(m);
+    if sampled.died {
         return Err(Failure::new(FailureReason::Crash, "the server exited during the load"));
     }
-    if ok == 0 {
-        let reason = match dominant.as_deref() {
-            Some("timeout") => FailureReason::Timeout,
-            Some("tool_error") => FailureReason::ToolError,
-            Some("wrong_result") => FailureReason::WrongResult,
-            Some("connect") => FailureReason::Crash,
-            _ => FailureReason::ProtocolError,
-        };
-        return Err(Failure::new(
-            reason,
-            format!(
-                "no call succeeded in the measured window ({})",
-                if summary.is_empty() { "nothing completed".into() } else { summary }
-            ),
-        ));
+    match no_success {
+        Some(f) => Err(f),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(rate: Option<u64>) -> LoadPlan {
+        LoadPlan {
+            target: HttpTarget {
+                transport: crate::mcp::transport::Transport::StreamableHttp,
+                port: 1,
+                path: "/mcp".into(),
+                reply: None,
+                session: None,
+                api_route: None,
+                api_style: None,
+            },
+            tool: "echo".into(),
+            workers: 2,
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(2),
+            lifecycle: Lifecycle::Session,
+            rest: false,
+            rate,
+            call_limit: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn workers_merge_into_rates_errors_and_one_histogram() {
+        let mut a = WorkerStats::new();
+        let mut b = WorkerStats::new();
+        for _ in 0..300 {
+            a.account(Duration::from_micros(500), &Ok(()));
+        }
+        for _ in 0..100 {
+            b.account(Duration::from_millis(2), &Ok(()));
+        }
+        let timeout = CallError { kind: ErrorKind::Timeout, detail: "slow".into() };
+        for _ in 0..4 {
+            b.account(Duration::ZERO, &Err(timeout.clone()));
+        }
+        b.taken = 90;
+        b.late = 7;
+        let m = merge(&plan(Some(250)), &[a, b]);
+        assert_eq!((m.ok, m.failed), (400, 4));
+        assert_eq!(m.throughput_rps, 200.0);
+        assert!((m.error_rate - 4.0 / 404.0).abs() < 1e-12);
+        assert_eq!(m.errors.get("timeout"), Some(&4));
+        assert_eq!(m.error_examples.len(), 3, "examples are capped per worker");
+        let s = &m.latency.as_ref().unwrap().summary;
+        assert_eq!(s.count, 400);
+        assert!((s.p50_ms - 0.5).abs() < 0.01 && (s.max_ms - 2.0).abs() < 0.01, "{s:?}");
+        // Open loop: 2 s at 250/s is 500 slots; 90 taken, so 410 were dropped.
+        assert_eq!((m.target_rps, m.late, m.dropped), (Some(250.0), Some(7), Some(410)));
+        assert!(no_success_failure(&m).is_none());
+    }
+
+    #[test]
+    fn a_load_without_one_success_fails_by_its_most_common_error() {
+        let mut w = WorkerStats::new();
+        let e = |kind| Err(CallError { kind, detail: String::new() });
+        w.account(Duration::ZERO, &e(ErrorKind::Timeout));
+        w.account(Duration::ZERO, &e(ErrorKind::Timeout));
+        w.account(Duration::ZERO, &e(ErrorKind::HttpStatus));
+        let m = merge(&plan(None), &[w]);
+        assert_eq!((m.mode.as_str(), m.error_rate, m.dropped), ("closed", 1.0, None));
+        let f = no_success_failure(&m).unwrap();
+        assert_eq!(f.reason, FailureReason::Timeout);
+        assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);
+    }
 }
