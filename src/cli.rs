@@ -124,6 +124,41 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check a published source's claims against a run: every `[[claim]]` of the scenario (absolute
+    /// figures, ratios, orderings, soak slopes, outcomes, and findings about the source itself) is
+    /// matched to the run's records and judged reproduced, contradicted, inconclusive or
+    /// not_measured, with the measured value, its 95% interval, the tolerance used and the
+    /// environment differences (CPU, runtime and SDK versions, placement) that could explain a gap.
+    ///
+    /// A figure is reproduced when its whole interval lies within the tolerance band, contradicted
+    /// when it lies wholly outside, inconclusive when it straddles an edge or its cell is noisy
+    /// (CV over 10%). Repeats of a cell are pooled (median across repeats, bootstrap interval);
+    /// ratios between cells get intervals from paired (repeats) or independent (samples)
+    /// resampling. Absolute figures from other hardware are judged by the ratio they imply to a
+    /// reference figure (the claim's `relative_to`), and the report says so.
+    ///
+    /// Exit codes: 0 every measurable claim reproduced (not_measured and inconclusive do not
+    /// fail); 1 some claim contradicted; 2 bad input (a claim or scenario error, with
+    /// file:line:column; unreadable records); 3 the environment (a report that cannot be written).
+    ///
+    /// Example: benchlab verify scenarios/seed-000-stdio.toml --markdown results/seed-000-stdio/AUDIT.md
+    Verify {
+        /// The scenario file whose `[[claim]]` tables are checked.
+        scenario: PathBuf,
+        /// The run folder (or records.jsonl) to check against (default: the newest run folder
+        /// under <results>/<scenario name>/ that has records; none: every claim not_measured).
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// Where run folders are looked for when --run is not given.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Print the audit as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the Markdown audit report to FILE.
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
+    },
     /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
     /// the same base exists already.
     ///
@@ -316,6 +351,9 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let format = if json { report::CompareFormat::Json } else { report::CompareFormat::Table };
             print!("{}", report::render_diff_env(format, &d));
             Ok(0)
+        }
+        Command::Verify { scenario, run, results, json, markdown } => {
+            verify_cmd(&scenario, run.as_deref(), &results, json, markdown.as_deref())
         }
         Command::Report { run, format, out, json } => {
             report_cmd(&run, if json { report::Format::Json } else { format }, out.as_deref())
@@ -566,6 +604,50 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
         println!("note: {note}");
     }
     Ok(if report.is_clean() { 0 } else { 2 })
+}
+
+/// The newest run folder under `<results>/<name>/` whose records.jsonl holds something.
+fn newest_run(results: &Path, name: &str) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(results.join(name))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(RECORDS_FILE).metadata().is_ok_and(|m| m.len() > 0))
+        .collect();
+    // Run ids start with a UTC timestamp, so the name orders them.
+    runs.sort();
+    runs.pop()
+}
+
+fn verify_cmd(
+    scenario: &Path,
+    run: Option<&Path>,
+    results: &Path,
+    json: bool,
+    markdown: Option<&Path>,
+) -> Result<i32, Exit> {
+    let scenario = Scenario::load(scenario).map_err(|e| Exit::new(2, e.to_string()))?;
+    let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    let claims = crate::claims::parse_claims(&scenario.path, &scenario.source, &cell_ids)
+        .map_err(|e| Exit::new(2, e.to_string()))?;
+    let run = match run {
+        Some(r) => Some(r.to_path_buf()),
+        None => newest_run(results, &scenario.name),
+    };
+    let records = match &run {
+        Some(r) => load_run(r)?,
+        None => Vec::new(),
+    };
+    let audit = crate::claims::verify(&scenario, &claims, &records, run.map(|r| r.display().to_string()));
+    if json {
+        print!("{}", crate::claims::render::json(&audit));
+    } else {
+        print!("{}", crate::claims::render::table(&audit));
+    }
+    if let Some(p) = markdown {
+        std::fs::write(p, crate::claims::render::markdown(&audit))
+            .map_err(|e| Exit::new(3, format!("write {}: {e}", p.display())))?;
+    }
+    Ok(audit.exit_code())
 }
 
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {

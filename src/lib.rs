@@ -1,6 +1,7 @@
 //! benchlab: a reproducible benchmark lab for MCP servers. The modules follow DESIGN.md's rooms;
 //! side effects live in `engine`, `shim`, `driver` and `record::store`, the rest is pure.
 
+pub mod claims;
 pub mod cli;
 pub mod driver;
 pub mod engine;

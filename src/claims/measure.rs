@@ -1,0 +1,489 @@
+//! The measured side of a claim: a selector's value in a run's records, with its confidence
+//! interval, the number of samples or repeats behind it, its coefficient of variation and the
+//! noise flag; and the interval of a ratio of two selectors. Pure: records in, figures out.
+//!
+//! Where intervals come from:
+//! - Repeats (records sharing a cell id, `cell.repeat` set): each repeat's statistic, then the
+//!   median across repeats with a bootstrap interval ([`stats::median_ci`]); with two repeats the
+//!   interval is their range. The CV is the repeats' spread, and a CV over [`stats::NOISY_CV`]
+//!   flags the cell noisy.
+//! - One run of cold starts or first tools/list: a bootstrap of the statistic over the samples
+//!   (at least [`MIN_CI_SAMPLES`]); CV over the samples, flagged as the reports flag it.
+//! - One run of calls or an HTTP load's latency: [`stats::histogram_quantile_cis`] for quantiles;
+//!   the mean gets mean ± 1.96·sd/√n. Never flagged noisy (the CV is the distribution's shape).
+//! - Single readings (RSS, lines of code, throughput, error rate, CPU): a zero-width interval.
+//!
+//! Ratios: repeats of both cells with the same count are paired by repeat index and resampled
+//! together ([`Pairing::Paired`]); two sample sets of one run each are resampled independently
+//! ([`Pairing::Independent`]); otherwise the two intervals are combined on the log scale by MOVER,
+//! as `report::compare` does for histogram quantiles.
+
+use serde::Serialize;
+
+use crate::record::{Record, Status};
+use crate::report::{CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+use crate::stats::{self, Interval, Pairing};
+
+use super::parse::{cell_matches, Aggregate, Selector};
+
+/// How a figure's interval was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Median across repeats of the cell.
+    Repeats,
+    /// Bootstrap over one run's samples.
+    Samples,
+    /// Bootstrap of a histogram quantile, or the normal interval of its mean.
+    Histogram,
+    /// One reading, no interval.
+    Reading,
+    /// Several cells combined (`aggregate`).
+    Aggregate,
+}
+
+/// A measured figure, in the metric's own unit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    pub estimate: f64,
+    /// None for a single reading.
+    pub ci: Option<Interval>,
+    /// Samples (or calls) behind it.
+    pub n: u64,
+    /// Repeats pooled (1 for a single run).
+    pub repeats: u32,
+    pub cv: Option<f64>,
+    pub noisy: bool,
+    pub basis: Basis,
+    /// The cell ids it came from.
+    pub cells: Vec<String>,
+    /// What the ratio bootstrap resamples: per-repeat values or raw samples.
+    #[serde(skip)]
+    pub resample: Vec<f64>,
+}
+
+impl Measured {
+    /// The interval, a zero-width one for a reading.
+    pub fn interval(&self) -> Interval {
+        self.ci.unwrap_or(Interval {
+            estimate: self.estimate,
+            lower: self.estimate,
+            upper: self.estimate,
+            confidence: CONFIDENCE,
+        })
+    }
+}
+
+/// A figure, or why there is none.
+pub type Measure = Result<Measured, String>;
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn seed(parts: &str) -> u64 {
+    SEED ^ fnv1a(format!("verify\0{parts}").as_bytes())
+}
+
+fn quantile(s: &mut [f64], q: f64) -> f64 {
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.sort_unstable_by(f64::total_cmp);
+    let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
+    s[rank - 1]
+}
+
+fn stat_fn(stat: &str) -> fn(&mut [f64]) -> f64 {
+    match stat {
+        "mean" => |s| stats::mean(s).unwrap_or(f64::NAN),
+        "min" => |s| s.iter().copied().fold(f64::INFINITY, f64::min),
+        "max" => |s| s.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        "p95" => |s| quantile(s, 0.95),
+        "p99" => |s| quantile(s, 0.99),
+        _ => stats::median,
+    }
+}
+
+/// One record's figure for a selector (no repeats, no aggregation).
+fn from_record(r: &Record, sel: &Selector) -> Measure {
+    let m = &r.metrics;
+    let cell = r.cell.id.clone();
+    let reading = |v: Option<f64>, what: &str| -> Measure {
+        let v = v.ok_or_else(|| format!("{cell} recorded no {what}"))?;
+        Ok(Measured {
+            estimate: v,
+            ci: None,
+            n: 1,
+            repeats: 1,
+            cv: None,
+            noisy: false,
+            basis: Basis::Reading,
+            cells: vec![cell.clone()],
+            resample: vec![v],
+        })
+    };
+    let load = m.load.as_ref();
+    let under = m.memory.under_load.as_ref();
+    match sel.metric.as_str() {
+        "cold_start" | "tools_list" => {
+            let sm = if sel.metric == "cold_start" { &m.cold_start } else { &m.tools_list };
+            let samples = sm.as_ref().map(|s| s.samples_ms.clone()).unwrap_or_default();
+            if samples.is_empty() {
+                return Err(format!("{cell} recorded no {} samples", sel.metric));
+            }
+            if sel.stat == "first" {
+                return reading(Some(samples[0]), "first sample");
+            }
+            let (samples, stat) = if sel.stat == "rest_p50" {
+                (samples[1..].to_vec(), "p50")
+            } else {
+                (samples, sel.stat.as_str())
+            };
+            let f = stat_fn(stat);
+            let estimate = f(&mut samples.clone());
+            let n = samples.len() as u64;
+            let ci = (n >= MIN_CI_SAMPLES).then(|| {
+                stats::bootstrap_ci(
+                    &samples,
+                    f,
+                    RESAMPLES,
+                    CONFIDENCE,
+                    seed(&format!("{cell}\0{}", sel.text())),
+                )
+            });
+            let cv = stats::coefficient_of_variation(&samples);
+            Ok(Measured {
+                estimate,
+                ci,
+                n,
+                repeats: 1,
+                cv,
+                noisy: stats::is_noisy(cv),
+                basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
+                cells: vec![cell],
+                resample: samples,
+            })
+        }
+        "calls" | "latency" => {
+            let hm =
+                if sel.metric == "calls" { m.calls.as_ref() } else { load.and_then(|l| l.latency.as_ref()) };
+            let hm = hm.ok_or_else(|| format!("{cell} recorded no {} histogram", sel.metric))?;
+            let h = stats::decode_histogram(&hm.histogram).map_err(|e| format!("{cell}: {e}"))?;
+            if h.is_empty() {
+                return Err(format!("{cell}: the {} histogram is empty", sel.metric));
+            }
+            let n = h.len();
+            let cv = stats::histogram_cv(&h);
+            let (estimate, ci) = match sel.stat.as_str() {
+                "max" => (hm.summary.max_ms, None),
+                "mean" | "total" => {
+                    let mean = h.mean() / 1e6;
+                    let half = 1.96 * h.stdev() / 1e6 / (n as f64).sqrt();
+                    let k = if sel.stat == "total" { n as f64 / 1000.0 } else { 1.0 };
+                    let i = Interval {
+                        estimate: mean * k,
+                        lower: (mean - half) * k,
+                        upper: (mean + half) * k,
+                        confidence: CONFIDENCE,
+                    };
+                    (i.estimate, Some(i))
+                }
+                q => {
+                    let q = match q {
+                        "p90" => 0.90,
+                        "p95" => 0.95,
+                        "p99" => 0.99,
+                        _ => 0.50,
+                    };
+                    let cis = stats::histogram_quantile_cis(
+                        &h,
+                        &[q],
+                        RESAMPLES,
+                        CONFIDENCE,
+                        seed(&format!("{cell}\0{}", sel.text())),
+                    );
+                    let i = cis[0];
+                    (i.estimate, Some(i))
+                }
+            };
+            Ok(Measured {
+                estimate,
+                ci,
+                n,
+                repeats: 1,
+                cv,
+                noisy: false,
+                basis: if ci.is_some() { Basis::Histogram } else { Basis::Reading },
+                cells: vec![cell],
+                resample: vec![estimate],
+            })
+        }
+        "rss_after_initialize" => {
+            reading(m.memory.after_initialize.as_ref().map(|t| t.rss_bytes as f64), "RSS after initialize")
+        }
+        "loc" => {
+            reading(r.cell.server.source.as_ref().map(|s| s.loc as f64), "server source (lines of code)")
+        }
+        "throughput" => reading(load.map(|l| l.throughput_rps), "load throughput"),
+        "error_rate" => reading(load.map(|l| l.error_rate), "load error rate"),
+        "server_cpu" => reading(load.and_then(|l| l.server_cpu_cores), "server CPU under load"),
+        "rss_idle" => reading(
+            under.and_then(|u| u.idle_before.as_ref()).map(|t| t.rss_bytes as f64),
+            "idle RSS before load",
+        ),
+        "rss_peak" => reading(
+            under.and_then(|u| u.peak_during.as_ref()).map(|t| t.rss_bytes as f64),
+            "peak RSS under load",
+        ),
+        "rss_after" => {
+            reading(under.and_then(|u| u.after.as_ref()).map(|t| t.rss_bytes as f64), "RSS after the load")
+        }
+        "cgroup_peak" => {
+            reading(under.and_then(|u| u.cgroup_peak_bytes).map(|b| b as f64), "cgroup memory peak")
+        }
+        "rss_slope" => Err("no workload of the lab runs long enough to fit an RSS slope (a soak)".into()),
+        other => Err(format!("unknown metric {other}")),
+    }
+}
+
+/// The records of one cell id: the latest of each repeat index.
+fn repeats_of<'a>(records: &'a [Record], id: &str) -> Vec<&'a Record> {
+    let mut by_index: std::collections::BTreeMap<u32, &Record> = Default::default();
+    for r in records.iter().filter(|r| r.cell.id == id) {
+        by_index.insert(r.cell.repeat.map_or(0, |p| p.index), r);
+    }
+    by_index.into_values().collect()
+}
+
+/// One cell's figure: its single run, or the median of its repeats.
+fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
+    let runs = repeats_of(records, id);
+    if runs.is_empty() {
+        return Err(format!("no record of cell {id} in the run"));
+    }
+    let ok: Vec<&Record> = runs.iter().copied().filter(|r| r.status == Status::Ok).collect();
+    if ok.is_empty() {
+        let r = runs[0];
+        let why = r.failure.as_ref().map_or("failed".to_string(), |f| f.to_string());
+        return Err(format!("cell {id} failed: {}", why.lines().next().unwrap_or("")));
+    }
+    if ok.len() == 1 {
+        return from_record(ok[0], sel);
+    }
+    let figures: Vec<Measured> = ok.iter().map(|r| from_record(r, sel)).collect::<Result<_, _>>()?;
+    let values: Vec<f64> = figures.iter().map(|f| f.estimate).collect();
+    let estimate = stats::median(&mut values.clone());
+    let ci = if values.len() as u64 >= MIN_CI_SAMPLES {
+        stats::median_ci(&values, RESAMPLES, CONFIDENCE, seed(&format!("{id}\0{}\0repeats", sel.text())))
+    } else {
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Interval { estimate, lower: lo, upper: hi, confidence: CONFIDENCE }
+    };
+    let cv = stats::coefficient_of_variation(&values);
+    Ok(Measured {
+        estimate,
+        ci: Some(ci),
+        n: figures.iter().map(|f| f.n).sum(),
+        repeats: values.len() as u32,
+        cv,
+        noisy: stats::is_noisy(cv),
+        basis: Basis::Repeats,
+        cells: vec![id.to_string()],
+        resample: values,
+    })
+}
+
+/// The cell ids of the run a selector matches, in record order.
+pub fn matching_cells(records: &[Record], pattern: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for r in records {
+        if cell_matches(pattern, &r.cell.id) && !ids.contains(&r.cell.id) {
+            ids.push(r.cell.id.clone());
+        }
+    }
+    ids
+}
+
+/// A selector's figure in a run's records.
+pub fn measure(records: &[Record], sel: &Selector) -> Measure {
+    let ids = matching_cells(records, &sel.cell);
+    match (ids.len(), sel.aggregate) {
+        (0, _) => Err(format!("no record of cell {} in the run", sel.cell)),
+        (1, _) | (_, None) => from_cell(records, &ids[0], sel),
+        (_, Some(agg)) => {
+            let parts: Vec<Measured> =
+                ids.iter().map(|id| from_cell(records, id, sel)).collect::<Result<_, _>>()?;
+            let combine = |xs: Vec<f64>| -> f64 {
+                let mut xs = xs;
+                match agg {
+                    Aggregate::Mean => stats::mean(&xs).unwrap_or(f64::NAN),
+                    Aggregate::Median => stats::median(&mut xs),
+                    Aggregate::Min => xs.iter().copied().fold(f64::INFINITY, f64::min),
+                    Aggregate::Max => xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                }
+            };
+            // Bounds combined as the estimates are: exact for min and max of comonotone bounds,
+            // and for a mean it assumes the cells' errors move together (wider, not narrower).
+            let ivs: Vec<Interval> = parts.iter().map(Measured::interval).collect();
+            let estimate = combine(parts.iter().map(|p| p.estimate).collect());
+            let any_ci = parts.iter().any(|p| p.ci.is_some());
+            let ci = any_ci.then(|| Interval {
+                estimate,
+                lower: combine(ivs.iter().map(|i| i.lower).collect()),
+                upper: combine(ivs.iter().map(|i| i.upper).collect()),
+                confidence: CONFIDENCE,
+            });
+            Ok(Measured {
+                estimate,
+                ci,
+                n: parts.iter().map(|p| p.n).sum(),
+                repeats: parts.iter().map(|p| p.repeats).min().unwrap_or(1),
+                cv: parts.iter().filter_map(|p| p.cv).reduce(f64::max),
+                noisy: parts.iter().any(|p| p.noisy),
+                basis: Basis::Aggregate,
+                cells: ids,
+                resample: vec![estimate],
+            })
+        }
+    }
+}
+
+/// How a ratio's interval was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatioMethod {
+    /// Repeats paired by index, resampled together.
+    PairedRepeats,
+    /// Two sample sets resampled independently.
+    IndependentSamples,
+    /// The two intervals combined on the log scale (MOVER).
+    Mover,
+    /// Two readings: the ratio itself.
+    Readings,
+}
+
+/// MOVER on the log scale: the interval of b/a from intervals of a and b (both positive). The
+/// same construction as `report::compare`'s (see its module docs).
+fn mover_ratio(a: &Interval, b: &Interval) -> Interval {
+    let r = b.estimate / a.estimate;
+    let ln = |x: f64| x.ln();
+    let down = (ln(b.estimate) - ln(b.lower)).hypot(ln(a.upper) - ln(a.estimate));
+    let up = (ln(b.upper) - ln(b.estimate)).hypot(ln(a.estimate) - ln(a.lower));
+    Interval { estimate: r, lower: r * (-down).exp(), upper: r * up.exp(), confidence: a.confidence }
+}
+
+/// The interval of `num / den`, and how it was made. `None` when the denominator is zero.
+pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(Interval, RatioMethod)> {
+    if den.estimate <= 0.0 || num.estimate <= 0.0 {
+        return None;
+    }
+    let s = seed(&format!("{tag}\0ratio"));
+    if num.basis == Basis::Repeats && den.basis == Basis::Repeats && num.resample.len() == den.resample.len()
+    {
+        let i = stats::ratio_ci(
+            &num.resample,
+            &den.resample,
+            stats::median,
+            Pairing::Paired,
+            RESAMPLES,
+            CONFIDENCE,
+            s,
+        )?;
+        return Some((i, RatioMethod::PairedRepeats));
+    }
+    if num.basis == Basis::Samples && den.basis == Basis::Samples {
+        let stat = if stat == "rest_p50" { "p50" } else { stat };
+        let i = stats::ratio_ci(
+            &num.resample,
+            &den.resample,
+            stat_fn(stat),
+            Pairing::Independent,
+            RESAMPLES,
+            CONFIDENCE,
+            s,
+        )?;
+        return Some((i, RatioMethod::IndependentSamples));
+    }
+    let (a, b) = (den.interval(), num.interval());
+    if num.ci.is_none() && den.ci.is_none() {
+        let r = num.estimate / den.estimate;
+        return Some((
+            Interval { estimate: r, lower: r, upper: r, confidence: CONFIDENCE },
+            RatioMethod::Readings,
+        ));
+    }
+    if a.lower <= 0.0 || b.lower <= 0.0 {
+        let r = num.estimate / den.estimate;
+        return Some((
+            Interval { estimate: r, lower: 0.0, upper: f64::INFINITY, confidence: CONFIDENCE },
+            RatioMethod::Mover,
+        ));
+    }
+    Some((mover_ratio(&a, &b), RatioMethod::Mover))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::tests::sample_record;
+    use crate::record::Repeat;
+
+    fn sel(cell: &str, metric: &str, stat: &str) -> Selector {
+        Selector { cell: cell.into(), metric: metric.into(), stat: stat.into(), aggregate: None }
+    }
+
+    #[test]
+    fn samples_get_bootstrap_intervals_and_repeats_pool() {
+        let mut r = sample_record("a");
+        r.metrics.cold_start.as_mut().unwrap().samples_ms = vec![10.0, 11.0, 9.0, 10.5, 9.5];
+        let m = measure(&[r.clone()], &sel("a/cold_start", "cold_start", "p50")).unwrap();
+        assert_eq!((m.estimate, m.basis, m.n), (10.0, Basis::Samples, 5));
+        assert!(m.ci.unwrap().contains(10.0) && !m.noisy);
+        let first = measure(&[r.clone()], &sel("a/cold_start", "cold_start", "first")).unwrap();
+        assert_eq!((first.estimate, first.basis), (10.0, Basis::Reading));
+        // Three repeats: the median of their medians, an interval across repeats.
+        let recs: Vec<Record> = [10.0, 20.0, 12.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut x = r.clone();
+                x.metrics.cold_start.as_mut().unwrap().samples_ms = vec![*v; 3];
+                x.cell.repeat = Some(Repeat { index: i as u32, of: 3, fresh_container: true });
+                x
+            })
+            .collect();
+        let m = measure(&recs, &sel("a/cold_start", "cold_start", "p50")).unwrap();
+        assert_eq!((m.estimate, m.repeats, m.basis), (12.0, 3, Basis::Repeats));
+        assert!(m.noisy, "{m:?}");
+        // Paired ratio of repeats: 2x every time.
+        let doubled: Vec<Record> = recs
+            .iter()
+            .map(|x| {
+                let mut y = x.clone();
+                y.cell.id = "b/cold_start".into();
+                for s in &mut y.metrics.cold_start.as_mut().unwrap().samples_ms {
+                    *s *= 2.0;
+                }
+                y
+            })
+            .collect();
+        let all: Vec<Record> = recs.iter().chain(&doubled).cloned().collect();
+        let b = measure(&all, &sel("b/cold_start", "cold_start", "p50")).unwrap();
+        let a = measure(&all, &sel("a/cold_start", "cold_start", "p50")).unwrap();
+        let (i, how) = ratio(&b, &a, "p50", "t").unwrap();
+        assert_eq!((i.estimate, i.lower, i.upper, how), (2.0, 2.0, 2.0, RatioMethod::PairedRepeats));
+    }
+
+    #[test]
+    fn missing_and_failed_cells_say_why() {
+        let mut r = sample_record("a");
+        assert!(measure(&[r.clone()], &sel("z/cold_start", "cold_start", "p50"))
+            .unwrap_err()
+            .contains("no record"));
+        r.status = Status::Failed;
+        r.failure = Some(crate::record::Failure::new(crate::record::FailureReason::Crash, "boom"));
+        assert!(measure(&[r], &sel("a/cold_start", "cold_start", "p50")).unwrap_err().contains("crash"));
+    }
+}

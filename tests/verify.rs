@@ -1,0 +1,235 @@
+//! `benchlab verify` end to end on fixture runs built in a tempdir: each verdict kind
+//! (reproduced, contradicted, inconclusive, not_measured, finding), repeats pooled, the exit
+//! codes (0, 1, 2 with file:line:column) and the Markdown report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use benchlab::record::store::read_records;
+use benchlab::record::{Record, Repeat};
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+const SEED_RUN: &str = "results/seed-001-python-servers/20261130T095003Z-seed-001-python-servers-6622";
+
+/// A committed cold-start record to build fixtures from.
+fn template() -> Record {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recs = read_records(&root.join(SEED_RUN).join("records.jsonl")).unwrap();
+    recs.into_iter().find(|r| r.cell.id == "mcp-2.3.0/cold_start").unwrap()
+}
+
+/// A cold-start record of server `id` with these samples (ms) and RSS (MiB).
+fn cold(id: &str, samples: &[f64], rss_mib: u64, repeat: Option<(u32, u32)>) -> Record {
+    let mut r = template();
+    r.cell.id = format!("{id}/cold_start");
+    r.cell.server.id = id.into();
+    r.metrics.cold_start.as_mut().unwrap().samples_ms = samples.to_vec();
+    r.metrics.memory.after_initialize.as_mut().unwrap().rss_bytes = rss_mib << 20;
+    r.cell.repeat = repeat.map(|(index, of)| Repeat { index, of, fresh_container: true });
+    r
+}
+
+const SCENARIO_HEAD: &str = r#"name = "fixture"
+[[server]]
+id = "fast"
+family = "benchlab-null"
+[[server]]
+id = "slow"
+family = "benchlab-null"
+[[server]]
+id = "wobbly"
+family = "benchlab-null"
+[[server]]
+id = "absent"
+family = "benchlab-null"
+[[workload]]
+kind = "cold_start"
+spawns = 5
+"#;
+
+const SRC: &str = r#"source = { file = "seed.txt", section = "Results", hardware = { cpu_model = "Imaginary CPU", cpus = 64 } }"#;
+
+fn claim(id: &str, body: &str) -> String {
+    format!("\n[[claim]]\nid = \"{id}\"\n{SRC}\nstatement = \"{id}\"\n{body}\n")
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    scenario: PathBuf,
+    run: PathBuf,
+}
+
+fn fixture(claims: &str, records: &[Record]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("fixture.toml");
+    std::fs::write(&scenario, format!("{SCENARIO_HEAD}{claims}")).unwrap();
+    let run = dir.path().join("results/fixture/20990101T000000Z-fixture-1");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(run.join("records.jsonl"), text).unwrap();
+    Fixture { _dir: dir, scenario, run }
+}
+
+fn verify(f: &Fixture, extra: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("verify")
+        .arg(&f.scenario)
+        .arg("--run")
+        .arg(&f.run)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn verdicts(json: &str) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn records() -> Vec<Record> {
+    let steady = |c: f64| vec![c, c * 1.01, c * 0.99, c * 1.005, c * 0.995];
+    let mut v = vec![cold("fast", &steady(100.0), 40, None), cold("slow", &steady(200.0), 80, None)];
+    // Three repeats of a noisy server whose median sits far from any claim.
+    for (i, c) in [300.0, 600.0, 420.0].iter().enumerate() {
+        v.push(cold("wobbly", &steady(*c), 50, Some((i as u32, 3))));
+    }
+    v
+}
+
+const RATIO_OK: &str = r#"kind = "ratio"
+numerator = { cell = "slow/cold_start", metric = "cold_start" }
+denominator = { cell = "fast/cold_start", metric = "cold_start" }
+value = 2.0"#;
+
+#[test]
+fn every_verdict_kind_and_exit_zero_without_contradictions() {
+    let claims = [
+        claim("ratio-ok", RATIO_OK),
+        // An absolute from other hardware, judged by the ratio it implies to `abs-slow`.
+        claim(
+            "abs-fast",
+            "kind = \"absolute\"\nmeasure = { cell = \"fast/cold_start\", metric = \"cold_start\" }\nvalue = 50\nunit = \"ms\"\nrelative_to = \"abs-slow\"",
+        ),
+        claim(
+            "abs-slow",
+            "kind = \"absolute\"\nmeasure = { cell = \"slow/cold_start\", metric = \"cold_start\" }\nvalue = 100\nunit = \"ms\"",
+        ),
+        // Noisy repeats (CV ~ 33%): far from the claim, yet only inconclusive.
+        claim(
+            "noisy",
+            "kind = \"ratio\"\nnumerator = { cell = \"wobbly/cold_start\", metric = \"cold_start\" }\ndenominator = { cell = \"fast/cold_start\", metric = \"cold_start\" }\nvalue = 1.0",
+        ),
+        claim(
+            "missing",
+            "kind = \"absolute\"\nmeasure = { cell = \"absent/cold_start\", metric = \"cold_start\" }\nvalue = 1\nunit = \"ms\"\nrelative_to = \"abs-slow\"",
+        ),
+        claim(
+            "soak",
+            "kind = \"soak_slope\"\nmeasure = { cell = \"fast/cold_start\", metric = \"rss_slope\" }\nvalue = 0\nunit = \"MiB/h\"\nduration = \"24h\"",
+        ),
+        claim(
+            "order",
+            "kind = \"ordering\"\nitems = [{ cell = \"fast/cold_start\", metric = \"rss_after_initialize\" }, { cell = \"slow/cold_start\", metric = \"rss_after_initialize\" }]",
+        ),
+        claim(
+            "inconsistent",
+            "kind = \"finding\"\nfigures = [{ label = \"table\", value = 18 }, { label = \"text\", value = 24 }]\ncheck = \"differ\"\nexplanation = \"the table and the text disagree\"",
+        ),
+    ]
+    .concat();
+    let f = fixture(&claims, &records());
+    let md = f.run.parent().unwrap().join("AUDIT.md");
+    let (code, out, err) = verify(&f, &["--json", "--markdown", md.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v = verdicts(&out);
+    let get = |id: &str| v.iter().find(|(i, _)| i == id).unwrap().1.clone();
+    assert_eq!(get("ratio-ok"), "reproduced");
+    assert_eq!(get("abs-fast"), "reproduced", "50/100 claimed, 100/200 measured");
+    assert_eq!(get("abs-slow"), "inconclusive", "other hardware and no reference");
+    assert_eq!(get("noisy"), "inconclusive");
+    assert_eq!(get("missing"), "not_measured");
+    assert_eq!(get("soak"), "not_measured");
+    assert_eq!(get("order"), "reproduced");
+    assert_eq!(get("inconsistent"), "finding");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let noisy = json["results"].as_array().unwrap().iter().find(|r| r["id"] == "noisy").unwrap();
+    assert_eq!(noisy["noisy"], true);
+    assert_eq!(noisy["repeats"], 3);
+    assert!(noisy["explanation"].as_str().unwrap().contains("not taken as a contradiction"));
+    let abs = json["results"].as_array().unwrap().iter().find(|r| r["id"] == "abs-fast").unwrap();
+    assert!(abs["judged_as"].as_str().unwrap().contains("ratio to abs-slow (other hardware)"));
+    assert!(abs["environment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.as_str().unwrap().starts_with("CPU: lab")));
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(report.starts_with("# Claims audit: fixture"));
+    assert!(report.contains("### soak") && report.contains("- **Why:** Not measured"));
+}
+
+#[test]
+fn a_contradiction_exits_one() {
+    let claims = [
+        claim("ratio-ok", RATIO_OK),
+        claim(
+            "wrong",
+            "kind = \"ratio\"\nnumerator = { cell = \"slow/cold_start\", metric = \"cold_start\" }\ndenominator = { cell = \"fast/cold_start\", metric = \"cold_start\" }\nvalue = 5.0",
+        ),
+        claim(
+            "reversed",
+            "kind = \"ordering\"\nitems = [{ cell = \"slow/cold_start\", metric = \"rss_after_initialize\" }, { cell = \"fast/cold_start\", metric = \"rss_after_initialize\" }]",
+        ),
+    ]
+    .concat();
+    let f = fixture(&claims, &records());
+    let (code, out, _) = verify(&f, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("contradicted") && out.contains("1 reproduced, 2 contradicted"), "{out}");
+}
+
+#[test]
+fn bad_claims_exit_two_with_a_location() {
+    let f = fixture(&claim("typo", "kind = \"ratio\"\nnumerater = 1"), &records());
+    let (code, _, err) = verify(&f, &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("fixture.toml:") && err.contains("unknown field `numerater`"), "{err}");
+    let f = fixture(
+        &claim(
+            "cell",
+            "kind = \"absolute\"\nmeasure = { cell = \"fsat/cold_start\", metric = \"cold_start\" }\nvalue = 1\nunit = \"ms\"",
+        ),
+        &records(),
+    );
+    let (code, _, err) = verify(&f, &[]);
+    assert_eq!(code, 2);
+    let line = SCENARIO_HEAD.lines().count() + 7;
+    assert!(err.contains(&format!("fixture.toml:{line}:")) && err.contains("matches no cell"), "{err}");
+}
+
+#[test]
+fn a_scenario_never_run_is_not_measured_and_exits_zero() {
+    let f = fixture(&claim("ratio-ok", RATIO_OK), &[]);
+    let out = Command::new(BIN)
+        .current_dir(f.scenario.parent().unwrap())
+        .args(["verify", "fixture.toml", "--results", "nowhere"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not_measured") && text.contains("no run"), "{text}");
+}
