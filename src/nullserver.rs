@@ -56,20 +56,29 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
             let params = msg.params.unwrap_or(Value::Null);
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            // Rendered by hand: the floor should cost what a lean server costs, not a JSON tree.
+            let mut out = String::with_capacity(160);
+            out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+            out.push_str(id);
+            out.push_str(r#","result":{"content":[{"type":"text","text":"#);
             match suite.evaluate(name, &args) {
                 Ok(v) => {
                     let text = match &v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
+                        Value::String(s) => serde_json::to_string(s),
+                        other => serde_json::to_string(&other.to_string()),
                     };
-                    json!({
-                        "content": [{"type": "text", "text": text}],
-                        "structuredContent": {"result": v},
-                        "isError": false,
-                    })
+                    out.push_str(&text.unwrap_or_default());
+                    out.push_str(r#"}],"structuredContent":{"result":"#);
+                    out.push_str(&v.to_string());
+                    out.push_str(r#"},"isError":false}}"#);
                 }
-                Err(e) => json!({"content": [{"type": "text", "text": e}], "isError": true}),
+                Err(e) => {
+                    out.push_str(&serde_json::to_string(&e).unwrap_or_default());
+                    out.push_str(r#"}],"isError":true}}"#);
+                }
             }
+            out.push('\n');
+            return Some(out);
         }
         other => return Some(error_line(id, -32601, &format!("method not found: {other}"))),
     };

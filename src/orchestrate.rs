@@ -185,7 +185,8 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             repeat: (spec.repeats > 1).then_some(crate::record::Repeat {
                 index: spec.repeat,
                 of: spec.repeats,
-                fresh_container: scenario.fresh_container,
+                // Every cell, repeats included, runs in fresh containers.
+                fresh_container: true,
             }),
         });
     }

@@ -276,9 +276,6 @@ struct RawScenario {
     workloads: Vec<Spanned<RawWorkload>>,
     /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
     repeats: Option<Spanned<u32>>,
-    /// Each repeat in a fresh server container (the default), or all in one.
-    #[serde(default)]
-    fresh_container: Option<bool>,
     /// The published claims the scenario checks (`benchlab verify`); parsed by `claims`.
     #[serde(rename = "claim", default)]
     #[allow(dead_code)]
@@ -506,8 +503,6 @@ pub struct Scenario {
     pub workload_servers: Vec<Option<Vec<String>>>,
     /// How many times every cell runs.
     pub repeats: u32,
-    /// Whether each repeat gets a fresh server container.
-    pub fresh_container: bool,
     /// Cell-id patterns (`*` wildcards) a run is limited to; empty: every cell.
     pub only: Vec<String>,
 }
@@ -585,7 +580,6 @@ impl Scenario {
             workload_names: Vec::new(),
             workload_servers: Vec::new(),
             repeats: raw.repeats.as_ref().map_or(1, |r| *r.get_ref()),
-            fresh_container: raw.fresh_container.unwrap_or(true),
             only: Vec::new(),
             source,
         };
