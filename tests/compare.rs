@@ -206,3 +206,101 @@ fn everything_half_again_as_slow_is_flagged_around_one_and_a_half() {
 fn keep_for_people(name: &str, text: &str) {
     let _ = std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join(name), text);
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTP load cells: a committed record turned into a closed-loop cell, compared with itself and
+// with a copy whose throughput dropped, whose tail grew and which started failing.
+
+use benchlab::record::{HistogramMetric, LoadMetrics, Repeat};
+use benchlab::scenario::{Lifecycle, Workload};
+
+fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -> Record {
+    let mut r = template.clone();
+    r.cell.id = "null-http/concurrency-w10".into();
+    r.cell.transport = "streamable-http".into();
+    r.cell.workload = Workload::Concurrency {
+        tool: "add".into(),
+        workers: 10,
+        warmup_ms: 500,
+        duration_ms: 2000,
+        lifecycle: Lifecycle::Session,
+    };
+    r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: false });
+    let mut h = stats::latency_histogram();
+    for i in 0..5000u64 {
+        h.record((p_us + i % 100) * 1000).unwrap();
+    }
+    let ok = (tps * 2.0) as u64;
+    r.metrics = Default::default();
+    r.metrics.load = Some(LoadMetrics {
+        mode: "closed".into(),
+        workers: 10,
+        connections: 10,
+        window_ms: 2000.0,
+        ok,
+        failed,
+        throughput_rps: tps,
+        error_rate: failed as f64 / (ok + failed) as f64,
+        errors: if failed > 0 { [("timeout".to_string(), failed)].into() } else { Default::default() },
+        latency: Some(HistogramMetric {
+            summary: stats::summarize(&h).unwrap(),
+            histogram: stats::encode_histogram(&h),
+        }),
+        ..Default::default()
+    });
+    r
+}
+
+#[test]
+fn load_cells_compare_throughput_tail_and_errors() {
+    let t = records(QUICKSTART).remove(0);
+    let a: Vec<Record> = [9000.0, 9100.0, 8900.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| load_cell(&t, i as u32, x, 900, 0))
+        .collect();
+    let same = report::compare(&a, &a, 5.0);
+    let by = |c: &report::Comparison, m: CompareMetric| c.metrics().find(|x| x.metric == m).cloned().unwrap();
+    let tp = by(&same, CompareMetric::Throughput);
+    assert_eq!((tp.n_a, tp.method, tp.higher_is_better), (3, Method::BootstrapMedianRatio, true), "{tp:?}");
+    assert!(tp.ratio.contains(1.0) && tp.verdict != Verdict::Slower, "{tp:?}");
+    assert_eq!(by(&same, CompareMetric::ErrorRate).verdict, Verdict::Unchanged);
+    assert_eq!(by(&same, CompareMetric::LoadP99).verdict, Verdict::Unchanged);
+    assert!(report::gate(&same, 0.0));
+
+    // Throughput down 30%: b/a = 0.7, read as slower, and it fails the gate.
+    let b: Vec<Record> = [6300.0, 6370.0, 6230.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| load_cell(&t, i as u32, x, 900, 0))
+        .collect();
+    let c = report::compare(&a, &b, 5.0);
+    let tp = by(&c, CompareMetric::Throughput);
+    assert!((tp.ratio.estimate - 0.7).abs() < 0.01, "{tp:?}");
+    assert_eq!(tp.verdict, Verdict::Slower, "a throughput drop is slower: {tp:?}");
+    assert!(!report::gate(&c, 10.0) && report::gate(&c, 50.0));
+    assert!(report::gate_failures(&c, 10.0).iter().any(|m| m.metric == CompareMetric::Throughput));
+    // And the other way round it is faster and passes.
+    let back = report::compare(&b, &a, 5.0);
+    assert_eq!(by(&back, CompareMetric::Throughput).verdict, Verdict::Faster);
+    assert!(report::gate(&back, 0.0));
+
+    // A slower tail and 2% errors.
+    let worse: Vec<Record> = (0..3).map(|i| load_cell(&t, i, 9000.0, 1800, 370)).collect();
+    let c = report::compare(&a, &worse, 5.0);
+    let p99 = by(&c, CompareMetric::LoadP99);
+    assert_eq!((p99.method, p99.verdict), (Method::HistogramQuantileMover, Verdict::Slower), "{p99:?}");
+    assert!((p99.ratio.estimate - 1.9).abs() < 0.1, "{p99:?}");
+    let e = by(&c, CompareMetric::ErrorRate);
+    assert_eq!((e.method, e.verdict), (Method::Difference, Verdict::Slower), "{e:?}");
+    assert!((e.ratio.estimate - 0.02).abs() < 0.001 && e.ratio.lower > 0.0, "{e:?}");
+    assert!(report::gate_failures(&c, 1000.0).iter().any(|m| m.metric == CompareMetric::ErrorRate));
+    let text = report::render_compare(CompareFormat::Table, &c);
+    assert!(
+        text.contains("more errors") && text.contains("+2.01 pp") && text.contains("higher is better"),
+        "{text}"
+    );
+    let md = report::render_compare(CompareFormat::Markdown, &c);
+    assert!(md.contains("| null-http/concurrency-w10 | latency p99 under load |"), "{md}");
+    keep_for_people("load-compare.txt", &text);
+}

@@ -154,3 +154,302 @@ fn an_empty_run_renders_without_charts() {
     assert!(html.contains("No cold starts"));
     assert_eq!(report::bencher_json(&[]).trim(), "{}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTP load cells, built in code from a committed stdio record (its environment and hashes are
+// real; the cell and metrics are replaced): closed loop over streamable HTTP at 1 and 10 workers,
+// the REST route, open loop with late and dropped requests, a failed cell that still measured,
+// and a cell repeated three times.
+
+use benchlab::mcp::transport::{HttpTarget, ReplyMode, SessionMode, Transport};
+use benchlab::record::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Repeat, Status};
+use benchlab::scenario::{Lifecycle, Workload};
+use benchlab::shim::TreeMemory;
+use benchlab::stats;
+use std::collections::BTreeMap;
+
+/// A histogram of `n` latencies spread evenly from `lo_us` to `hi_us`, with a tail of 1% at
+/// `tail_us`.
+fn latency(n: u64, lo_us: u64, hi_us: u64, tail_us: u64) -> HistogramMetric {
+    let mut h = stats::latency_histogram();
+    for i in 0..n {
+        let v = if i % 100 == 99 { tail_us } else { lo_us + (hi_us - lo_us) * i / n };
+        h.record(v * 1000).unwrap();
+    }
+    HistogramMetric { summary: stats::summarize(&h).unwrap(), histogram: stats::encode_histogram(&h) }
+}
+
+fn tree(mib: u64) -> Option<TreeMemory> {
+    Some(TreeMemory { rss_bytes: mib << 20, hwm_bytes: mib << 20, processes: 1 })
+}
+
+struct LoadSpec {
+    server: &'static str,
+    id: &'static str,
+    transport: &'static str,
+    session: SessionMode,
+    workload: Workload,
+    ok: u64,
+    errors: &'static [(&'static str, u64)],
+    p50_us: u64,
+    tail_us: u64,
+    peak_mib: u64,
+}
+
+fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
+    let mut r = template.clone();
+    r.seq = seq;
+    r.cell.id = format!("{}/{}", s.server, s.id);
+    r.cell.server.id = s.server.into();
+    r.cell.transport = s.transport.into();
+    r.cell.http = Some(HttpTarget {
+        transport: Transport::StreamableHttp,
+        port: 8000,
+        path: "/mcp".into(),
+        reply: Some(ReplyMode::Json),
+        session: Some(s.session),
+        api_route: Some("/api/{tool}".into()),
+        api_style: None,
+    });
+    let (mode, workers, target) = match &s.workload {
+        Workload::OpenLoop { rate, connections, .. } => ("open", *connections, Some(*rate as f64)),
+        Workload::Concurrency { workers, .. } | Workload::HttpApi { workers, .. } => {
+            ("closed", *workers, None)
+        }
+        _ => unreachable!(),
+    };
+    r.cell.workload = s.workload;
+    let failed: u64 = s.errors.iter().map(|(_, n)| n).sum();
+    r.metrics = Default::default();
+    r.metrics.load = Some(LoadMetrics {
+        mode: mode.into(),
+        workers,
+        connections: workers,
+        warmup_ms: 500,
+        window_ms: 2000.0,
+        ok: s.ok,
+        failed,
+        throughput_rps: s.ok as f64 / 2.0,
+        error_rate: if s.ok + failed == 0 { 0.0 } else { failed as f64 / (s.ok + failed) as f64 },
+        errors: s.errors.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>(),
+        sessions: u64::from(workers),
+        reinitializations: 0,
+        latency: (s.ok > 0).then(|| latency(s.ok, s.p50_us / 2, s.p50_us * 3 / 2, s.tail_us)),
+        target_rps: target,
+        late: target.map(|_| 12),
+        dropped: target.map(|_| 3),
+        server_cpu_cores: Some(0.5 + f64::from(workers) / 40.0),
+        error_examples: vec![],
+    });
+    r.metrics.memory.after_initialize = tree(15);
+    r.metrics.memory.under_load = Some(LoadMemory {
+        idle_before: tree(15),
+        peak_during: tree(s.peak_mib),
+        after: tree(s.peak_mib - 1),
+        samples: 8,
+        interval_ms: 250,
+        cgroup_peak_bytes: Some((s.peak_mib + 4) << 20),
+    });
+    r
+}
+
+fn concurrency(workers: u32) -> Workload {
+    Workload::Concurrency {
+        tool: "add".into(),
+        workers,
+        warmup_ms: 500,
+        duration_ms: 2000,
+        lifecycle: Lifecycle::Session,
+    }
+}
+
+/// The load fixture run: 8 records, 6 cells.
+fn load_records() -> Vec<Record> {
+    let template = records(SEED_000).remove(0);
+    let spec = |server, id, transport, workload, ok, errors, p50_us, tail_us, peak_mib| LoadSpec {
+        server,
+        id,
+        transport,
+        session: SessionMode::Stateless,
+        workload,
+        ok,
+        errors,
+        p50_us,
+        tail_us,
+        peak_mib,
+    };
+    let mut out = vec![
+        spec("fast", "concurrency-w1", "streamable-http", concurrency(1), 4000, &[], 400, 1500, 16),
+        spec("fast", "concurrency-w10", "streamable-http", concurrency(10), 18000, &[], 900, 6000, 18),
+        spec(
+            "fast",
+            "http_api-w10",
+            "http-api",
+            Workload::HttpApi { tool: "add".into(), workers: 10, warmup_ms: 500, duration_ms: 2000 },
+            28000,
+            &[],
+            700,
+            1300,
+            17,
+        ),
+        spec(
+            "fast",
+            "open_loop",
+            "streamable-http",
+            Workload::OpenLoop {
+                tool: "add".into(),
+                rate: 5000,
+                connections: 16,
+                warmup_ms: 500,
+                duration_ms: 2000,
+            },
+            9985,
+            &[("timeout", 12), ("http_status", 3)],
+            450,
+            4000,
+            17,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, s)| load_record(&template, i as u64, s))
+    .collect::<Vec<_>>();
+    // A cell that failed mid-load: it keeps what it measured.
+    let mut failed = load_record(
+        &template,
+        4,
+        LoadSpec {
+            server: "flaky",
+            id: "concurrency-w10",
+            transport: "streamable-http",
+            session: SessionMode::Stateful,
+            workload: concurrency(10),
+            ok: 1200,
+            errors: &[("connect", 40), ("session_expired", 7)],
+            p50_us: 3000,
+            tail_us: 90_000,
+            peak_mib: 60,
+        },
+    );
+    failed.status = Status::Failed;
+    failed.failure = Some(Failure::new(FailureReason::Crash, "server exited with 137 during the load\nmore"));
+    out.push(failed);
+    // A cell repeated three times.
+    for (i, ok) in [6000u64, 6400, 5000].into_iter().enumerate() {
+        let mut r = load_record(
+            &template,
+            5 + i as u64,
+            LoadSpec {
+                server: "steady",
+                id: "concurrency-w10",
+                transport: "sse",
+                session: SessionMode::Stateful,
+                workload: concurrency(10),
+                ok,
+                errors: if i == 2 { &[("timeout", 5)] } else { &[] },
+                p50_us: 1500 + 100 * i as u64,
+                tail_us: 8000,
+                peak_mib: 30 + i as u64,
+            },
+        );
+        r.cell.http.as_mut().unwrap().transport = Transport::Sse;
+        r.cell.http.as_mut().unwrap().reply = None;
+        r.cell.http.as_mut().unwrap().session = None;
+        r.cell.repeat = Some(Repeat { index: i as u32, of: 3, fresh_container: true });
+        out.push(r);
+    }
+    out
+}
+
+#[test]
+fn load_cells_get_their_own_table() {
+    let r = load_records();
+    let md = report::markdown(&r);
+    assert!(md.contains("## HTTP load") && !md.contains("## Summary"), "no empty stdio summary");
+    for table in md.split("\n\n").filter(|b| b.starts_with('|')) {
+        let columns = |l: &str| l.replace("\\|", "").matches('|').count();
+        let first = columns(table.lines().next().unwrap());
+        assert!(table.lines().all(|l| columns(l) == first), "{table}");
+    }
+    // Error rates are always there, 0 % included; kinds in compact form; open loop late/dropped.
+    assert!(md.contains("| 0 % |"), "{md}");
+    assert!(md.contains("0.15 % (timeout 12, http_status 3); late 12, dropped 3"), "{md}");
+    assert!(md.contains("open 5,000/s (16 conn)") && md.contains("4,993 of 5,000"), "{md}");
+    assert!(md.contains("streamable-http json/stateless") && md.contains("| http-api |"), "{md}");
+    // The failed cell shows what it measured and why it failed.
+    assert!(md.contains("failed: crash: server exited with 137 during the load |"), "{md}");
+    assert!(md.contains("3.77 % (connect 40, session_expired 7)"), "{md}");
+    // Three repeats, one row: the median.
+    assert_eq!(md.matches("| steady |").count(), 1, "{md}");
+    assert!(md.contains("3,000 |") && md.contains("(median of 3)"), "{md}");
+    insta::assert_snapshot!("load_markdown", redact(&md, &r));
+    let table = report::render(Format::Table, &r);
+    assert!(table.contains("HTTP load (server cpus") && table.contains("p99.9"), "{table}");
+    insta::assert_snapshot!("load_table", redact(&table, &r));
+}
+
+#[test]
+fn load_cells_in_json_and_csv_one_row_per_repeat() {
+    let r = load_records();
+    let json: serde_json::Value = serde_json::from_str(&report::render(Format::Json, &r)).unwrap();
+    assert_eq!(json["summary"].as_array().unwrap().len(), 0);
+    let load = json["load"].as_array().unwrap();
+    assert_eq!(load.len(), 8, "one row per record");
+    assert_eq!(load[5]["repeat"], 0);
+    assert_eq!(load[3]["errors"]["timeout"], 12);
+    assert!(load[0]["p999_ms"].as_f64().unwrap() > load[0]["p99_ms"].as_f64().unwrap() * 0.99);
+    let csv = report::csv(&r);
+    let header_fields = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == header_fields), "{csv}");
+    assert_eq!(
+        csv.matches("steady/concurrency-w10,steady,concurrency,ok,throughput,rps").count(),
+        3,
+        "{csv}"
+    );
+    insta::assert_snapshot!("load_csv", redact(&csv, &r));
+}
+
+#[test]
+fn load_cells_in_bencher_format() {
+    let r = load_records();
+    let text = report::bencher_json(&r);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let fast = &v["fast/concurrency-w10"];
+    for m in ["throughput_rps", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "error_rate"] {
+        assert!(fast[m]["value"].is_number(), "{m}: {text}");
+    }
+    assert_eq!(fast["error_rate"]["value"], 0.0);
+    // Repeats: the median, bounded by the smallest and largest repeat.
+    let steady = &v["steady/concurrency-w10"]["throughput_rps"];
+    assert_eq!((steady["value"].as_f64(), steady["lower_value"].as_f64()), (Some(3000.0), Some(2500.0)));
+    assert_eq!(steady["upper_value"].as_f64(), Some(3200.0));
+    insta::assert_snapshot!("load_bencher", redact(&text, &r));
+}
+
+#[test]
+fn html_of_load_cells_has_the_load_charts() {
+    let r = load_records();
+    let html = report::html(&r);
+    keep_for_people("load.html", &html);
+    // Throughput, p99 and error rate vs workers; a percentile plot per workload and load level
+    // (concurrency 1, concurrency 10, http_api 10, open loop); RSS idle vs peak. No stdio charts.
+    check_page(&html, &r, 3 + 4 + 1);
+    for title in [
+        "Throughput vs workers (server cpus 1, driver cpus 0)",
+        "p99 latency vs workers",
+        "Error rate vs workers",
+        "Latency by percentile, open_loop open 5,000/s",
+        "RSS idle vs peak under load, per server",
+    ] {
+        assert!(html.contains(title), "{title}");
+    }
+    assert!(!html.contains("No cold starts"), "no stdio notes on a load-only page");
+    assert!(html.contains("steady · sse"), "a line per server and transport");
+    assert_eq!(html, report::html(&r), "the page is a function of the records");
+    // Stdio and load records together: both sections, every chart.
+    let mut both = records(SEED_000);
+    both.extend(r);
+    let html = report::html(&both);
+    check_page(&html, &both, 3 + 3 + 4 + 1);
+    assert!(html.contains("<h2>Summary</h2>") && html.contains("<h2>HTTP load</h2>"));
+}

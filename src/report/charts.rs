@@ -1,5 +1,5 @@
 //! SVG charts drawn with plotters' SVG backend into strings, for the HTML report: horizontal
-//! bars (with confidence whiskers) and latency percentile curves. Pure: figures in, SVG out. The
+//! bars (with confidence whiskers), lines over workers (log x) and latency percentile curves. Pure: figures in, SVG out. The
 //! SVG is meant to be inlined in HTML, so it carries no XML namespace declaration.
 
 use plotters::coord::ranged1d::SegmentValue;
@@ -34,6 +34,15 @@ pub struct Bar {
     pub value: f64,
     pub ci: Option<(f64, f64)>,
     pub text: String,
+    /// The palette index of the bar; `None` colours bars by their position.
+    pub color: Option<usize>,
+}
+
+/// One line of a line chart: its label and (x, y) points, in x order.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
 }
 
 /// One curve of a percentile plot: its label and (quantile, ms) points.
@@ -99,7 +108,7 @@ pub fn bars(title: &str, axis: &str, bars: &[Bar]) -> Result<String, ChartError>
             .axis_desc_style((FONT, 13))
             .draw()?;
         chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
-            let color = PALETTE[i % PALETTE.len()];
+            let color = PALETTE[b.color.unwrap_or(i) % PALETTE.len()];
             let mut r = Rectangle::new(
                 [(0.0, SegmentValue::Exact(row(i))), (b.value, SegmentValue::Exact(row(i) + 1))],
                 color.mix(0.85).filled(),
@@ -216,6 +225,67 @@ pub fn percentiles(title: &str, curves: &[Curve]) -> Result<String, ChartError> 
     Ok(inline(svg))
 }
 
+/// Lines over a log-scaled x (workers), one per series, with a marker at every point; y is
+/// linear from 0 and its labels are written by `y_label`.
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    y_label: &dyn Fn(f64) -> String,
+) -> Result<String, ChartError> {
+    let series: Vec<&Series> = series.iter().filter(|s| !s.points.is_empty()).collect();
+    if series.is_empty() {
+        return Err("nothing to draw".into());
+    }
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let (x_min, x_max, y_max) = pts.fold((f64::MAX, f64::MIN, 0.0f64), |(a, b, c), &(x, y)| {
+        (a.min(x), b.max(x), if y.is_finite() { c.max(y) } else { c })
+    });
+    let (x_lo, x_hi) = ((x_min / 1.5).max(0.5), x_max * 1.5);
+    let y_hi = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+    let height = 420 + 18 * series.len() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|x| axis_number(*x))
+            .y_label_formatter(&|y| y_label(*y))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(_, y)| y.is_finite()).collect();
+            chart
+                .draw_series(std::iter::once(PathElement::new(pts.clone(), color.stroke_width(2))))?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
+            .label_font((FONT, 12))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(inline(svg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,8 +317,8 @@ mod tests {
     #[test]
     fn charts_are_inline_svg_with_escaped_text() {
         let b = [
-            Bar { label: "a<b>".into(), value: 3.0, ci: Some((2.0, 4.0)), text: "3 ms".into() },
-            Bar { label: "c&d".into(), value: 1.0, ci: None, text: "1 ms".into() },
+            Bar { label: "a<b>".into(), value: 3.0, ci: Some((2.0, 4.0)), text: "3 ms".into(), color: None },
+            Bar { label: "c&d".into(), value: 1.0, ci: None, text: "1 ms".into(), color: Some(1) },
         ];
         let svg = bars("title", "ms", &b).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
@@ -258,5 +328,9 @@ mod tests {
         let c = Curve { label: "x".into(), count: 1000, points: vec![(0.0, 0.1), (0.5, 0.2), (1.0, 3.0)] };
         let svg = percentiles("p", &[c]).unwrap();
         assert!(svg.starts_with("<svg") && !svg.contains("http"));
+        let l = Series { label: "s&t".into(), points: vec![(1.0, 10.0), (10.0, 50.0), (100.0, 40.0)] };
+        let svg = lines("w", "workers", "req/s", &[l], &|y| axis_number(y)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("s&amp;t") && !svg.contains("http"));
+        assert!(lines("w", "x", "y", &[], &|y| axis_number(y)).is_err());
     }
 }

@@ -21,6 +21,14 @@
 //!   interval. There is no sample to resample; RSS readings repeat to well under 1%, so the
 //!   threshold alone judges them.
 //!
+//! - HTTP load cells, over every successful repeat of the cell in each run: throughput as the
+//!   ratio of the repeats' medians (bootstrapped like cold starts with 3 or more repeats per run,
+//!   otherwise one reading of zero width), higher is better, so its verdict is judged on a/b and a
+//!   drop reads `slower`; latency p50/p99 under load from the repeats' pooled histograms, by MOVER
+//!   as for calls; the error rate as the difference b − a of the pooled proportions with
+//!   Newcombe's hybrid score interval, `more errors` when its lower bound is above
+//!   [`ERROR_RATE_TOLERANCE`] (and then it fails the CI gate whatever its percentage).
+//!
 //! Verdicts, with threshold t (e.g. 5%): `slower` when the interval's lower bound is above
 //! 1 + t; `faster` when its upper bound is below 1 / (1 + t) (symmetric on the log scale, so
 //! swapping the runs swaps the two verdicts); `unchanged` when the whole interval lies within
@@ -40,7 +48,6 @@ use crate::stats::{self, Interval, Pairing};
 
 use super::markdown::cell as md;
 use super::rows::{status_text, Unit, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
-use super::units::{mib, ms};
 
 /// The threshold of `benchlab compare` when none is given, in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
@@ -59,17 +66,44 @@ pub enum CompareMetric {
     CallP99,
     /// RSS of the server's process tree right after initialize.
     RssAfterInitialize,
+    /// HTTP load: correct answers per second. Higher is better: the ratio is still b/a, but the
+    /// verdict is judged on a/b, so a throughput drop is `slower`.
+    Throughput,
+    /// HTTP load: latency percentiles of correct calls, from the histograms (repeats pooled).
+    LoadP50,
+    LoadP99,
+    /// HTTP load: failed / all calls (repeats pooled), compared as the difference b − a.
+    ErrorRate,
 }
 
 impl CompareMetric {
-    pub const ALL: [CompareMetric; 6] = [
+    pub const ALL: [CompareMetric; 10] = [
         CompareMetric::ColdStart,
         CompareMetric::ToolsList,
         CompareMetric::CallP50,
         CompareMetric::CallP95,
         CompareMetric::CallP99,
         CompareMetric::RssAfterInitialize,
+        CompareMetric::Throughput,
+        CompareMetric::LoadP50,
+        CompareMetric::LoadP99,
+        CompareMetric::ErrorRate,
     ];
+
+    /// Whether a larger value is better (throughput), so the verdict reads the ratio inverted.
+    pub fn higher_is_better(self) -> bool {
+        self == CompareMetric::Throughput
+    }
+
+    fn is_load(self) -> bool {
+        matches!(
+            self,
+            CompareMetric::Throughput
+                | CompareMetric::LoadP50
+                | CompareMetric::LoadP99
+                | CompareMetric::ErrorRate
+        )
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -79,6 +113,10 @@ impl CompareMetric {
             CompareMetric::CallP95 => "call_p95",
             CompareMetric::CallP99 => "call_p99",
             CompareMetric::RssAfterInitialize => "rss_after_initialize",
+            CompareMetric::Throughput => "throughput",
+            CompareMetric::LoadP50 => "load_p50",
+            CompareMetric::LoadP99 => "load_p99",
+            CompareMetric::ErrorRate => "error_rate",
         }
     }
 
@@ -90,12 +128,18 @@ impl CompareMetric {
             CompareMetric::CallP95 => "tools/call p95",
             CompareMetric::CallP99 => "tools/call p99",
             CompareMetric::RssAfterInitialize => "RSS after initialize",
+            CompareMetric::Throughput => "throughput (higher is better)",
+            CompareMetric::LoadP50 => "latency p50 under load",
+            CompareMetric::LoadP99 => "latency p99 under load",
+            CompareMetric::ErrorRate => "error rate (b − a)",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
             CompareMetric::RssAfterInitialize => Unit::Bytes,
+            CompareMetric::Throughput => Unit::Rps,
+            CompareMetric::ErrorRate => Unit::Ratio,
             _ => Unit::Ms,
         }
     }
@@ -111,6 +155,9 @@ pub enum Method {
     HistogramQuantileMover,
     /// One reading per run: the ratio itself, zero width.
     SingleReading,
+    /// Error rates: the difference b − a of the pooled proportions with Newcombe's hybrid score
+    /// interval (from each run's Wilson interval); `ratio` then holds that difference.
+    Difference,
 }
 
 /// The verdict on one metric.
@@ -137,11 +184,14 @@ impl Verdict {
         }
     }
 
-    /// The word people read: memory is `larger`/`smaller`, not slower/faster.
+    /// The word people read: memory is `larger`/`smaller`, error rates `more errors`/`fewer
+    /// errors`, not slower/faster.
     pub fn label(self, unit: Unit) -> &'static str {
         match (self, unit) {
             (Verdict::Slower, Unit::Bytes) => "larger",
             (Verdict::Faster, Unit::Bytes) => "smaller",
+            (Verdict::Slower, Unit::Ratio) => "more errors",
+            (Verdict::Faster, Unit::Ratio) => "fewer errors",
             (v, _) => v.as_str(),
         }
     }
@@ -176,11 +226,39 @@ pub struct MetricComparison {
     /// Samples behind each (calls in the histogram; 1 for a reading).
     pub n_a: u64,
     pub n_b: u64,
-    /// b / a with its interval (`confidence` in the interval).
+    /// b / a with its interval (`confidence` in the interval); for [`Method::Difference`] the
+    /// difference b − a instead.
     pub ratio: Interval,
     pub method: Method,
+    /// Throughput: a larger b is better, so the verdict was judged on a / b.
+    pub higher_is_better: bool,
     pub verdict: Verdict,
 }
+
+impl MetricComparison {
+    /// The ratio in the sense "above 1 is worse": b/a, or a/b for a higher-is-better metric.
+    pub fn cost_ratio(&self) -> Interval {
+        if self.higher_is_better {
+            invert(&self.ratio)
+        } else {
+            self.ratio
+        }
+    }
+}
+
+/// 1 / an interval.
+fn invert(i: &Interval) -> Interval {
+    Interval {
+        estimate: 1.0 / i.estimate,
+        lower: 1.0 / i.upper,
+        upper: 1.0 / i.lower,
+        confidence: i.confidence,
+    }
+}
+
+/// An error-rate difference below this (0.1 percentage point) is `unchanged`: a handful of
+/// failed calls in hundreds of thousands is not a verdict.
+pub const ERROR_RATE_TOLERANCE: f64 = 0.001;
 
 /// A cell found, and successful, in both runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -283,6 +361,7 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
             n_b,
             ratio,
             method,
+            higher_is_better: false,
             verdict: Verdict::judge(&ratio, threshold_pct),
         })
     };
@@ -379,6 +458,199 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
             let ratio = Interval { estimate: r, lower: r, upper: r, confidence: CONFIDENCE };
             made(xa, xb, 1, 1, ratio, Method::SingleReading)
         }
+        // Load metrics go through `compare_load_metric`, over every repeat.
+        CompareMetric::Throughput
+        | CompareMetric::LoadP50
+        | CompareMetric::LoadP99
+        | CompareMetric::ErrorRate => Judged::Absent,
+    }
+}
+
+/// The two-sided normal quantile of a confidence level (0.95 → 1.96), by bisection on erf.
+fn z_of(confidence: f64) -> f64 {
+    // Abramowitz and Stegun 7.1.26 is accurate to 1.5e-7, plenty for an interval's width.
+    let erf = |x: f64| {
+        let t = 1.0 / (1.0 + 0.327_591_1 * x);
+        let y = ((((1.061_405_429 * t - 1.453_152_027) * t + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t;
+        1.0 - y * (-x * x).exp()
+    };
+    let (mut lo, mut hi) = (0.0f64, 10.0f64);
+    for _ in 0..80 {
+        let mid = (lo + hi) / 2.0;
+        if erf(mid / std::f64::consts::SQRT_2) < confidence {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// Wilson's score interval of a proportion x / n.
+fn wilson(x: u64, n: u64, z: f64) -> (f64, f64, f64) {
+    let (nf, p) = (n as f64, x as f64 / n as f64);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / nf;
+    let centre = (p + z2 / (2.0 * nf)) / denom;
+    let half = z * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt() / denom;
+    (p, (centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Newcombe's hybrid score interval (his method 10) of the difference of two proportions b − a.
+fn newcombe_difference(xa: u64, na: u64, xb: u64, nb: u64, confidence: f64) -> Interval {
+    let z = z_of(confidence);
+    let (pa, la, ua) = wilson(xa, na, z);
+    let (pb, lb, ub) = wilson(xb, nb, z);
+    let d = pb - pa;
+    Interval {
+        estimate: d,
+        lower: d - ((pb - lb).powi(2) + (ua - pa).powi(2)).sqrt(),
+        upper: d + ((ub - pb).powi(2) + (pa - la).powi(2)).sqrt(),
+        confidence,
+    }
+}
+
+/// Judges an error-rate difference against [`ERROR_RATE_TOLERANCE`].
+fn judge_difference(d: &Interval) -> Verdict {
+    let t = ERROR_RATE_TOLERANCE;
+    if !d.is_finite() {
+        Verdict::Inconclusive
+    } else if d.lower > t {
+        Verdict::Slower
+    } else if d.upper < -t {
+        Verdict::Faster
+    } else if d.lower >= -t && d.upper <= t {
+        Verdict::Unchanged
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// Every repeat's histogram of a load cell, merged.
+fn pooled_histogram(rs: &[&Record]) -> Option<hdrhistogram::Histogram<u64>> {
+    let mut pooled: Option<hdrhistogram::Histogram<u64>> = None;
+    for r in rs {
+        let Some(lat) = r.metrics.load.as_ref().and_then(|l| l.latency.as_ref()) else { continue };
+        let h = stats::decode_histogram(&lat.histogram).ok()?;
+        match pooled.as_mut() {
+            Some(p) => p.add(&h).ok()?,
+            None => pooled = Some(h),
+        }
+    }
+    pooled.filter(|h| h.len() >= MIN_CI_SAMPLES)
+}
+
+/// A load metric of one cell over all its successful repeats in each run.
+fn compare_load_metric(
+    cell: &str,
+    ra: &[&Record],
+    rb: &[&Record],
+    metric: CompareMetric,
+    threshold_pct: f64,
+) -> Judged {
+    let with_load = |rs: &[&Record]| rs.iter().any(|r| r.metrics.load.is_some());
+    match (with_load(ra), with_load(rb)) {
+        (false, false) => return Judged::Absent,
+        (true, false) => return Judged::Skipped("measured in a only".into()),
+        (false, true) => return Judged::Skipped("measured in b only".into()),
+        _ => {}
+    }
+    let made = |a: f64, b: f64, n_a: u64, n_b: u64, ratio: Interval, method: Method| {
+        let higher_is_better = metric.higher_is_better();
+        let verdict = match method {
+            Method::Difference => judge_difference(&ratio),
+            _ if higher_is_better => Verdict::judge(&invert(&ratio), threshold_pct),
+            _ => Verdict::judge(&ratio, threshold_pct),
+        };
+        Judged::Compared(MetricComparison {
+            cell: cell.to_string(),
+            metric,
+            unit: metric.unit(),
+            a,
+            b,
+            n_a,
+            n_b,
+            ratio,
+            method,
+            higher_is_better,
+            verdict,
+        })
+    };
+    match metric {
+        CompareMetric::Throughput => {
+            let tps = |rs: &[&Record]| -> Vec<f64> {
+                rs.iter().filter_map(|r| Some(r.metrics.load.as_ref()?.throughput_rps)).collect()
+            };
+            let (ta, tb) = (tps(ra), tps(rb));
+            let (ma, mb) = (stats::median(&mut ta.clone()), stats::median(&mut tb.clone()));
+            if ma.is_nan() || ma <= 0.0 || !mb.is_finite() {
+                return Judged::Skipped("no throughput in a".into());
+            }
+            let (n_a, n_b) = (ta.len() as u64, tb.len() as u64);
+            if n_a >= MIN_CI_SAMPLES && n_b >= MIN_CI_SAMPLES {
+                let s = seed(cell, metric.as_str(), "ab");
+                if let Some(ratio) =
+                    stats::ratio_ci(&tb, &ta, stats::median, Pairing::Independent, RESAMPLES, CONFIDENCE, s)
+                {
+                    return made(ma, mb, n_a, n_b, ratio, Method::BootstrapMedianRatio);
+                }
+            }
+            let r = mb / ma;
+            made(
+                ma,
+                mb,
+                n_a,
+                n_b,
+                Interval { estimate: r, lower: r, upper: r, confidence: CONFIDENCE },
+                Method::SingleReading,
+            )
+        }
+        CompareMetric::LoadP50 | CompareMetric::LoadP99 => {
+            let q = if metric == CompareMetric::LoadP50 { 0.50 } else { 0.99 };
+            let (Some(ha), Some(hb)) = (pooled_histogram(ra), pooled_histogram(rb)) else {
+                return Judged::Skipped("a histogram is unreadable or holds too few calls".into());
+            };
+            let ia = stats::histogram_quantile_cis(
+                &ha,
+                &[q],
+                RESAMPLES,
+                CONFIDENCE,
+                seed(cell, metric.as_str(), "a"),
+            );
+            let ib = stats::histogram_quantile_cis(
+                &hb,
+                &[q],
+                RESAMPLES,
+                CONFIDENCE,
+                seed(cell, metric.as_str(), "b"),
+            );
+            match (ia.first(), ib.first()) {
+                (Some(ia), Some(ib)) if ia.lower > 0.0 && ib.lower > 0.0 => made(
+                    ia.estimate,
+                    ib.estimate,
+                    ha.len(),
+                    hb.len(),
+                    mover_ratio(ia, ib),
+                    Method::HistogramQuantileMover,
+                ),
+                _ => Judged::Skipped("no positive quantile interval".into()),
+            }
+        }
+        _ => {
+            let counts = |rs: &[&Record]| {
+                rs.iter()
+                    .filter_map(|r| r.metrics.load.as_ref())
+                    .fold((0u64, 0u64), |(f, n), l| (f + l.failed, n + l.ok + l.failed))
+            };
+            let ((fa, na), (fb, nb)) = (counts(ra), counts(rb));
+            if na == 0 || nb == 0 {
+                return Judged::Skipped("no calls in a run's window".into());
+            }
+            let d = newcombe_difference(fa, na, fb, nb, CONFIDENCE);
+            made(fa as f64 / na as f64, fb as f64 / nb as f64, na, nb, d, Method::Difference)
+        }
     }
 }
 
@@ -401,8 +673,17 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
             continue;
         }
         let mut metrics = Vec::new();
+        // Load metrics use every successful repeat of the cell in each run.
+        let id = ra.cell.id.as_str();
+        let all_a: Vec<&Record> = a.iter().filter(|r| r.cell.id == id && r.status == Status::Ok).collect();
+        let all_b: Vec<&Record> = b.iter().filter(|r| r.cell.id == id && r.status == Status::Ok).collect();
         for metric in CompareMetric::ALL {
-            match compare_metric(ra, rb, metric, threshold_pct) {
+            let judged = if metric.is_load() {
+                compare_load_metric(&ra.cell.id, &all_a, &all_b, metric, threshold_pct)
+            } else {
+                compare_metric(ra, rb, metric, threshold_pct)
+            };
+            match judged {
                 Judged::Compared(m) => metrics.push(m),
                 Judged::Skipped(reason) => {
                     skipped.push(SkippedMetric { cell: ra.cell.id.clone(), metric, reason })
@@ -437,10 +718,16 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
 }
 
 /// The metrics that fail a CI gate: flagged slower (or larger) with the interval's lower bound
-/// above 1 + `fail_if_slower_pct` / 100.
+/// above 1 + `fail_if_slower_pct` / 100, in the sense where above 1 is worse (a throughput drop
+/// of more than the percentage fails it: a/b above the limit); and any error rate flagged `more
+/// errors` (its difference is beyond [`ERROR_RATE_TOLERANCE`]), whatever the percentage.
 pub fn gate_failures(c: &Comparison, fail_if_slower_pct: f64) -> Vec<&MetricComparison> {
     let limit = 1.0 + fail_if_slower_pct / 100.0;
-    c.metrics().filter(|m| m.verdict == Verdict::Slower && m.ratio.lower > limit).collect()
+    c.metrics()
+        .filter(|m| {
+            m.verdict == Verdict::Slower && (m.method == Method::Difference || m.cost_ratio().lower > limit)
+        })
+        .collect()
 }
 
 /// The CI gate of `--fail-if-slower <pct>`: true when it passes, i.e. no metric is flagged slower
@@ -495,9 +782,20 @@ impl FromStr for CompareFormat {
 }
 
 fn value_text(unit: Unit, v: f64) -> String {
-    match unit {
-        Unit::Ms => ms(Some(v)),
-        Unit::Bytes => mib(Some(v as u64)),
+    super::markdown::unit_text(unit, v)
+}
+
+/// A difference of rates in percentage points: `+1.20 pp`.
+fn pp(d: f64) -> String {
+    format!("{:+.2} pp", d * 100.0)
+}
+
+/// `1.502x`, or a difference for error rates.
+fn ratio_cell(m: &MetricComparison) -> String {
+    if m.method == Method::Difference {
+        pp(m.ratio.estimate)
+    } else {
+        ratio_text(m.ratio.estimate)
     }
 }
 
@@ -514,6 +812,8 @@ fn ratio_text(r: f64) -> String {
 fn ratio_interval_text(m: &MetricComparison) -> String {
     if m.method == Method::SingleReading {
         "(one reading)".into()
+    } else if m.method == Method::Difference && m.ratio.is_finite() {
+        format!("{} to {}", pp(m.ratio.lower), pp(m.ratio.upper))
     } else if m.ratio.is_finite() {
         format!("{:.3}–{:.3}x", m.ratio.lower, m.ratio.upper)
     } else {
@@ -546,10 +846,13 @@ fn rule_text(c: &Comparison) -> String {
     let hi = 1.0 + c.threshold_pct / 100.0;
     format!(
         "Ratios are b/a with {:.0}% intervals; slower when the interval is above {hi:.3}, faster when below {:.3}, \
-         unchanged when inside, inconclusive when it straddles a bound (threshold {}%).",
+         unchanged when inside, inconclusive when it straddles a bound (threshold {}%). Throughput is higher-is-better: \
+         its verdict reads a/b, so a drop is slower. Error rates are compared as b − a in percentage points \
+         (more errors beyond {:.1} pp).",
         c.confidence * 100.0,
         1.0 / hi,
-        c.threshold_pct
+        c.threshold_pct,
+        ERROR_RATE_TOLERANCE * 100.0
     )
 }
 
@@ -581,7 +884,7 @@ pub fn compare_table(c: &Comparison) -> Table {
             TCell::new(n_text(m)).set_alignment(CellAlignment::Right),
             TCell::new(value_text(m.unit, m.a)).set_alignment(CellAlignment::Right),
             TCell::new(value_text(m.unit, m.b)).set_alignment(CellAlignment::Right),
-            TCell::new(ratio_text(m.ratio.estimate)).set_alignment(CellAlignment::Right),
+            TCell::new(ratio_cell(m)).set_alignment(CellAlignment::Right),
             TCell::new(ratio_interval_text(m)).set_alignment(CellAlignment::Right),
             TCell::new(m.verdict.label(m.unit)),
         ]);
@@ -660,7 +963,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
                 n_text(m),
                 value_text(m.unit, m.a),
                 value_text(m.unit, m.b),
-                ratio_text(m.ratio.estimate),
+                ratio_cell(m),
                 ratio_interval_text(m),
             );
         }

@@ -1,5 +1,8 @@
 //! The metric rows as CSV (RFC 4180): one row per cell and metric, durations in ms to the
-//! nanosecond, memory in bytes, for spreadsheets and data frames.
+//! nanosecond, memory in bytes, throughput in req/s, error rates as fractions, CPU in cores, for
+//! spreadsheets and data frames. HTTP load cells add their throughput, latency (with p99.9 and
+//! max), error rate, server CPU and peak RSS rows; a repeated cell has one row per repeat, told
+//! apart by the `repeat` column.
 
 use std::fmt::Write as _;
 
@@ -8,7 +11,7 @@ use crate::stats::Interval;
 
 use super::rows::{metric_rows, Unit};
 
-const HEADER: &str = "run_id,cell,server,workload,status,metric,unit,n,median,ci_lower,ci_upper,confidence,p95,p99,mean,cv,noisy";
+const HEADER: &str = "run_id,cell,server,workload,status,metric,unit,n,median,ci_lower,ci_upper,confidence,p95,p99,mean,cv,noisy,p999,max,repeat";
 
 /// Quotes a field when it holds a separator, a quote or a line break.
 fn field(s: &str) -> String {
@@ -25,6 +28,9 @@ fn num(v: Option<f64>, unit: Unit) -> String {
         Some(x) if x.is_finite() => match unit {
             Unit::Ms => format!("{x:.6}"),
             Unit::Bytes => format!("{}", x.round() as u64),
+            Unit::Rps => format!("{x:.3}"),
+            Unit::Ratio => format!("{x:.6}"),
+            Unit::Cores => format!("{x:.4}"),
         },
         _ => String::new(),
     }
@@ -40,7 +46,7 @@ pub fn csv(records: &[Record]) -> String {
         let ci: Option<&Interval> = r.median_ci.as_ref().filter(|i| i.is_finite());
         let _ = writeln!(
             o,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             field(&r.run_id),
             field(&r.cell),
             field(&r.server),
@@ -58,6 +64,9 @@ pub fn csv(records: &[Record]) -> String {
             num(r.mean, r.unit),
             r.cv.map_or(String::new(), |c| format!("{c:.4}")),
             r.noisy,
+            num(r.p999, r.unit),
+            num(r.max, r.unit),
+            r.repeat.map_or(String::new(), |i| i.to_string()),
         );
     }
     o
@@ -75,6 +84,6 @@ mod tests {
         assert_eq!(num(Some(0.1234567891), Unit::Ms), "0.123457");
         assert_eq!(num(Some(51609600.0), Unit::Bytes), "51609600");
         assert_eq!(num(None, Unit::Ms), "");
-        assert_eq!(HEADER.split(',').count(), 17);
+        assert_eq!(HEADER.split(',').count(), 20);
     }
 }

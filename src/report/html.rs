@@ -1,6 +1,8 @@
 //! The report as one static HTML page: summary, inline SVG charts (cold start with confidence
-//! whiskers, RSS after initialize, call latency by percentile), per-cell statistics, failures and
-//! the environment of every cell. Self-contained: inline CSS, no scripts, no external resource,
+//! whiskers, RSS after initialize, call latency by percentile), the HTTP load table and its charts
+//! (throughput, p99 and error rate against workers, latency by percentile per workload and load
+//! level, RSS idle against peak under load), per-cell statistics, failures and the environment of
+//! every cell. Self-contained: inline CSS, no scripts, no external resource,
 //! and a Content-Security-Policy that forbids fetching any. All text from records is escaped.
 
 use std::fmt::Write as _;
@@ -8,7 +10,8 @@ use std::fmt::Write as _;
 use crate::record::{Record, Status};
 use crate::stats;
 
-use super::charts::{self, Bar, Curve};
+use super::charts::{self, Bar, Curve, Series};
+use super::load::{self, load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER, LOAD_NOTE};
 use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
 use super::rows::{metric_rows, summary_rows, Metric, MetricRow, CONFIDENCE};
 use super::units::{mib, ms, ms_interval, percent};
@@ -36,7 +39,7 @@ table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}\
 th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#f4f4f4}td.n{text-align:right;white-space:nowrap}\
 code{font-size:.8rem;word-break:break-all}figure{margin:1rem 0}figcaption,.note{color:#555;font-size:.85rem}\
-.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
+.wide{overflow-x:auto}.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
 
 fn chart_or_note(o: &mut String, drawn: Result<String, charts::ChartError>, caption: &str) {
     match drawn {
@@ -65,6 +68,7 @@ fn cold_start_bars(rows: &[MetricRow]) -> Vec<Bar> {
             value: r.median,
             ci: r.median_ci.filter(|i| i.is_finite()).map(|i| (i.lower, i.upper)),
             text: format!("{} (n={})", ms(Some(r.median)), r.n),
+            color: None,
         })
         .collect()
 }
@@ -74,7 +78,13 @@ fn rss_bars(records: &[Record]) -> Vec<Bar> {
         .into_iter()
         .filter_map(|r| {
             let b = r.rss_after_initialize_bytes?;
-            Some(Bar { label: r.server, value: b as f64 / (1024.0 * 1024.0), ci: None, text: mib(Some(b)) })
+            Some(Bar {
+                label: r.server,
+                value: b as f64 / (1024.0 * 1024.0),
+                ci: None,
+                text: mib(Some(b)),
+                color: None,
+            })
         })
         .collect()
 }
@@ -228,16 +238,37 @@ pub fn html(records: &[Record]) -> String {
     if let Some((first, last)) = recorded_span(records) {
         let _ = write!(o, " Recorded {} to {}.", esc(first), esc(last));
     }
-    o.push_str("</p>\n<h2>Summary</h2>\n");
-    summary_table(&mut o, records);
+    o.push_str("</p>\n");
+    let load_rows = load_summary_rows(records);
+    let stdio = !summary_rows(records).is_empty() || load_rows.is_empty();
+    if stdio {
+        o.push_str("<h2>Summary</h2>\n");
+        summary_table(&mut o, records);
+    }
+    if !load_rows.is_empty() {
+        load_section(&mut o, records, &load_rows);
+    }
+    if stdio {
+        stdio_charts(&mut o, records, &rows);
+    }
 
+    o.push_str("<h2>Per cell</h2>\n");
+    metric_table(&mut o, &rows);
+    failures(&mut o, records);
+    environment(&mut o, records);
+    o.push_str("</body>\n</html>\n");
+    o
+}
+
+/// The stdio charts: cold start, RSS after initialize, call latency by percentile.
+fn stdio_charts(o: &mut String, records: &[Record], rows: &[MetricRow]) {
     o.push_str("<h2>Charts</h2>\n");
-    let cold = cold_start_bars(&rows);
+    let cold = cold_start_bars(rows);
     if cold.is_empty() {
         o.push_str("<p class=\"note\">No cold starts in these records.</p>\n");
     } else {
         chart_or_note(
-            &mut o,
+            o,
             charts::bars("Cold start, median per server", "ms", &cold),
             &format!(
                 "Spawn request to initialize result: median of each server's cold starts, whiskers at the {:.0}% bootstrap confidence interval.",
@@ -250,7 +281,7 @@ pub fn html(records: &[Record]) -> String {
         o.push_str("<p class=\"note\">No memory readings in these records.</p>\n");
     } else {
         chart_or_note(
-            &mut o,
+            o,
             charts::bars("RSS after initialize, per server", "MiB", &rss),
             "Resident memory of the server's process tree right after initialize (one reading).",
         );
@@ -260,19 +291,199 @@ pub fn html(records: &[Record]) -> String {
         o.push_str("<p class=\"note\">No serial-calls histograms in these records.</p>\n");
     } else {
         chart_or_note(
-            &mut o,
+            o,
             charts::percentiles("tools/call latency by percentile", &curves),
             "Each serial-calls cell's recorded histogram: latency (log scale) against percentile, \
              spaced by 1/(1−q) so that the tail gets room; each curve ends at its maximum.",
         );
     }
+}
 
-    o.push_str("<h2>Per cell</h2>\n");
-    metric_table(&mut o, &rows);
-    failures(&mut o, records);
-    environment(&mut o, records);
-    o.push_str("</body>\n</html>\n");
-    o
+/// `server · transport` (with the lifecycle when it is per-call): one line in the load charts.
+fn series_key(r: &LoadRow) -> String {
+    match r.lifecycle.as_deref() {
+        Some("per_call") => format!("{} · {} per-call", r.server, r.transport),
+        _ => format!("{} · {}", r.server, r.transport),
+    }
+}
+
+/// One series per server × transport over the closed-loop cells, x = workers.
+fn series_over_workers(rows: &[LoadRow], y: fn(&LoadRow) -> Option<f64>) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for r in rows.iter().filter(|r| r.mode == "closed" && r.workers > 0) {
+        let Some(v) = y(r).filter(|v| v.is_finite()) else { continue };
+        let key = series_key(r);
+        match out.iter_mut().find(|s| s.label == key) {
+            Some(s) => s.points.push((f64::from(r.workers), v)),
+            None => out.push(Series { label: key, points: vec![(f64::from(r.workers), v)] }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+/// Latency curves of the load cells, one group per workload and load level, one curve per
+/// server × transport (repeats' histograms pooled).
+fn load_curve_groups(records: &[Record]) -> Vec<(String, Vec<Curve>)> {
+    type Named = (String, hdrhistogram::Histogram<u64>);
+    let mut groups: Vec<(String, Vec<Named>)> = Vec::new();
+    for (r, row) in records.iter().filter(|r| load::is_load(r)).zip(load::load_rows(records)) {
+        let Some(lat) = r.metrics.load.as_ref().and_then(|l| l.latency.as_ref()) else { continue };
+        let Ok(h) = stats::decode_histogram(&lat.histogram) else { continue };
+        if h.is_empty() {
+            continue;
+        }
+        let group = format!(
+            "{} {}{}",
+            row.workload,
+            load::workers_text(&row),
+            if row.mode == "open" { "" } else { " workers" }
+        );
+        let label = series_key(&row);
+        let gi = match groups.iter().position(|g| g.0 == group) {
+            Some(i) => i,
+            None => {
+                groups.push((group, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let curves = &mut groups[gi].1;
+        match curves.iter_mut().find(|c| c.0 == label) {
+            Some(c) => {
+                let _ = c.1.add(&h);
+            }
+            None => curves.push((label, h)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(g, cs)| {
+            let curves = cs
+                .into_iter()
+                .map(|(label, h)| Curve { label, count: h.len(), points: stats::percentile_curve(&h) })
+                .collect();
+            (g, curves)
+        })
+        .collect()
+}
+
+/// Per server: the lowest idle RSS and the highest peak under load, side by side.
+fn rss_load_bars(rows: &[LoadRow]) -> Vec<Bar> {
+    let mut servers: Vec<(String, Option<u64>, Option<u64>)> = Vec::new();
+    for r in rows {
+        let i = match servers.iter().position(|s| s.0 == r.server) {
+            Some(i) => i,
+            None => {
+                servers.push((r.server.clone(), None, None));
+                servers.len() - 1
+            }
+        };
+        let s = &mut servers[i];
+        if let Some(v) = r.rss_idle_bytes {
+            s.1 = Some(s.1.map_or(v, |x| x.min(v)));
+        }
+        if let Some(v) = r.rss_peak_bytes {
+            s.2 = Some(s.2.map_or(v, |x| x.max(v)));
+        }
+    }
+    let mut bars = Vec::new();
+    for (i, (server, idle, peak)) in servers.into_iter().enumerate() {
+        for (what, v) in [("idle", idle), ("peak under load", peak)] {
+            if let Some(b) = v {
+                bars.push(Bar {
+                    label: format!("{server} {what}"),
+                    value: b as f64 / (1024.0 * 1024.0),
+                    ci: None,
+                    text: mib(Some(b)),
+                    color: Some(i),
+                });
+            }
+        }
+    }
+    bars
+}
+
+/// The HTTP load table and its charts.
+fn load_section(o: &mut String, records: &[Record], rows: &[LoadRow]) {
+    let place = load::placement_text(rows);
+    let _ = writeln!(
+        o,
+        "<h2>HTTP load</h2>\n<p class=\"note\">{} Placement: {}.</p>",
+        esc(LOAD_NOTE),
+        esc(&place)
+    );
+    o.push_str("<div class=\"wide\"><table>\n<tr>");
+    for h in LOAD_HEADER.iter().chain(std::iter::once(&"status")) {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o.push_str("</tr>\n");
+    for r in rows {
+        o.push_str("<tr>");
+        for (i, c) in load_cells(r).iter().enumerate() {
+            let class = if (5..=12).contains(&i) || i == 14 || i == 16 { " class=\"n\"" } else { "" };
+            let _ = write!(o, "<td{class}>{}</td>", esc(c));
+        }
+        let failed = if r.status == "ok" { "" } else { " class=\"failed\"" };
+        let _ = writeln!(o, "<td{failed}>{}</td></tr>", esc(&status_cell(r)));
+    }
+    o.push_str("</table></div>\n<h2>Load charts</h2>\n");
+    let closed = rows.iter().any(|r| r.mode == "closed");
+    if closed {
+        let where_ = format!("({place})");
+        chart_or_note(
+            o,
+            charts::lines(
+                &format!("Throughput vs workers {where_}"),
+                "workers (log scale)",
+                "req/s",
+                &series_over_workers(rows, |r| r.throughput_rps),
+                &|y| load::rate_number(y),
+            ),
+            "Correct answers per second of the measured window, closed loop (concurrency and http_api), one line per server and transport; a repeated cell at its median.",
+        );
+        chart_or_note(
+            o,
+            charts::lines(
+                &format!("p99 latency vs workers {where_}"),
+                "workers (log scale)",
+                "p99 (ms)",
+                &series_over_workers(rows, |r| r.p99_ms),
+                &|y| format!("{y:.1}"),
+            ),
+            "99th percentile of correct calls from each cell's histogram, closed loop.",
+        );
+        chart_or_note(
+            o,
+            charts::lines(
+                &format!("Error rate vs workers {where_}"),
+                "workers (log scale)",
+                "failed / all calls (%)",
+                &series_over_workers(rows, |r| r.error_rate.map(|e| e * 100.0)),
+                &|y| format!("{y:.1}%"),
+            ),
+            "Failed calls over all calls in the window, closed loop (0 is drawn: a flat line at 0 means no errors).",
+        );
+    }
+    for (group, curves) in load_curve_groups(records) {
+        chart_or_note(
+            o,
+            charts::percentiles(&format!("Latency by percentile, {group} ({place})"), &curves),
+            &format!(
+                "{group}: each server and transport's recorded histogram (repeats pooled), latency (log scale) against \
+                 percentile spaced by 1/(1−q); open loop from the intended send time."
+            ),
+        );
+    }
+    let rss = rss_load_bars(rows);
+    if !rss.is_empty() {
+        chart_or_note(
+            o,
+            charts::bars(&format!("RSS idle vs peak under load, per server ({place})"), "MiB", &rss),
+            "Resident memory of the server's process tree before the load (lowest over its cells) and at the largest sample during it (highest over its cells).",
+        );
+    }
 }
 
 #[cfg(test)]

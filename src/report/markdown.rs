@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::record::{Record, Status};
 use crate::stats::NOISY_CV;
 
+use super::load::{self, load_cells, load_summary_rows, status_cell, LOAD_HEADER, LOAD_NOTE};
 use super::rows::{metric_rows, summary_rows, MetricRow, Unit, CONFIDENCE, RESAMPLES};
 use super::units::{mib, ms, ms_interval, percent, short};
 
@@ -90,24 +91,21 @@ pub(super) fn host_lines(records: &[Record]) -> Vec<String> {
 
 /// The median, or the reading, in its unit.
 pub(super) fn value_text(row: &MetricRow) -> String {
-    match row.unit {
-        Unit::Ms => ms(Some(row.median)),
-        Unit::Bytes => mib(Some(row.median as u64)),
+    unit_text(row.unit, row.median)
+}
+
+/// A figure in its unit, for people.
+pub(super) fn unit_text(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Ms => ms(Some(v)),
+        Unit::Bytes => mib(Some(v as u64)),
+        Unit::Rps => format!("{} req/s", load::rate_number(v)),
+        Unit::Ratio => load::error_rate_text(Some(v)),
+        Unit::Cores => format!("{} cores", load::cores_text(Some(v))),
     }
 }
 
-/// `10,000`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use super::load::thousands;
 
 /// The note under the per-cell table that says how its figures were computed.
 pub(super) fn method_note() -> String {
@@ -135,12 +133,36 @@ pub fn markdown(records: &[Record]) -> String {
     }
     o.push_str("\n\n");
 
+    let summary = summary_rows(records);
+    let load_rows = load_summary_rows(records);
+    if !summary.is_empty() || load_rows.is_empty() {
+        summary_section(&mut o, &summary);
+    }
+    if !load_rows.is_empty() {
+        let _ = writeln!(
+            o,
+            "## HTTP load\n\n{LOAD_NOTE} Placement: {}.\n",
+            cell(&load::placement_text(&load_rows))
+        );
+        let _ = writeln!(o, "| {} | status |", LOAD_HEADER.join(" | "));
+        let _ = writeln!(o, "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|");
+        for r in &load_rows {
+            let cells: Vec<String> = load_cells(r).iter().map(|c| cell(c)).collect();
+            let _ = writeln!(o, "| {} | {} |", cells.join(" | "), cell(&status_cell(r)));
+        }
+        o.push('\n');
+    }
+    per_cell_and_rest(&mut o, records);
+    o
+}
+
+fn summary_section(o: &mut String, summary: &[super::SummaryRow]) {
     o.push_str("## Summary\n\n");
     o.push_str(
         "| server | sdk | runtime | cpus s/d | cold start p50 | tools/list p50 | call p50 | call p95 | call p99 | RSS after init | LOC | status |\n",
     );
     o.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
-    for r in summary_rows(records) {
+    for r in summary {
         let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
             (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
             _ => "—".into(),
@@ -164,8 +186,11 @@ pub fn markdown(records: &[Record]) -> String {
             cell(&r.status),
         );
     }
+    o.push('\n');
+}
 
-    o.push_str("\n## Per cell\n\n");
+fn per_cell_and_rest(o: &mut String, records: &[Record]) {
+    o.push_str("## Per cell\n\n");
     o.push_str(&method_note());
     o.push_str("\n\n");
     let _ = writeln!(
@@ -235,7 +260,6 @@ pub fn markdown(records: &[Record]) -> String {
     for line in host_lines(records) {
         let _ = writeln!(o, "- Host: {}", cell(&line));
     }
-    o
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod charts;
 pub mod compare;
 mod csv;
 mod html;
+mod load;
 mod markdown;
 mod rows;
 mod table;
@@ -27,19 +28,23 @@ pub use compare::{
 };
 pub use csv::csv;
 pub use html::html;
+pub use load::{is_load, load_rows, load_summary_rows, transport_label, LoadRow};
 pub use markdown::markdown;
 pub use rows::{
     metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE, MIN_CI_SAMPLES,
     RESAMPLES, SEED,
 };
-pub use table::summary_table;
+pub use table::{load_table, summary_table, tables};
 
 /// The output formats of `benchlab report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// The summary rows as a terminal table.
+    /// The summary rows as a terminal table, and the load cells (one row per cell, the median
+    /// of its repeats) as a second one.
     Table,
-    /// The summary rows as pretty JSON.
+    /// The summary rows as pretty JSON: an array of stdio summary rows when the records hold no
+    /// HTTP load cell (as before load cells existed), otherwise an object
+    /// `{"summary": [...], "load": [...]}` with one load row per record (repeats separate).
     Json,
     /// Summary, per-cell statistics, failures and environments as Markdown.
     Markdown,
@@ -88,8 +93,8 @@ impl FromStr for Format {
 /// Renders records in a format. Every output ends with a newline.
 pub fn render(format: Format, records: &[Record]) -> String {
     let mut out = match format {
-        Format::Table => summary_table(&summary_rows(records)).to_string(),
-        Format::Json => serde_json::to_string_pretty(&summary_rows(records)).expect("rows serialise"),
+        Format::Table => tables(records),
+        Format::Json => summary_json(records),
         Format::Markdown => markdown(records),
         Format::Csv => csv(records),
         Format::Bencher => bencher_json(records),
@@ -99,6 +104,16 @@ pub fn render(format: Format, records: &[Record]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The JSON of `Format::Json` (see there).
+fn summary_json(records: &[Record]) -> String {
+    let load = load_rows(records);
+    if load.is_empty() {
+        return serde_json::to_string_pretty(&summary_rows(records)).expect("rows serialise");
+    }
+    let v = serde_json::json!({ "summary": summary_rows(records), "load": load });
+    serde_json::to_string_pretty(&v).expect("rows serialise")
 }
 
 #[cfg(test)]

@@ -32,10 +32,11 @@ pub struct SummaryRow {
     pub status: String,
 }
 
-/// Merges records into one row per server, in the order servers first appear.
+/// Merges stdio records into one row per server, in the order servers first appear. HTTP load
+/// cells have their own rows (`load::load_summary_rows`).
 pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
     let mut rows: Vec<SummaryRow> = Vec::new();
-    for r in records {
+    for r in records.iter().filter(|r| !super::load::is_load(r)) {
         let s = &r.cell.server;
         let idx = match rows.iter().position(|row| row.server == s.id) {
             Some(i) => i,
@@ -130,11 +131,31 @@ pub enum Metric {
     RssAfterInitialize,
     /// RSS of the server's process tree at the end of the workload (bytes, one reading).
     RssEnd,
+    /// HTTP load: correct answers per second of the measured window (one reading).
+    Throughput,
+    /// HTTP load: latency of one correct call (ms, from the histogram).
+    LoadLatency,
+    /// HTTP load: failed / all calls in the window (one reading).
+    ErrorRate,
+    /// HTTP load: the server's CPU during the window, in cores (one reading).
+    ServerCpu,
+    /// HTTP load: the largest RSS of the server's process tree during the load (one reading).
+    RssPeakUnderLoad,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 5] =
-        [Metric::ColdStart, Metric::ToolsList, Metric::Calls, Metric::RssAfterInitialize, Metric::RssEnd];
+    pub const ALL: [Metric; 10] = [
+        Metric::ColdStart,
+        Metric::ToolsList,
+        Metric::Calls,
+        Metric::RssAfterInitialize,
+        Metric::RssEnd,
+        Metric::Throughput,
+        Metric::LoadLatency,
+        Metric::ErrorRate,
+        Metric::ServerCpu,
+        Metric::RssPeakUnderLoad,
+    ];
 
     /// The machine name (CSV, JSON).
     pub fn as_str(self) -> &'static str {
@@ -144,6 +165,11 @@ impl Metric {
             Metric::Calls => "call",
             Metric::RssAfterInitialize => "rss_after_initialize",
             Metric::RssEnd => "rss_end",
+            Metric::Throughput => "throughput",
+            Metric::LoadLatency => "load_latency",
+            Metric::ErrorRate => "error_rate",
+            Metric::ServerCpu => "server_cpu",
+            Metric::RssPeakUnderLoad => "rss_peak_under_load",
         }
     }
 
@@ -155,13 +181,21 @@ impl Metric {
             Metric::Calls => "tools/call",
             Metric::RssAfterInitialize => "RSS after initialize",
             Metric::RssEnd => "RSS at end",
+            Metric::Throughput => "throughput",
+            Metric::LoadLatency => "latency under load",
+            Metric::ErrorRate => "error rate",
+            Metric::ServerCpu => "server CPU",
+            Metric::RssPeakUnderLoad => "RSS peak under load",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
-            Metric::ColdStart | Metric::ToolsList | Metric::Calls => Unit::Ms,
-            Metric::RssAfterInitialize | Metric::RssEnd => Unit::Bytes,
+            Metric::ColdStart | Metric::ToolsList | Metric::Calls | Metric::LoadLatency => Unit::Ms,
+            Metric::RssAfterInitialize | Metric::RssEnd | Metric::RssPeakUnderLoad => Unit::Bytes,
+            Metric::Throughput => Unit::Rps,
+            Metric::ErrorRate => Unit::Ratio,
+            Metric::ServerCpu => Unit::Cores,
         }
     }
 }
@@ -171,6 +205,12 @@ impl Metric {
 pub enum Unit {
     Ms,
     Bytes,
+    /// Requests per second.
+    Rps,
+    /// A fraction (0.012 = 1.2%).
+    Ratio,
+    /// CPU cores busy (1.0 = one core).
+    Cores,
 }
 
 impl Unit {
@@ -178,6 +218,9 @@ impl Unit {
         match self {
             Unit::Ms => "ms",
             Unit::Bytes => "bytes",
+            Unit::Rps => "rps",
+            Unit::Ratio => "ratio",
+            Unit::Cores => "cores",
         }
     }
 }
@@ -205,12 +248,17 @@ pub struct MetricRow {
     pub p95_ci: Option<Interval>,
     pub p99: Option<f64>,
     pub p99_ci: Option<Interval>,
+    /// p99.9 and the maximum, from a histogram (calls and load latency).
+    pub p999: Option<f64>,
+    pub max: Option<f64>,
     pub mean: Option<f64>,
     /// Coefficient of variation of the samples (stdev / mean).
     pub cv: Option<f64>,
     /// `cv` above `stats::NOISY_CV`, for repeated trials (cold starts, first tools/list). Calls
     /// are never flagged: their CV is the shape of one run's latency distribution, not noise.
     pub noisy: bool,
+    /// The record's repeat index, for a repeated cell.
+    pub repeat: Option<u32>,
 }
 
 /// FNV-1a: a stable hash to derive per-metric seeds (std's hasher may change between releases).
@@ -269,9 +317,12 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
         p95_ci: None,
         p99: None,
         p99_ci: None,
+        p999: None,
+        max: None,
         mean: None,
         cv: None,
         noisy: false,
+        repeat: r.cell.repeat.map(|p| p.index),
     };
     let samples = match metric {
         Metric::ColdStart => m.cold_start.as_ref(),
@@ -297,8 +348,15 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
             row.noisy = stats::is_noisy(row.cv);
             Some(row)
         }
-        Metric::Calls => {
-            let c = m.calls.as_ref()?;
+        Metric::Calls | Metric::LoadLatency => {
+            let c = if metric == Metric::Calls {
+                m.calls.as_ref()?
+            } else {
+                m.load.as_ref()?.latency.as_ref()?
+            };
+            if metric == Metric::LoadLatency && c.summary.count == 0 {
+                return None;
+            }
             // A histogram that does not decode still has its stored summary.
             let h = stats::decode_histogram(&c.histogram).ok().filter(|h| !h.is_empty());
             let mut row = base(c.summary.count, c.summary.p50_ms);
@@ -318,6 +376,8 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
                     row.p95_ci = cis.get(1).copied();
                     row.p99_ci = cis.get(2).copied();
                 }
+                row.p999 = Some(h.value_at_quantile(0.999) as f64 / 1e6);
+                row.max = Some(h.max() as f64 / 1e6);
                 // The CV of single calls describes their latency distribution (a long tail is the
                 // norm), not how repeatable the measurement is: shown, never flagged.
                 row.cv = stats::histogram_cv(&h);
@@ -326,6 +386,12 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
         }
         Metric::RssAfterInitialize => m.memory.after_initialize.as_ref().map(|t| base(1, t.rss_bytes as f64)),
         Metric::RssEnd => m.memory.end.as_ref().map(|t| base(1, t.rss_bytes as f64)),
+        Metric::Throughput => m.load.as_ref().map(|l| base(l.ok, l.throughput_rps)),
+        Metric::ErrorRate => m.load.as_ref().map(|l| base(l.ok + l.failed, l.error_rate)),
+        Metric::ServerCpu => m.load.as_ref()?.server_cpu_cores.map(|c| base(1, c)),
+        Metric::RssPeakUnderLoad => {
+            m.memory.under_load.as_ref()?.peak_during.as_ref().map(|t| base(1, t.rss_bytes as f64))
+        }
     }
 }
 

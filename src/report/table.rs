@@ -1,9 +1,13 @@
-//! The terminal table of the summary rows (comfy-table).
+//! The terminal tables (comfy-table): the stdio summary rows, and the HTTP load cells in a
+//! table of their own.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TCell, CellAlignment, ContentArrangement, Table};
 
+use crate::record::Record;
+
+use super::load::{load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER};
 use super::units::{mib, ms};
-use super::SummaryRow;
+use super::{summary_rows, SummaryRow};
 
 /// The terminal table.
 pub fn summary_table(rows: &[SummaryRow]) -> Table {
@@ -45,4 +49,54 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
         ]);
     }
     t
+}
+
+/// The load cells' terminal table: one row per cell, a repeated cell as the median of its
+/// repeats (the status says of how many).
+pub fn load_table(rows: &[LoadRow]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    let mut header: Vec<&str> = LOAD_HEADER.to_vec();
+    header.push("status");
+    t.set_header(header);
+    for r in rows {
+        let mut cells: Vec<TCell> = load_cells(r)
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let cell = TCell::new(c);
+                // Figures right-aligned: workers onwards, except the errors and RSS texts.
+                if (5..=12).contains(&i) || i == 14 || i == 16 {
+                    cell.set_alignment(CellAlignment::Right)
+                } else {
+                    cell
+                }
+            })
+            .collect();
+        cells.push(TCell::new(status_cell(r)));
+        t.add_row(cells);
+    }
+    t
+}
+
+/// Everything `benchlab report --format table` prints: the stdio summary when there are stdio
+/// cells, the load table when there are load cells (an empty summary table when there is
+/// neither).
+pub fn tables(records: &[Record]) -> String {
+    let summary = summary_rows(records);
+    let load = load_summary_rows(records);
+    let mut out = String::new();
+    if !summary.is_empty() || load.is_empty() {
+        out.push_str(&summary_table(&summary).to_string());
+        out.push('\n');
+    }
+    if !load.is_empty() {
+        if !summary.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("HTTP load ({})\n", super::load::placement_text(&load)));
+        out.push_str(&load_table(&load).to_string());
+        out.push('\n');
+    }
+    out
 }
