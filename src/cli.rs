@@ -441,11 +441,10 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 ui.finish();
                 r.map_err(Exit::from)
             })?;
-            let rows = report::summary_rows(&summary.records);
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+                print!("{}", report::render(report::Format::Json, &summary.records));
             } else {
-                println!("{}", report::summary_table(&rows));
+                print!("{}", report::render(report::Format::Table, &summary.records));
                 println!(
                     "run {}: {} records in {}  ({} image(s) built{})",
                     summary.run_id,
