@@ -45,7 +45,14 @@ pub enum Command {
     /// Example: benchlab run scenarios/quickstart.toml
     Run {
         /// The scenario file (scenarios/*.toml).
-        scenario: PathBuf,
+        #[arg(required_unless_present = "resume")]
+        scenario: Option<PathBuf>,
+        /// Continue an interrupted or partly failed run: run only the cells of RUN_DIR
+        /// (<results>/<scenario>/<run id>) that have no ok record, from the scenario copy kept
+        /// there, appending to its records. Environment changes since its earlier records are
+        /// reported.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["scenario", "run_id"])]
+        resume: Option<PathBuf>,
         /// Where run folders are written: <results>/<scenario name>/<run id>/.
         #[arg(long, default_value = "results")]
         results: PathBuf,
@@ -420,27 +427,67 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Run { scenario, results, run_id, checkout, json, duration, warmup, only } => {
-            let mut scenario = Scenario::load(&scenario).map_err(|e| Exit::new(2, e.to_string()))?;
-            scenario.override_load_times(warmup, duration);
-            if !only.is_empty() {
-                scenario.only = only;
-                if scenario.cells().is_empty() {
-                    return Err(Exit::new(
-                        2,
-                        format!("--only {:?} matches no cell of {}", scenario.only, scenario.path.display()),
-                    ));
+        Command::Run { scenario, resume, results, run_id, checkout, json, duration, warmup, only } => {
+            let mut adjust = |s: &mut Scenario| {
+                s.override_load_times(warmup, duration);
+                if !only.is_empty() {
+                    s.only = only.clone();
                 }
-            }
+            };
+            let scenario = match &scenario {
+                Some(path) => {
+                    let mut scenario = Scenario::load(path).map_err(|e| Exit::new(2, e.to_string()))?;
+                    adjust(&mut scenario);
+                    if !scenario.only.is_empty() && scenario.cells().is_empty() {
+                        return Err(Exit::new(
+                            2,
+                            format!(
+                                "--only {:?} matches no cell of {}",
+                                scenario.only,
+                                scenario.path.display()
+                            ),
+                        ));
+                    }
+                    Some(scenario)
+                }
+                None => None,
+            };
             let recipes = checkout.recipes()?;
             let opts = run_options(results, run_id, checkout.ca_bundle)?;
             let summary = tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
-                let r = orchestrate::run(&engine, &scenario, &recipes, &opts, &mut |e| ui.event(e)).await;
+                let r = match (&scenario, &resume) {
+                    (Some(scenario), _) => {
+                        orchestrate::run(&engine, scenario, &recipes, &opts, &mut |e| ui.event(e)).await
+                    }
+                    (None, Some(dir)) => {
+                        orchestrate::resume(&engine, dir, &recipes, &opts, &mut adjust, &mut |e| ui.event(e))
+                            .await
+                    }
+                    (None, None) => unreachable!("clap requires a scenario or --resume"),
+                };
                 ui.finish();
                 r.map_err(Exit::from)
             })?;
+            if resume.is_some() {
+                eprintln!(
+                    "resumed run {}: {} cell(s) already had an ok record and were skipped, {} ran now",
+                    summary.run_id,
+                    summary.skipped,
+                    summary.records.len()
+                );
+            }
+            if !summary.env_changes.is_empty() {
+                eprintln!(
+                    "warning: {} environment field(s) differ from the run's earlier records; these cells \
+                     were not measured in the same environment (`benchlab diff-env` compares records):",
+                    summary.env_changes.len()
+                );
+                for line in &summary.env_changes {
+                    eprintln!("  {line}");
+                }
+            }
             if json {
                 print!("{}", report::render(report::Format::Json, &summary.records));
             } else {
@@ -763,6 +810,10 @@ impl Progress {
                     b.set_message(phase);
                 }
             }
+            Event::LeftoversRemoved { run_id, owner, removed } => self.line(format!(
+                "removed {removed} container(s) and volume(s) left by benchlab {owner} (run {run_id}), which \
+                 died without cleaning up"
+            )),
             Event::CellFinished { record } => {
                 self.finish_bar();
                 let status = match &record.failure {

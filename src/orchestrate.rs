@@ -1,7 +1,9 @@
 //! Running a plan: resolve every cell's recipe and placement before anything is built, make sure
 //! each base and image exists (bootstrap/build once, then cache hits), then run the cells one at
 //! a time — server container with the shim, sidecar with the driver — and append a record for
-//! each. It never prints: it emits events, and the CLI decides what the user sees.
+//! each. At start it removes what a benchlab killed without cleaning up left in the engine (by
+//! owner label); `resume` continues a run folder with only its cells that have no ok record.
+//! It never prints: it emits events, and the CLI decides what the user sees.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -70,6 +72,15 @@ pub enum Event {
     },
     CellFinished {
         record: Box<Record>,
+    },
+    /// At start: containers and volumes left by a benchlab that died without cleaning up
+    /// (`kill -9`, a crash) were found by their owner label and removed.
+    LeftoversRemoved {
+        /// The run the dead benchlab was writing.
+        run_id: String,
+        /// Its owner token (`<pid>-<start time>`).
+        owner: String,
+        removed: usize,
     },
 }
 
@@ -384,6 +395,11 @@ pub struct RunSummary {
     pub run_dir: PathBuf,
     pub records: Vec<Record>,
     pub images_built: usize,
+    /// `--resume` only: the cells skipped because the run already holds an ok record of them.
+    pub skipped: usize,
+    /// `--resume` only: where a cell's environment differs from the one the run recorded before
+    /// (the cell's own earlier record, or for run-wide fields any earlier record), one line each.
+    pub env_changes: Vec<String>,
 }
 
 /// Runs a scenario end to end.
@@ -394,9 +410,32 @@ pub async fn run<E: Engine>(
     opts: &RunOptions,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<RunSummary, RunError> {
-    let cells = plan(scenario, recipes, &placement::available_cpus())?;
+    run_cells(engine, scenario, recipes, opts, None, emit).await
+}
+
+/// Runs a scenario's cells; with `earlier` (a resumed run's records), only the cells that have no
+/// ok record among them, checking each new record's environment against the earlier ones.
+async fn run_cells<E: Engine>(
+    engine: &E,
+    scenario: &Scenario,
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+    earlier: Option<Vec<Record>>,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<RunSummary, RunError> {
+    let mut cells = plan(scenario, recipes, &placement::available_cpus())?;
     let run_id = opts.run_id.clone().unwrap_or_else(|| new_run_id(&scenario.name));
     let run_dir = opts.results_dir.join(&scenario.name).join(&run_id);
+    // A run folder that exists already is locked before anything is built, so a second benchlab
+    // on it stops at once with the holder's pid (a new folder is locked when it is created).
+    let mut early_store = match run_dir.exists() {
+        true => Some(Store::open(&run_dir)?),
+        false => None,
+    };
+    let earlier = earlier.unwrap_or_default();
+    let before = cells.len();
+    cells.retain(|c| !earlier.iter().any(|r| r.status == Status::Ok && same_cell(r, c)));
+    let skipped = before - cells.len();
     let mut distinct: Vec<&ImagePlan> = Vec::new();
     for c in &cells {
         if !distinct.iter().any(|d| d.same_image(&c.image)) {
@@ -421,6 +460,9 @@ pub async fn run<E: Engine>(
         },
         scenario_sha256: scenario.sha256(),
     };
+    // Before anything is made: remove what a benchlab killed without cleaning up left behind,
+    // and register this one, so its own leftovers can be found if it dies the same way.
+    let _owner = sweep_leftovers(engine, &opts.work_dir, &run_id, emit).await?;
     // Containers mount this frozen copy, so the binary that runs is the one the records name
     // even if the executable is rebuilt while the run goes on.
     let opts = &RunOptions { benchlab_exe: lab_binary.0, ..opts.clone() };
@@ -434,9 +476,13 @@ pub async fn run<E: Engine>(
     }
     let built = images.iter().filter(|(_, ready)| ready.built).count();
 
-    let mut store = Store::open(&run_dir)?;
+    let mut store = match early_store.take() {
+        Some(s) => s,
+        None => Store::open(&run_dir)?,
+    };
     keep_scenario_copy(&run_dir, &scenario.source)?;
     let mut records = Vec::new();
+    let mut env_changes = Vec::new();
     let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
     for (index, cell) in cells.iter().enumerate() {
         emit(Event::CellStarted { index, total: cells.len(), cell_id: cell.id.clone() });
@@ -459,10 +505,162 @@ pub async fn run<E: Engine>(
             }
         };
         let stored = store.append(record)?;
+        env_changes.extend(environment_changes(&earlier, &stored));
         emit(Event::CellFinished { record: Box::new(stored.clone()) });
         records.push(stored);
     }
-    Ok(RunSummary { run_id, run_dir, records, images_built: built })
+    Ok(RunSummary { run_id, run_dir, records, images_built: built, skipped, env_changes })
+}
+
+/// Resumes the run in `run_dir` (`<results>/<scenario>/<run id>`): its own copy of the scenario,
+/// the same run id, and only the cells with no ok record yet. `adjust` may change the scenario as
+/// it was loaded (the CLI's --duration/--warmup/--only).
+pub async fn resume<E: Engine>(
+    engine: &E,
+    run_dir: &Path,
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+    adjust: &mut dyn FnMut(&mut Scenario),
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<RunSummary, RunError> {
+    let io = |what: String| move |source| RunError::Io { what, source };
+    let run_dir = std::fs::canonicalize(run_dir).map_err(io(format!(
+        "resume {}: not a run folder (give the folder holding records.jsonl and scenario.toml)",
+        run_dir.display()
+    )))?;
+    let mut scenario = Scenario::load(&run_dir.join(crate::record::audit::SCENARIO_FILE))?;
+    adjust(&mut scenario);
+    let (Some(run_id), Some(results_dir), Some(parent)) = (
+        run_dir.file_name().and_then(|n| n.to_str()).map(String::from),
+        run_dir.parent().and_then(Path::parent),
+        run_dir.parent().and_then(Path::file_name),
+    ) else {
+        return Err(RunError::Io {
+            what: format!("resume {}", run_dir.display()),
+            source: std::io::Error::other("not a run folder of the form <results>/<scenario>/<run id>"),
+        });
+    };
+    if parent.to_str() != Some(scenario.name.as_str()) {
+        return Err(RunError::Io {
+            what: format!("resume {}", run_dir.display()),
+            source: std::io::Error::other(format!(
+                "its scenario is named {:?} but the folder sits under {:?}; move it back to <results>/{}/",
+                scenario.name,
+                parent.to_string_lossy(),
+                scenario.name
+            )),
+        });
+    }
+    let records_path = run_dir.join(crate::record::store::RECORDS_FILE);
+    let earlier = match records_path.exists() {
+        true => crate::record::store::read_records(&records_path)?,
+        false => Vec::new(),
+    };
+    let opts = RunOptions { results_dir: results_dir.to_path_buf(), run_id: Some(run_id), ..opts.clone() };
+    run_cells(engine, &scenario, recipes, &opts, Some(earlier), emit).await
+}
+
+/// Whether a record is of this planned cell (same id, same repeat).
+fn same_cell(r: &Record, c: &PlannedCell) -> bool {
+    r.cell.id == c.id && r.cell.repeat.map(|x| x.index) == c.repeat.map(|x| x.index)
+}
+
+/// Manifest fields every cell of a run shares: a difference there in any earlier record is a
+/// change of the run's environment, not of one cell's.
+const RUN_WIDE: &[&str] = &["host", "engine", "benchlab", "scenario_sha256", "sandbox"];
+
+/// How a new record's environment differs from what the run recorded before: against the same
+/// cell's latest earlier record (every field), else against the run's first record (run-wide
+/// fields only). One line per differing field.
+fn environment_changes(earlier: &[Record], new: &Record) -> Vec<String> {
+    let same = earlier.iter().rev().find(|r| r.cell.id == new.cell.id && r.cell.repeat == new.cell.repeat);
+    let (base, run_wide_only) = match same {
+        Some(r) if r.env_hash == new.env_hash => return Vec::new(),
+        Some(r) => (r, false),
+        None => match earlier.first() {
+            Some(r) => (r, true),
+            None => return Vec::new(),
+        },
+    };
+    crate::record::diffenv::diff_env(&base.environment, &new.environment)
+        .into_iter()
+        .filter(|d| {
+            !run_wide_only || RUN_WIDE.iter().any(|p| d.path == *p || d.path.starts_with(&format!("{p}.")))
+        })
+        .map(|d| {
+            use crate::record::diffenv::EnvDiff;
+            format!(
+                "{}: environment changed since record {} ({}): {} {} -> {}",
+                new.cell.id,
+                base.seq,
+                base.recorded_at,
+                d.path,
+                EnvDiff::show(d.a.as_ref()),
+                EnvDiff::show(d.b.as_ref())
+            )
+        })
+        .collect()
+}
+
+/// Label on every container and volume of a run: the benchlab process that made it, as
+/// `<pid>-<start time>` (the start time tells a reused pid from the original).
+pub const LABEL_OWNER: &str = "org.benchlab.owner";
+
+/// This process's owner token, read once.
+fn owner_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| {
+        let pid = std::process::id();
+        process_token(Path::new("/proc"), pid).unwrap_or_else(|| format!("{pid}-0"))
+    })
+}
+
+/// `<pid>-<start time>` of a live process, from a /proc-like folder; None when it is gone.
+fn process_token(proc_root: &Path, pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
+    // Field 22 (starttime), counted from past the command name's last ')'.
+    let start = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?;
+    Some(format!("{pid}-{start}"))
+}
+
+/// This benchlab's entry in `<work>/owners/` (file name: its owner token; content: its run id),
+/// removed when the run ends by any path but a kill.
+struct OwnerEntry(PathBuf);
+
+impl Drop for OwnerEntry {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Removes the containers and volumes of every registered benchlab that is no longer alive
+/// (found by their owner label), then registers this one.
+async fn sweep_leftovers<E: Engine>(
+    engine: &E,
+    work_dir: &Path,
+    run_id: &str,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<OwnerEntry, RunError> {
+    let io = |what: String| move |source| RunError::Io { what, source };
+    let dir = work_dir.join("owners");
+    std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+    for entry in std::fs::read_dir(&dir).map_err(io(format!("read {}", dir.display())))? {
+        let Ok(entry) = entry else { continue };
+        let Some(token) = entry.file_name().to_str().map(String::from) else { continue };
+        let Some(pid) = token.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if process_token(Path::new("/proc"), pid).as_deref() == Some(token.as_str()) {
+            continue; // alive: its containers are its own business
+        }
+        let dead_run = std::fs::read_to_string(entry.path()).unwrap_or_default().trim().to_string();
+        let removed = engine.remove_labelled(&format!("{LABEL_OWNER}={token}")).await?;
+        let _ = std::fs::remove_file(entry.path());
+        if removed > 0 {
+            emit(Event::LeftoversRemoved { run_id: dead_run, owner: token, removed });
+        }
+    }
+    let path = dir.join(owner_token());
+    std::fs::write(&path, format!("{run_id}\n")).map_err(io(format!("write {}", path.display())))?;
+    Ok(OwnerEntry(path))
 }
 
 /// Keeps the scenario beside its records (`scenario.toml`), written atomically. A run folder that
@@ -625,6 +823,7 @@ async fn cell_in_containers<E: Engine>(
 ) -> Result<(DriverOutcome, bool), EngineError> {
     let mut labels = BTreeMap::new();
     labels.insert(LABEL_RUN.to_string(), run_id.to_string());
+    labels.insert(LABEL_OWNER.to_string(), owner_token().to_string());
     labels.insert("org.benchlab.cell".to_string(), cell.id.clone());
     engine.create_volume(volume, opts.lab_volume_bytes, &labels).await?;
     let mounts = vec![
@@ -1079,6 +1278,76 @@ mod tests {
             ensure_image(&engine, &p, &options(d.path()), &mut HashMap::new(), &mut |_| {}).await.unwrap();
         assert_ne!(ready.id, "sha256:stale");
         assert!(engine.calls().contains(&format!("build {reference}")));
+    }
+
+    #[test]
+    fn owner_tokens_name_a_live_process_and_its_start_time() {
+        let me = owner_token();
+        assert!(me.starts_with(&format!("{}-", std::process::id())), "{me}");
+        assert_ne!(me, format!("{}-0", std::process::id()), "the start time was read");
+        assert_eq!(process_token(Path::new("/proc"), std::process::id()).as_deref(), Some(me));
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("42")).unwrap();
+        let stat = "42 (a) b) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0";
+        std::fs::write(d.path().join("42/stat"), stat).unwrap();
+        assert_eq!(process_token(d.path(), 42).as_deref(), Some("42-987654"));
+        assert_eq!(process_token(d.path(), 43), None);
+    }
+
+    #[test]
+    fn a_resumed_cell_in_another_environment_is_reported() {
+        use crate::record::tests::sample_record;
+        let hashed = |mut r: Record| {
+            r.env_hash = r.environment.hash();
+            r
+        };
+        let a = hashed(sample_record("a"));
+        let b = hashed(sample_record("b"));
+        // The same cell again, same environment: nothing to say.
+        assert!(environment_changes(std::slice::from_ref(&a), &a).is_empty());
+        // Another binary: reported against the cell's own earlier record.
+        let mut a2 = a.clone();
+        a2.environment.benchlab.binary_sha256 = "f00d".into();
+        let a2 = hashed(a2);
+        let lines = environment_changes(std::slice::from_ref(&a), &a2);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("benchlab.binary_sha256") && lines[0].contains("f00d"), "{lines:?}");
+        // A cell never recorded before: only run-wide fields count, not its own image.
+        let mut c = b.clone();
+        c.cell.id = "c/cold_start".into();
+        c.environment.image.image_id = "sha256:other".into();
+        assert!(environment_changes(std::slice::from_ref(&a), &hashed(c.clone())).is_empty());
+        c.environment.host.kernel = "6.99".into();
+        let lines = environment_changes(std::slice::from_ref(&a), &hashed(c));
+        assert!(lines.len() == 1 && lines[0].contains("host.kernel"), "{lines:?}");
+    }
+
+    #[tokio::test]
+    async fn leftovers_of_dead_benchlabs_are_removed_by_owner_and_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let owners = d.path().join("owners");
+        std::fs::create_dir_all(&owners).unwrap();
+        // A pid that cannot exist, and a live pid (ours) with another start time: a reused pid.
+        let dead = "4194399-12345".to_string();
+        let reused = format!("{}-1", std::process::id());
+        let alive = owner_token().to_string();
+        for (token, run) in [(&dead, "run-a"), (&reused, "run-b")] {
+            std::fs::write(owners.join(token), format!("{run}\n")).unwrap();
+        }
+        let engine = FakeEngine::new();
+        let mut events = Vec::new();
+        let entry = sweep_leftovers(&engine, d.path(), "run-c", &mut |e| events.push(e)).await.unwrap();
+        let calls = engine.calls();
+        for token in [&dead, &reused] {
+            assert!(calls.contains(&format!("remove_labelled {LABEL_OWNER}={token}")), "{calls:?}");
+            assert!(!owners.join(token).exists());
+        }
+        assert!(!calls.iter().any(|c| c.contains(&format!("={alive}"))), "{calls:?}");
+        assert_eq!(std::fs::read_to_string(owners.join(&alive)).unwrap(), "run-c\n");
+        // The fake removes nothing, so nothing is reported.
+        assert!(events.is_empty());
+        drop(entry);
+        assert!(!owners.join(&alive).exists(), "the entry goes when the run ends");
     }
 
     #[tokio::test]
