@@ -12,6 +12,7 @@ Standard library only (runs inside any CPython image, or beside a server contain
 """
 
 import argparse
+import ast
 import hashlib
 import http.client
 import json
@@ -90,6 +91,10 @@ def tool_value(result):
     try:
         return json.loads(text)
     except ValueError:
+        pass
+    try:  # Gradio's MCP text is str(value): a Python literal for dicts (single quotes, True/None)
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
 
 
