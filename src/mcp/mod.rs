@@ -1,6 +1,7 @@
 //! JSON-RPC 2.0 / MCP messages: building requests, parsing responses, normalising tool results.
 //! It owns no socket and no process; framing is one message per line (stdio) here, HTTP later.
 
+pub mod pyliteral;
 pub mod sse;
 pub mod suite;
 pub mod transport;
@@ -143,7 +144,11 @@ pub fn tool_value(result: &Value) -> Result<Value, String> {
         return Ok(sc.clone());
     }
     match text {
-        Some(t) => Ok(serde_json::from_str::<Value>(t).unwrap_or_else(|_| Value::String(t.into()))),
+        // JSON first; then a Python literal (Gradio answers `str(value)`); else the text itself.
+        Some(t) => Ok(serde_json::from_str::<Value>(t)
+            .ok()
+            .or_else(|| t.trim_start().starts_with(['{', '[', '(']).then(|| pyliteral::parse(t)).flatten())
+            .unwrap_or_else(|| Value::String(t.into()))),
         None => Err("the result has neither structuredContent nor text content".into()),
     }
 }

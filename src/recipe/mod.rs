@@ -441,13 +441,20 @@ impl RecipeBook {
         let mut out = Vec::new();
         for r in self.recipes.values().filter(|r| family.is_none_or(|f| f == r.family)) {
             for v in r.versions.iter().filter(|v| version.is_none_or(|x| x == v.version)) {
-                let Some(suite) = r.apis.get(&v.api).and_then(|a| a.sources.keys().next()) else { continue };
+                let Some(api) = r.apis.get(&v.api) else { continue };
+                let Some(suite) = api.sources.keys().next() else { continue };
+                // Any transport the API serves names the same image; HTTP-only APIs need one.
+                let transport = match (&api.http, api.stdio) {
+                    (Some(h), false) => h.transports.first().copied().unwrap_or_default(),
+                    _ => Transport::Stdio,
+                };
                 for rt in v.runtimes.iter().filter(|rt| runtime.is_none_or(|x| x == rt.as_str())) {
                     out.push(ServerWant {
                         family: r.family.clone(),
                         version: Some(v.version.clone()),
                         runtime: Some(rt.clone()),
                         suite: suite.clone(),
+                        transport,
                         ..Default::default()
                     });
                 }
