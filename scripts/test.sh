@@ -5,3 +5,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/engine.sh
 cargo test --all-targets "$@"
+
+# Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on
+# stable, always (sharing target/, so only the lab itself is rebuilt).
+CARGO_TARGET_DIR=target cargo test --manifest-path fuzz/Cargo.toml --no-default-features
+# Then a short libFuzzer run of each, which needs nightly Rust and cargo-fuzz; without them the
+# step is skipped, loudly (the plain-test run above still covered every target).
+fuzz_seconds=${BENCHLAB_FUZZ_SECONDS:-20}
+if cargo +nightly fuzz --version >/dev/null 2>&1; then
+  # Outside the checkout, so CI's fresh clones on this machine reuse the nightly build.
+  fuzz_target=${BENCHLAB_FUZZ_TARGET_DIR:-${TMPDIR:-/tmp}/benchlab-fuzz-target}
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  for t in scenario claims mcp_response sse; do
+    seeds=("$PWD/fuzz/corpus/$t")
+    case $t in scenario | claims) seeds+=("$PWD/scenarios") ;; esac
+    mkdir -p "$scratch/$t"
+    # New inputs go to the scratch folder (the first), never into the committed corpus.
+    (cd fuzz && cargo +nightly fuzz run --sanitizer none --target-dir "$fuzz_target" "$t" "$scratch/$t" "${seeds[@]}" -- \
+      -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 -print_final_stats=1)
+  done
+else
+  echo "!!! SKIPPED: the ${fuzz_seconds}s libFuzzer run of each fuzz target needs nightly Rust and" >&2
+  echo "!!! cargo-fuzz (rustup toolchain install nightly; cargo install cargo-fuzz). Their corpora" >&2
+  echo "!!! and a seeded mutation run did run above as plain tests." >&2
+fi

@@ -1,0 +1,4 @@
+//! libFuzzer entry for `benchlab_fuzz::sse` (see fuzz/src/lib.rs).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| benchlab_fuzz::sse(data));
