@@ -789,15 +789,22 @@ async fn run_cell<E: Engine>(
     let _ = engine.remove_volume(&volume).await;
 
     let (outcome, failure_override) = match result {
-        Ok((outcome, oom)) => (
-            outcome,
-            oom.then(|| {
+        Ok((outcome, oom)) => {
+            let oom = oom.then(|| {
+                // What the driver saw (a crash, usually, with the server's stderr) stays in the
+                // detail: the kernel's kill is the cause, not the whole story.
+                let seen =
+                    outcome.failure.as_ref().map(|f| format!("; the driver saw {f}")).unwrap_or_default();
                 Failure::new(
                     FailureReason::Oom,
-                    "the server container was killed for exceeding its memory limit",
+                    format!(
+                        "the server container was killed for exceeding its memory limit ({} MiB){seen}",
+                        cell.placement.memory_limit_bytes >> 20
+                    ),
                 )
-            }),
-        ),
+            });
+            (outcome, oom)
+        }
         Err(e) => (DriverOutcome::default(), Some(Failure::new(FailureReason::EngineError, e.to_string()))),
     };
     let facts = image_facts.get(&image.id).cloned().unwrap_or_default();
