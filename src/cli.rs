@@ -51,7 +51,7 @@ pub enum Command {
         /// (<results>/<scenario>/<run id>) that have no ok record, from the scenario copy kept
         /// there, appending to its records. Environment changes since its earlier records are
         /// reported.
-        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["scenario", "run_id"])]
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["scenario", "run_id", "results"])]
         resume: Option<PathBuf>,
         /// Where run folders are written: <results>/<scenario name>/<run id>/.
         #[arg(long, default_value = "results")]
