@@ -125,6 +125,7 @@ fn record(i: usize) -> Record {
                 errors: [("timeout".to_string(), 1)].into_iter().collect(),
                 sessions: 10,
                 reinitializations: 0,
+                reconnects: 0,
                 latency: None,
                 target_rps: None,
                 late: None,

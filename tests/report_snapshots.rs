@@ -234,6 +234,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         errors: s.errors.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>(),
         sessions: u64::from(workers),
         reinitializations: 0,
+        reconnects: 0,
         latency: (s.ok > 0).then(|| latency(s.ok, s.p50_us / 2, s.p50_us * 3 / 2, s.tail_us)),
         target_rps: target,
         late: target.map(|_| 12),

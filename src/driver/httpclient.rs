@@ -73,10 +73,25 @@ fn err(kind: ErrorKind, detail: impl Into<String>) -> CallError {
     CallError { kind, detail: detail.into() }
 }
 
+thread_local! {
+    /// Kept-alive connections the server dropped between requests, reopened by `dispatch`
+    /// (the load runs on one thread; `take_reconnects` reads and resets the count).
+    static RECONNECTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The reconnections counted on this thread since the last call.
+pub fn take_reconnects() -> u64 {
+    RECONNECTS.with(|r| r.replace(0))
+}
+
 /// One HTTP/1.1 connection to the server on the loopback.
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
     host: HeaderValue,
+    port: u16,
+    /// Requests this connection has carried; a kept-alive connection the server closed
+    /// between two requests is reopened once, as HTTP clients do.
+    served: u64,
 }
 
 impl Conn {
@@ -92,7 +107,7 @@ impl Conn {
             let _ = conn.await;
         });
         let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
-        Ok(Conn { sender, host })
+        Ok(Conn { sender, host, port, served: 0 })
     }
 
     pub fn is_closed(&self) -> bool {
@@ -106,16 +121,19 @@ impl Conn {
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<Response<Incoming>, CallError> {
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = uri.clone();
-        let h = req.headers_mut();
-        h.insert(hyper::header::HOST, self.host.clone());
-        for (k, v) in headers {
-            h.insert(k.clone(), v.clone());
-        }
-        self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
-        self.sender.send_request(req).await.map_err(|e| err(ErrorKind::Connect, format!("{uri}: {e}")))
+        let build = |host: &HeaderValue| {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = uri.clone();
+            let h = req.headers_mut();
+            h.insert(hyper::header::HOST, host.clone());
+            for (k, v) in headers {
+                h.insert(k.clone(), v.clone());
+            }
+            req
+        };
+        let req = build(&self.host);
+        self.dispatch(req, build).await
     }
 
     /// Sends a request; returns the response head with its body still streaming.
@@ -126,14 +144,43 @@ impl Conn {
         headers: &[(&str, &str)],
         body: Bytes,
     ) -> Result<Response<Incoming>, CallError> {
-        let mut b = Request::builder().method(method).uri(path).header("host", self.host.clone());
-        for (k, v) in headers {
-            b = b.header(*k, *v);
-        }
-        let req =
-            b.body(Full::new(body)).map_err(|e| err(ErrorKind::ProtocolError, format!("request: {e}")))?;
-        self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
-        self.sender.send_request(req).await.map_err(|e| err(ErrorKind::Connect, format!("{path}: {e}")))
+        let build = |host: &HeaderValue| {
+            let mut b = Request::builder().method(method.clone()).uri(path).header("host", host.clone());
+            for (k, v) in headers {
+                b = b.header(*k, *v);
+            }
+            b.body(Full::new(body.clone()))
+        };
+        let req = build(&self.host).map_err(|e| err(ErrorKind::ProtocolError, format!("request: {e}")))?;
+        self.dispatch(req, |h| build(h).expect("built once already")).await
+    }
+
+    /// Sends on this connection; when a kept-alive connection fails before any response, reopens
+    /// it and sends once more.
+    async fn dispatch(
+        &mut self,
+        req: Request<Full<Bytes>>,
+        again: impl Fn(&HeaderValue) -> Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, CallError> {
+        let uri = req.uri().clone();
+        let first = match self.sender.ready().await {
+            Ok(()) => self.sender.send_request(req).await,
+            Err(e) => Err(e),
+        };
+        let result = match first {
+            // No response head came: the server closed or reset the kept-alive connection (an
+            // error in its previous response's handler does that, e.g. fastmcp 0.4.1's SSE
+            // POST route). Reopen and send once more, as HTTP clients do.
+            Err(_) if self.served > 0 => {
+                RECONNECTS.with(|r| r.set(r.get() + 1));
+                *self = Conn::open(self.port).await?;
+                self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
+                self.sender.send_request(again(&self.host)).await
+            }
+            r => r,
+        };
+        self.served += 1;
+        result.map_err(|e| err(ErrorKind::Connect, format!("{uri}: {e}")))
     }
 }
 

@@ -627,13 +627,15 @@ pub fn drive(
     let (rt, local) = runtime()?;
     let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
     let warmup_ms = plan.warmup.as_millis() as u64;
+    crate::driver::httpclient::take_reconnects();
     let stats = local.block_on(&rt, async {
         let mut sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
         let mut clients = Vec::new();
         if plan.rate.is_some() {
             for _ in 0..plan.workers {
-                clients.push(sh.open().await.map_err(|e| failure_of(e, "opening the open-loop connections"))?);
+                clients
+                    .push(sh.open().await.map_err(|e| failure_of(e, "opening the open-loop connections"))?);
             }
         }
         let t_start = Instant::now() + Duration::from_millis(5);
@@ -679,7 +681,9 @@ pub fn drive(
     })?;
     drop(local);
     drop(rt); // closes every connection
-    Ok(merge(plan, &stats))
+    let mut m = merge(plan, &stats);
+    m.reconnects = crate::driver::httpclient::take_reconnects();
+    Ok(m)
 }
 
 /// Merges the workers' counts and histograms into the record's metrics.
@@ -788,10 +792,8 @@ fn run_spawned(
         return Err(f);
     }
     let mut m = result?;
-    m.server_cpu_cores = sampled
-        .cpu_window
-        .filter(|(_, d)| !d.is_zero())
-        .map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
+    m.server_cpu_cores =
+        sampled.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
 
     // After: let the server settle without clients, then read it again.
     std::thread::sleep(Duration::from_millis(500));

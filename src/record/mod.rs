@@ -240,6 +240,10 @@ pub struct LoadMetrics {
     /// 404 on an expired session.
     pub sessions: u64,
     pub reinitializations: u64,
+    /// Kept-alive connections the server closed or reset between two requests, reopened by the
+    /// driver (warm-up included). Each costs a TCP handshake inside the measured figures.
+    #[serde(default)]
+    pub reconnects: u64,
     /// Latency of the correct calls in the window (open loop: from the intended send time).
     pub latency: Option<HistogramMetric>,
     /// Open loop: the target rate, requests that started later than their intended time by more

@@ -60,6 +60,8 @@ pub struct LoadRow {
     pub max_ms: Option<f64>,
     pub sessions: Option<u64>,
     pub reinitializations: Option<u64>,
+    /// Kept-alive connections the server dropped and the driver reopened.
+    pub reconnects: Option<u64>,
     /// Server process tree CPU during the window, in cores.
     pub server_cpu_cores: Option<f64>,
     /// RSS of the server's process tree before, at the peak of and after the load.
@@ -169,6 +171,7 @@ fn load_row(r: &Record) -> LoadRow {
         max_ms: None,
         sessions: None,
         reinitializations: None,
+        reconnects: None,
         server_cpu_cores: None,
         rss_idle_bytes: None,
         rss_peak_bytes: None,
@@ -198,6 +201,7 @@ fn load_row(r: &Record) -> LoadRow {
         row.errors = l.errors.clone();
         row.sessions = Some(l.sessions);
         row.reinitializations = Some(l.reinitializations);
+        row.reconnects = Some(l.reconnects);
         row.server_cpu_cores = l.server_cpu_cores;
         if let Some(lat) = &l.latency {
             let h = stats::decode_histogram(&lat.histogram).ok().filter(|h| !h.is_empty());
@@ -305,6 +309,7 @@ fn merge_repeats(mut g: Vec<LoadRow>) -> LoadRow {
     out.dropped = sum(|r| r.dropped);
     out.sessions = sum(|r| r.sessions);
     out.reinitializations = sum(|r| r.reinitializations);
+    out.reconnects = sum(|r| r.reconnects);
     out.errors = errors;
     out.status = status;
     out.failure_detail = failure_detail;
@@ -380,14 +385,19 @@ pub fn errors_text(errors: &BTreeMap<String, u64>) -> String {
     kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// The error rate and its kinds: `0 %`, `1.50 % (timeout 12, http_status 3)`.
+/// The error rate and its kinds: `0 %`, `1.50 % (timeout 12, http_status 3)`; connections the
+/// server dropped between requests (reopened, not errors) follow: `0 %; reconnects 812`.
 pub fn errors_cell(r: &LoadRow) -> String {
     let kinds = errors_text(&r.errors);
-    if kinds.is_empty() {
+    let mut s = if kinds.is_empty() {
         error_rate_text(r.error_rate)
     } else {
         format!("{} ({kinds})", error_rate_text(r.error_rate))
+    };
+    if let Some(n) = r.reconnects.filter(|n| *n > 0) {
+        s.push_str(&format!("; reconnects {}", thousands(n)));
     }
+    s
 }
 
 /// Open loop: `late 2, dropped 0`; closed loop: `—`.
