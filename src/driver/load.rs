@@ -373,23 +373,8 @@ async fn gate(sh: &Shared, suite: Suite, startup_deadline: Instant) -> Result<Se
         .request("tools/list", "{}", sh.call_limit, &mut reinit)
         .await
         .map_err(|e| failure_of(e, "tools/list"))?
-        .map_err(|e| {
-            Failure::new(
-                FailureReason::ProtocolError,
-                format!("tools/list failed: {} ({})", e.message, e.code),
-            )
-        })?;
-    let listed: Value = serde_json::from_str(&listed).unwrap_or(Value::Null);
-    let mut names = mcp::tool_names(&listed);
-    names.sort();
-    let mut want: Vec<String> = suite.tools().iter().map(|s| s.to_string()).collect();
-    want.sort();
-    if names != want {
-        return Err(Failure::new(
-            FailureReason::WrongResult,
-            format!("tools/list: expected exactly the {} suite {want:?}, got {names:?}", suite.name()),
-        ));
-    }
+        .map(|raw| serde_json::from_str(&raw).unwrap_or(Value::Null));
+    crate::driver::workload::check_tool_list(suite, listed)?;
     for (tool, args, expected) in suite.gate() {
         let params = mcp::tools_call_params(tool, &args).to_string();
         let out = client

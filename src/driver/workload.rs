@@ -97,7 +97,13 @@ fn with_stderr(mut f: Failure, session: &Session) -> Failure {
 /// tools/list, timed, with the suite check.
 fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<Duration, Failure> {
     let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
-    let result = answer.outcome.map_err(|e| {
+    check_tool_list(suite, answer.outcome)?;
+    Ok(answer.latency)
+}
+
+/// The suite check of a tools/list answer: exactly the suite's tools, in any order.
+pub fn check_tool_list(suite: Suite, outcome: Result<Value, mcp::RpcError>) -> Result<(), Failure> {
+    let result = outcome.map_err(|e| {
         Failure::new(FailureReason::ProtocolError, format!("tools/list failed: {} ({})", e.message, e.code))
     })?;
     let mut names = mcp::tool_names(&result);
@@ -110,7 +116,7 @@ fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<
             format!("tools/list: expected exactly the {} suite {want:?}, got {names:?}", suite.name()),
         ));
     }
-    Ok(answer.latency)
+    Ok(())
 }
 
 /// Calls a tool and checks its value; the latency is returned only for a correct answer.
