@@ -73,7 +73,11 @@ fn records(run_dir: &Path) -> Vec<Value> {
 }
 
 fn resume(run_dir: &Path) -> std::process::Output {
-    Command::new(BIN).arg("run").arg("--resume").arg(run_dir).output().unwrap()
+    resume_with(Path::new(BIN), run_dir)
+}
+
+fn resume_with(bin: &Path, run_dir: &Path) -> std::process::Output {
+    Command::new(bin).arg("run").arg("--resume").arg(run_dir).output().unwrap()
 }
 
 #[test]
@@ -128,14 +132,25 @@ fn a_killed_run_is_locked_cleaned_up_and_resumed_without_loss_or_duplicates() {
     let left = docker_list(&["ps", "-aq", "--filter", &filter]);
     assert!(!left.is_empty(), "the killed run should have left its cell's containers");
 
-    // Resume: the dead benchlab's leftovers go first, then only cells b and c run.
-    let out = resume(&run_dir);
+    // Resume, with another build of the lab (the same executable plus one byte, so another
+    // sha256): the dead benchlab's leftovers go first, then only cells b and c run, and the change
+    // of binary against the run's earlier record is reported, not silently mixed in.
+    let other = tmp.path().join("benchlab-rebuilt");
+    let mut bytes = std::fs::read(BIN).unwrap();
+    bytes.push(0);
+    std::fs::write(&other, bytes).unwrap();
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = resume_with(&other, &run_dir);
     let text = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let owner = format!("left by benchlab {}-", first.id());
     assert!(text.contains(&owner) && text.contains(&format!("(run {run_id})")), "{text}");
     assert!(text.contains("1 cell(s) already had an ok record and were skipped, 2 ran now"), "{text}");
-    assert!(!text.contains("environment field(s) differ"), "same machine, same binary: {text}");
+    assert!(text.contains("environment field(s) differ from the run's earlier records"), "{text}");
+    for cell in ["b/serial_calls", "c/serial_calls"] {
+        let line = format!("{cell}: environment changed since record 0");
+        assert!(text.contains(&line) && text.contains("benchlab.binary_sha256"), "{cell}: {text}");
+    }
 
     // Nothing lost, nothing twice: one ok record per cell, one chain.
     let all = records(&run_dir);
@@ -153,6 +168,7 @@ fn a_killed_run_is_locked_cleaned_up_and_resumed_without_loss_or_duplicates() {
     let text = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(0), "{text}");
     assert!(text.contains("3 cell(s) already had an ok record and were skipped, 0 ran now"), "{text}");
+    assert!(!text.contains("environment field(s) differ"), "nothing ran, nothing to compare: {text}");
     assert_eq!(records(&run_dir).len(), 3);
     eprintln!("kill -9, lock and resume took {:?}", started.elapsed());
 }
