@@ -720,6 +720,16 @@ pub fn no_success_failure(m: &LoadMetrics) -> Option<Failure> {
     if m.ok > 0 {
         return None;
     }
+    if m.failed == 0 {
+        return Some(Failure::new(
+            FailureReason::Timeout,
+            format!(
+                "no call completed within the {:.1} s measured window ({} sessions open): every call took longer",
+                m.window_ms / 1e3,
+                m.sessions
+            ),
+        ));
+    }
     let dominant = m.errors.iter().max_by_key(|(_, v)| **v).map(|(k, _)| k.as_str());
     let reason = match dominant {
         Some("timeout") => FailureReason::Timeout,
@@ -729,13 +739,7 @@ pub fn no_success_failure(m: &LoadMetrics) -> Option<Failure> {
         _ => FailureReason::ProtocolError,
     };
     let summary = m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
-    Some(Failure::new(
-        reason,
-        format!(
-            "no call succeeded in the measured window ({})",
-            if summary.is_empty() { "nothing completed".into() } else { summary }
-        ),
-    ))
+    Some(Failure::new(reason, format!("no call succeeded in the measured window ({summary})")))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -873,5 +877,9 @@ mod tests {
         let f = no_success_failure(&m).unwrap();
         assert_eq!(f.reason, FailureReason::Timeout);
         assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);
+        let none = merge(&plan(None), &[WorkerStats::new()]);
+        let f = no_success_failure(&none).unwrap();
+        assert_eq!(f.reason, FailureReason::Timeout);
+        assert!(f.detail.contains("no call completed within the 2.0 s"), "{}", f.detail);
     }
 }
