@@ -67,7 +67,10 @@ fn main() {
     };
     let ms = |s: u64| s * 1000;
     println!("benchlab HTTP driver vs wrk: null server (streamable HTTP, JSON, stateless) pinned to CPU 1, client pinned to CPU 0, {secs} s each");
-    println!("{:<34} {:>14} {:>14} {:>8} {:>10} {:>10}", "load", "benchlab req/s", "wrk req/s", "ratio", "p50 ms", "p99 ms");
+    println!(
+        "{:<34} {:>14} {:>14} {:>8} {:>10} {:>10}",
+        "load", "benchlab req/s", "wrk req/s", "ratio", "p50 ms", "p99 ms"
+    );
     for conns in [10u32, 100] {
         let w = Workload::Concurrency {
             tool: "add_numbers".into(),

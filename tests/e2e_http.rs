@@ -92,7 +92,11 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     );
     for r in &recs {
         let id = r["cell"]["id"].as_str().unwrap();
-        assert!(validator.is_valid(r), "{id}: {:?}", validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>());
+        assert!(
+            validator.is_valid(r),
+            "{id}: {:?}",
+            validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>()
+        );
         assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);
         assert_eq!(r["format_version"], 3);
         let load = &r["metrics"]["load"];
