@@ -131,6 +131,7 @@ fn record(i: usize) -> Record {
                 late: None,
                 dropped: None,
                 server_cpu_cores: Some(0.97),
+                driver_cpu_cores: None,
                 error_examples: vec!["timeout: no answer within 10000 ms".into()],
             }),
         },

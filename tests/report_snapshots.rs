@@ -240,6 +240,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         late: target.map(|_| 12),
         dropped: target.map(|_| 3),
         server_cpu_cores: Some(0.5 + f64::from(workers) / 40.0),
+        driver_cpu_cores: None,
         error_examples: vec![],
     });
     r.metrics.memory.after_initialize = tree(15);

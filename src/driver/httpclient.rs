@@ -84,9 +84,16 @@ pub fn take_reconnects() -> u64 {
     RECONNECTS.with(|r| r.replace(0))
 }
 
-/// One HTTP/1.1 connection to the server on the loopback.
+type Http1Connection = hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>;
+
+/// One HTTP/1.1 connection to the server on the loopback. Its hyper connection state machine is
+/// polled inline by whoever awaits a request or a body on it ([`Conn::drive`]), so a request
+/// costs no hand-off to another task; only a connection that must make progress on its own
+/// (a legacy SSE stream read elsewhere) gets a task of its own.
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
+    /// None once the connection ended, or when a task of its own drives it.
+    conn: Option<std::pin::Pin<Box<Http1Connection>>>,
     host: HeaderValue,
     port: u16,
     /// Requests this connection has carried; a kept-alive connection the server closed
@@ -94,8 +101,41 @@ pub struct Conn {
     served: u64,
 }
 
+/// Awaits `f` while polling the connection `conn` drives (both in this task).
+async fn drive<F: std::future::Future>(
+    conn: &mut Option<std::pin::Pin<Box<Http1Connection>>>,
+    f: F,
+) -> F::Output {
+    use std::future::Future;
+    use std::task::Poll;
+    let mut f = std::pin::pin!(f);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = f.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        if let Some(c) = conn.as_mut() {
+            if c.as_mut().poll(cx).is_ready() {
+                // The connection ended; whatever waited on it learns so now.
+                *conn = None;
+                return f.as_mut().poll(cx);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 impl Conn {
     pub async fn open(port: u16) -> Result<Conn, CallError> {
+        Conn::open_with(port, false).await
+    }
+
+    /// A connection driven by a task of its own (for a response body read outside `drive`).
+    pub async fn open_spawned(port: u16) -> Result<Conn, CallError> {
+        Conn::open_with(port, true).await
+    }
+
+    async fn open_with(port: u16, spawned: bool) -> Result<Conn, CallError> {
         let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .map_err(|e| err(ErrorKind::Connect, format!("connect 127.0.0.1:{port}: {e}")))?;
@@ -103,15 +143,28 @@ impl Conn {
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {e}")))?;
-        tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
+        let conn = if spawned {
+            tokio::task::spawn_local(async move {
+                let _ = conn.await;
+            });
+            None
+        } else {
+            Some(Box::pin(conn))
+        };
         let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
-        Ok(Conn { sender, host, port, served: 0 })
+        Ok(Conn { sender, conn, host, port, served: 0 })
     }
 
     pub fn is_closed(&self) -> bool {
         self.sender.is_closed()
+    }
+
+    /// Reads a whole response body that arrived on this connection.
+    pub async fn read_body(&mut self, resp: Response<Incoming>) -> Result<Bytes, CallError> {
+        drive(&mut self.conn, resp.into_body().collect())
+            .await
+            .map(|c| c.to_bytes())
+            .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
     }
 
     /// The hot path: a request whose URI and header values were built once, ahead of time.
@@ -155,6 +208,12 @@ impl Conn {
         self.dispatch(req, |h| build(h).expect("built once already")).await
     }
 
+    async fn send_once(&mut self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>, hyper::Error> {
+        drive(&mut self.conn, self.sender.ready()).await?;
+        let sent = self.sender.send_request(req);
+        drive(&mut self.conn, sent).await
+    }
+
     /// Sends on this connection; when a kept-alive connection fails before any response, reopens
     /// it and sends once more.
     async fn dispatch(
@@ -163,19 +222,16 @@ impl Conn {
         again: impl Fn(&HeaderValue) -> Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, CallError> {
         let uri = req.uri().clone();
-        let first = match self.sender.ready().await {
-            Ok(()) => self.sender.send_request(req).await,
-            Err(e) => Err(e),
-        };
-        let result = match first {
+        let result = match self.send_once(req).await {
             // No response head came: the server closed or reset the kept-alive connection (an
             // error in its previous response's handler does that, e.g. fastmcp 0.4.1's SSE
             // POST route). Reopen and send once more, as HTTP clients do.
             Err(_) if self.served > 0 => {
                 RECONNECTS.with(|r| r.set(r.get() + 1));
-                *self = Conn::open(self.port).await?;
-                self.sender.ready().await.map_err(|e| err(ErrorKind::Connect, format!("connection: {e}")))?;
-                self.sender.send_request(again(&self.host)).await
+                let spawned = self.conn.is_none() && !self.sender.is_closed();
+                *self = Conn::open_with(self.port, spawned).await?;
+                let req = again(&self.host);
+                self.send_once(req).await
             }
             r => r,
         };
@@ -184,7 +240,7 @@ impl Conn {
     }
 }
 
-/// Reads a whole body.
+/// Reads a whole body whose connection a task of its own drives.
 pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
     resp.into_body()
         .collect()
@@ -451,7 +507,7 @@ impl Streamable {
             .post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
             .await?;
         let status = resp.status();
-        let _ = read_body(resp).await?;
+        let _ = self.conn.read_body(resp).await?;
         if !status.is_success() {
             return Err(err(ErrorKind::HttpStatus, format!("notifications/initialized: HTTP {status}")));
         }
@@ -470,7 +526,7 @@ impl Streamable {
         let is_json = content_type_is(&resp, "application/json");
         let is_sse = !is_json && content_type_is(&resp, "text/event-stream");
         let ctype = if is_json || is_sse { String::new() } else { content_type(&resp) };
-        let body = read_body(resp).await?;
+        let body = self.conn.read_body(resp).await?;
         if status == StatusCode::NOT_FOUND && self.session.is_some() {
             return Err(err(ErrorKind::SessionExpired, "HTTP 404 on our session"));
         }
@@ -500,7 +556,8 @@ pub struct Legacy {
 
 impl Legacy {
     async fn connect(target: &HttpTarget) -> Result<(Legacy, ()), CallError> {
-        let mut get = Conn::open(target.port).await?;
+        // The stream's body is read frame by frame outside `drive`: its connection runs on its own.
+        let mut get = Conn::open_spawned(target.port).await?;
         let resp =
             get.send(Method::GET, &target.path, &[("accept", "text/event-stream")], Bytes::new()).await?;
         if resp.status() != StatusCode::OK {
@@ -562,7 +619,7 @@ impl Legacy {
         let resp =
             self.post.send(Method::POST, &endpoint, &[("content-type", "application/json")], body).await?;
         let status = resp.status();
-        let body = read_body(resp).await?;
+        let body = self.post.read_body(resp).await?;
         if !status.is_success() {
             return Err(err(
                 ErrorKind::HttpStatus,
@@ -640,7 +697,7 @@ impl RestClient {
             .send(Method::POST, &route, &[("content-type", "application/json")], body.clone())
             .await?;
         let status = resp.status();
-        let bytes = read_body(resp).await?;
+        let bytes = self.conn.read_body(resp).await?;
         if !status.is_success() {
             return Err(err(
                 if status.is_server_error() { ErrorKind::ToolError } else { ErrorKind::HttpStatus },
@@ -664,7 +721,7 @@ impl RestClient {
                     .send(Method::GET, &path, &[("accept", "text/event-stream")], Bytes::new())
                     .await?;
                 let status = resp.status();
-                let body = read_body(resp).await?;
+                let body = self.conn.read_body(resp).await?;
                 if status != StatusCode::OK {
                     return Err(err(
                         ErrorKind::HttpStatus,

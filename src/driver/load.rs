@@ -613,6 +613,7 @@ pub fn drive(
     let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
     let warmup_ms = plan.warmup.as_millis() as u64;
     crate::driver::httpclient::take_reconnects();
+    let (cpu0, wall0) = (process_cpu_ns(), Instant::now());
     let stats = local.block_on(&rt, async {
         let mut sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
@@ -668,7 +669,19 @@ pub fn drive(
     drop(rt); // closes every connection
     let mut m = merge(plan, &stats);
     m.reconnects = crate::driver::httpclient::take_reconnects();
+    let wall = wall0.elapsed().as_nanos() as f64;
+    m.driver_cpu_cores = (wall > 0.0).then(|| process_cpu_ns().saturating_sub(cpu0) as f64 / wall);
     Ok(m)
+}
+
+/// CPU time this process has used, in nanoseconds.
+fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; the clock id is a constant.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Merges the workers' counts and histograms into the record's metrics.

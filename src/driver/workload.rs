@@ -52,19 +52,18 @@ fn handshake(
 ) -> Result<(Session, Duration), Failure> {
     let started = std::time::Instant::now();
     let mut session = Session::spawn(shim, &spec.server, &spec.lab_dir, n, spec.timeouts.call())?;
-    let timeout = spec.timeouts.startup();
-    let answer = session
-        .request("initialize", &mcp::initialize_params(), timeout)
-        .map_err(|f| with_stderr(startup_failure(f), &session))?;
-    let cold = started.elapsed();
+    match initialize(spec, &mut session, out) {
+        Ok(()) => Ok((session, started.elapsed())),
+        Err(f) => Err(fail(spec, shim, session, out, f)),
+    }
+}
+
+/// initialize, its checks, then notifications/initialized.
+fn initialize(spec: &DriverSpec, session: &mut Session, out: &mut DriverOutcome) -> Result<(), Failure> {
+    let answer =
+        session.request("initialize", &mcp::initialize_params(), spec.timeouts.startup()).map_err(startup_failure)?;
     let result = answer.outcome.map_err(|e| {
-        with_stderr(
-            Failure::new(
-                FailureReason::ProtocolError,
-                format!("initialize was refused: {} ({})", e.message, e.code),
-            ),
-            &session,
-        )
+        Failure::new(FailureReason::ProtocolError, format!("initialize was refused: {} ({})", e.message, e.code))
     })?;
     let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
     if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
@@ -75,8 +74,15 @@ fn handshake(
     }
     out.protocol_version = Some(version.to_string());
     out.server_info = result.get("serverInfo").cloned();
-    session.send(&mcp::notification_line("notifications/initialized"))?;
-    Ok((session, cold))
+    session.send(&mcp::notification_line("notifications/initialized"))
+}
+
+/// A failure once the server runs: the tail of its stderr goes into the detail, and it is
+/// stopped the MCP way so that how it ended (a crash's signal, a kill) is recorded too.
+fn fail(spec: &DriverSpec, shim: &mut ShimClient, session: Session, out: &mut DriverOutcome, f: Failure) -> Failure {
+    let f = with_stderr(f, &session);
+    let _ = stop(spec, shim, session, out);
+    f
 }
 
 fn startup_failure(f: Failure) -> Failure {
@@ -200,12 +206,17 @@ fn cold_start(
 ) -> Result<(), Failure> {
     for n in 0..spawns {
         let (mut session, cold) = handshake(spec, shim, n, out)?;
-        let listed = list_tools(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
         out.cold_start_ns.push(cold.as_nanos() as u64);
+        let listed = match list_tools(spec, suite, &mut session) {
+            Ok(l) => l,
+            Err(f) => return Err(fail(spec, shim, session, out, f)),
+        };
         out.tools_list_ns.push(listed.as_nanos() as u64);
         if n == 0 {
             out.memory_after_initialize = Some(shim.memory(session.pid)?);
-            gate(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+            if let Err(f) = gate(spec, suite, &mut session) {
+                return Err(fail(spec, shim, session, out, f));
+            }
         }
         if n + 1 == spawns {
             out.memory_end = Some(shim.memory(session.pid)?);
@@ -235,10 +246,15 @@ fn serial_calls(
     }
     let (mut session, cold) = handshake(spec, shim, 0, out)?;
     out.cold_start_ns.push(cold.as_nanos() as u64);
-    let listed = list_tools(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+    let listed = match list_tools(spec, suite, &mut session) {
+        Ok(l) => l,
+        Err(f) => return Err(fail(spec, shim, session, out, f)),
+    };
     out.tools_list_ns.push(listed.as_nanos() as u64);
     out.memory_after_initialize = Some(shim.memory(session.pid)?);
-    gate(spec, suite, &mut session).map_err(|f| with_stderr(f, &session))?;
+    if let Err(f) = gate(spec, suite, &mut session) {
+        return Err(fail(spec, shim, session, out, f));
+    }
 
     let mut hist = stats::latency_histogram();
     let total = u64::from(warmup) + u64::from(calls);
@@ -264,7 +280,7 @@ fn serial_calls(
         out.calls_histogram = Some(stats::encode_histogram(&hist));
     }
     if let Err(f) = result {
-        return Err(with_stderr(f, &session));
+        return Err(fail(spec, shim, session, out, f));
     }
     out.memory_end = Some(shim.memory(session.pid)?);
     stop(spec, shim, session, out)

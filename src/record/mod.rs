@@ -253,6 +253,10 @@ pub struct LoadMetrics {
     pub dropped: Option<u64>,
     /// The server's process tree CPU time during the window, in cores (1.0 = one core busy).
     pub server_cpu_cores: Option<f64>,
+    /// The driver's own CPU time over warm-up and window, in cores: near 1.0 on a one-core
+    /// driver cpuset means the client, not the server, set the pace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_cpu_cores: Option<f64>,
     /// A few of the first error messages, for the reader (not counted anywhere).
     pub error_examples: Vec<String>,
 }

@@ -64,6 +64,9 @@ pub struct LoadRow {
     pub reconnects: Option<u64>,
     /// Server process tree CPU during the window, in cores.
     pub server_cpu_cores: Option<f64>,
+    /// The driver's own CPU over warm-up and window, in cores (near 1: the client set the pace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_cpu_cores: Option<f64>,
     /// RSS of the server's process tree before, at the peak of and after the load.
     pub rss_idle_bytes: Option<u64>,
     pub rss_peak_bytes: Option<u64>,
@@ -173,6 +176,7 @@ fn load_row(r: &Record) -> LoadRow {
         reinitializations: None,
         reconnects: None,
         server_cpu_cores: None,
+        driver_cpu_cores: None,
         rss_idle_bytes: None,
         rss_peak_bytes: None,
         rss_after_bytes: None,
@@ -203,6 +207,7 @@ fn load_row(r: &Record) -> LoadRow {
         row.reinitializations = Some(l.reinitializations);
         row.reconnects = Some(l.reconnects);
         row.server_cpu_cores = l.server_cpu_cores;
+        row.driver_cpu_cores = l.driver_cpu_cores;
         if let Some(lat) = &l.latency {
             let h = stats::decode_histogram(&lat.histogram).ok().filter(|h| !h.is_empty());
             match h {
@@ -299,6 +304,7 @@ fn merge_repeats(mut g: Vec<LoadRow>) -> LoadRow {
     out.p999_ms = f(|r| r.p999_ms);
     out.max_ms = f(|r| r.max_ms);
     out.server_cpu_cores = f(|r| r.server_cpu_cores);
+    out.driver_cpu_cores = f(|r| r.driver_cpu_cores);
     out.rss_idle_bytes = u(|r| r.rss_idle_bytes);
     out.rss_peak_bytes = u(|r| r.rss_peak_bytes);
     out.rss_after_bytes = u(|r| r.rss_after_bytes);
@@ -509,7 +515,10 @@ pub fn load_cells(r: &LoadRow) -> Vec<String> {
                 format!("{e}; {o}")
             }
         },
-        cores_text(r.server_cpu_cores),
+        match r.driver_cpu_cores {
+            Some(d) => format!("{} (driver {})", cores_text(r.server_cpu_cores), cores_text(Some(d))),
+            None => cores_text(r.server_cpu_cores),
+        },
         rss_text(r),
         mib(r.cgroup_peak_bytes),
     ]
