@@ -313,6 +313,12 @@ impl RecipeBook {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         lock_names.sort();
+        check_lock(&lock_dir).map_err(|m| {
+            format!(
+                "{}: the lock no longer matches its input ({m}); regenerate it with `benchlab lock {family} {version} --runtime {runtime_name}`",
+                lock_dir.display()
+            )
+        })?;
         for name in lock_names {
             files.push((format!("lock/{name}"), read(&lock_dir.join(&name))?));
         }
@@ -462,6 +468,49 @@ impl RecipeBook {
         }
         out
     }
+}
+
+/// Checks that a lock folder's lock still pins what its input asks for: every `name==version` of
+/// `requirements.in` in `requirements.txt`, or `package.json`'s dependencies as the root of
+/// `package-lock.json`. Builds never resolve, so a stale lock must stop the build, not be ignored.
+pub fn check_lock(dir: &Path) -> Result<(), String> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    if let Some(input) = read("requirements.in") {
+        let lock = read("requirements.txt").ok_or("requirements.txt is missing")?;
+        let norm = |s: &str| s.trim().to_ascii_lowercase().replace('_', "-");
+        let pinned: Vec<String> = lock
+            .lines()
+            .filter(|l| !l.starts_with([' ', '#']))
+            .filter_map(|l| l.split_whitespace().next())
+            .map(norm)
+            .collect();
+        for line in input.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty())
+        {
+            let Some((name, version)) = line.split_once("==") else { continue };
+            let name = name.split('[').next().unwrap_or(name);
+            let want = format!("{}=={}", norm(name), norm(version));
+            if !pinned.contains(&want) {
+                return Err(format!("requirements.in asks for {line}, requirements.txt does not pin it"));
+            }
+        }
+    }
+    if let Some(manifest) = read("package.json") {
+        let lock = read("package-lock.json").ok_or("package-lock.json is missing")?;
+        let deps = |v: &serde_json::Value| v.get("dependencies").cloned().unwrap_or_default();
+        let manifest: serde_json::Value =
+            serde_json::from_str(&manifest).map_err(|e| format!("package.json: {e}"))?;
+        let lock: serde_json::Value =
+            serde_json::from_str(&lock).map_err(|e| format!("package-lock.json: {e}"))?;
+        let root = lock.pointer("/packages/").cloned().unwrap_or_default();
+        if deps(&manifest) != deps(&root) {
+            return Err(format!(
+                "package.json asks for {}, package-lock.json's root has {}",
+                deps(&manifest),
+                deps(&root)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The port HTTP servers listen on, on the loopback of their own network namespace.
@@ -891,6 +940,29 @@ runtimes = ["py-a", "py-b"]
             suite: suite.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_stale_lock_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("requirements.in"), "mcp==1.1.2\nUvicorn[standard]==0.54.0  # asgi\n").unwrap();
+        std::fs::write(
+            d.join("requirements.txt"),
+            "# generated\nmcp==1.1.2 \\\n    --hash=sha256:aa\nuvicorn==0.54.0 \\\n    --hash=sha256:bb\n",
+        )
+        .unwrap();
+        assert_eq!(check_lock(d), Ok(()));
+        std::fs::write(d.join("requirements.in"), "mcp==1.1.3\n").unwrap();
+        assert!(check_lock(d).unwrap_err().contains("mcp==1.1.3"));
+        let js = tempfile::tempdir().unwrap();
+        let j = js.path();
+        std::fs::write(j.join("package.json"), r#"{"dependencies":{"a":"1.0.0"}}"#).unwrap();
+        std::fs::write(j.join("package-lock.json"), r#"{"packages":{"":{"dependencies":{"a":"1.0.0"}}}}"#)
+            .unwrap();
+        assert_eq!(check_lock(j), Ok(()));
+        std::fs::write(j.join("package.json"), r#"{"dependencies":{"a":"2.0.0"}}"#).unwrap();
+        assert!(check_lock(j).unwrap_err().contains("2.0.0"));
     }
 
     #[test]
