@@ -485,6 +485,15 @@ pub fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     out
 }
 
+/// MOVER on the log scale: the interval of b/a from intervals of a and b (all positive).
+pub fn mover_ratio(a: &Interval, b: &Interval) -> Interval {
+    let r = b.estimate / a.estimate;
+    let ln = |x: f64| x.ln();
+    let down = (ln(b.estimate) - ln(b.lower)).hypot(ln(a.upper) - ln(a.estimate));
+    let up = (ln(b.upper) - ln(b.estimate)).hypot(ln(a.estimate) - ln(a.lower));
+    Interval { estimate: r, lower: r * (-down).exp(), upper: r * up.exp(), confidence: a.confidence }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -364,16 +364,6 @@ pub enum RatioMethod {
     Readings,
 }
 
-/// MOVER on the log scale: the interval of b/a from intervals of a and b (both positive). The
-/// same construction as `report::compare`'s (see its module docs).
-fn mover_ratio(a: &Interval, b: &Interval) -> Interval {
-    let r = b.estimate / a.estimate;
-    let ln = |x: f64| x.ln();
-    let down = (ln(b.estimate) - ln(b.lower)).hypot(ln(a.upper) - ln(a.estimate));
-    let up = (ln(b.upper) - ln(b.estimate)).hypot(ln(a.estimate) - ln(a.lower));
-    Interval { estimate: r, lower: r * (-down).exp(), upper: r * up.exp(), confidence: a.confidence }
-}
-
 /// The interval of `num / den`, and how it was made. `None` when the denominator is zero.
 pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(Interval, RatioMethod)> {
     if den.estimate <= 0.0 || num.estimate <= 0.0 {
@@ -421,7 +411,7 @@ pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(I
             RatioMethod::Mover,
         ));
     }
-    Some((mover_ratio(&a, &b), RatioMethod::Mover))
+    Some((stats::mover_ratio(&a, &b), RatioMethod::Mover))
 }
 
 #[cfg(test)]

@@ -60,10 +60,14 @@ fn handshake(
 
 /// initialize, its checks, then notifications/initialized.
 fn initialize(spec: &DriverSpec, session: &mut Session, out: &mut DriverOutcome) -> Result<(), Failure> {
-    let answer =
-        session.request("initialize", &mcp::initialize_params(), spec.timeouts.startup()).map_err(startup_failure)?;
+    let answer = session
+        .request("initialize", &mcp::initialize_params(), spec.timeouts.startup())
+        .map_err(startup_failure)?;
     let result = answer.outcome.map_err(|e| {
-        Failure::new(FailureReason::ProtocolError, format!("initialize was refused: {} ({})", e.message, e.code))
+        Failure::new(
+            FailureReason::ProtocolError,
+            format!("initialize was refused: {} ({})", e.message, e.code),
+        )
     })?;
     let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
     if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
@@ -79,7 +83,13 @@ fn initialize(spec: &DriverSpec, session: &mut Session, out: &mut DriverOutcome)
 
 /// A failure once the server runs: the tail of its stderr goes into the detail, and it is
 /// stopped the MCP way so that how it ended (a crash's signal, a kill) is recorded too.
-fn fail(spec: &DriverSpec, shim: &mut ShimClient, session: Session, out: &mut DriverOutcome, f: Failure) -> Failure {
+fn fail(
+    spec: &DriverSpec,
+    shim: &mut ShimClient,
+    session: Session,
+    out: &mut DriverOutcome,
+    f: Failure,
+) -> Failure {
     let f = with_stderr(f, &session);
     let _ = stop(spec, shim, session, out);
     f

@@ -331,15 +331,6 @@ fn seed(cell: &str, metric: &str, side: &str) -> u64 {
     SEED ^ fnv1a(format!("compare\0{cell}\0{metric}\0{side}").as_bytes())
 }
 
-/// MOVER on the log scale: the interval of b/a from intervals of a and b (all positive).
-fn mover_ratio(a: &Interval, b: &Interval) -> Interval {
-    let r = b.estimate / a.estimate;
-    let ln = |x: f64| x.ln();
-    let down = (ln(b.estimate) - ln(b.lower)).hypot(ln(a.upper) - ln(a.estimate));
-    let up = (ln(b.upper) - ln(b.estimate)).hypot(ln(a.estimate) - ln(a.lower));
-    Interval { estimate: r, lower: r * (-down).exp(), upper: r * up.exp(), confidence: a.confidence }
-}
-
 enum Judged {
     Compared(MetricComparison),
     Skipped(String),
@@ -440,7 +431,7 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
                     ib.estimate,
                     ha.len(),
                     hb.len(),
-                    mover_ratio(ia, ib),
+                    stats::mover_ratio(ia, ib),
                     Method::HistogramQuantileMover,
                 ),
                 _ => Judged::Skipped("no positive quantile interval".into()),
@@ -632,7 +623,7 @@ fn compare_load_metric(
                     ib.estimate,
                     ha.len(),
                     hb.len(),
-                    mover_ratio(ia, ib),
+                    stats::mover_ratio(ia, ib),
                     Method::HistogramQuantileMover,
                 ),
                 _ => Judged::Skipped("no positive quantile interval".into()),
@@ -1157,14 +1148,14 @@ mod tests {
     fn mover_combines_independent_intervals_on_the_log_scale() {
         let a = Interval { estimate: 1.0, lower: 0.9, upper: 1.1, confidence: 0.95 };
         let b = Interval { estimate: 2.0, lower: 1.8, upper: 2.2, confidence: 0.95 };
-        let r = mover_ratio(&a, &b);
+        let r = stats::mover_ratio(&a, &b);
         assert_eq!(r.estimate, 2.0);
         // Narrower than dividing the bounds, wider than either alone.
         assert!(r.lower > 1.8 / 1.1 && r.upper < 2.2 / 0.9, "{r:?}");
         assert!(r.lower < 2.0 * 0.9 / 1.0 * 1.0 && r.upper > 2.0 * 1.1, "{r:?}");
         let flat = Interval { estimate: 3.0, lower: 3.0, upper: 3.0, confidence: 0.95 };
         assert_eq!(
-            mover_ratio(&flat, &flat),
+            stats::mover_ratio(&flat, &flat),
             Interval { estimate: 1.0, lower: 1.0, upper: 1.0, confidence: 0.95 }
         );
     }
