@@ -40,11 +40,22 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(cpus >= 2, "this benchmark needs two CPUs (driver on 0, server on 1); this host has {cpus}");
     let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let port = 18_931;
-    let mut server = Command::new(std::env::current_exe().expect("own path"))
-        .env(SERVE_ENV, port.to_string())
-        .spawn()
-        .expect("spawn the null server");
+    // A free port, and a server that goes away with us even if a measurement panics.
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Server(
+        Command::new(std::env::current_exe().expect("own path"))
+            .env(SERVE_ENV, port.to_string())
+            .spawn()
+            .expect("spawn the null server"),
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the null server did not listen");
@@ -135,6 +146,4 @@ fn main() {
             m.failed
         );
     }
-    let _ = server.kill();
-    let _ = server.wait();
 }
