@@ -91,7 +91,12 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
             r["cell"]["http"]["session"].as_str().unwrap_or("-")
         ));
     }
-    for t in ["sse - -", "streamable-http json stateless", "streamable-http sse stateful", "http-api sse stateless"] {
+    for t in [
+        "sse - -",
+        "streamable-http json stateless",
+        "streamable-http sse stateful",
+        "http-api sse stateless",
+    ] {
         assert!(transports.contains(t), "no {t} cell among {transports:?}");
     }
 }
