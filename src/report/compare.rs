@@ -338,6 +338,27 @@ enum Judged {
     Absent,
 }
 
+/// One quantile of two histograms (a, b) and the interval of b/a, MOVER over each quantile's
+/// bootstrap interval; None when an interval is not positive.
+fn quantile_ratio(
+    ha: &hdrhistogram::Histogram<u64>,
+    hb: &hdrhistogram::Histogram<u64>,
+    q: f64,
+    cell: &str,
+    metric: CompareMetric,
+) -> Option<(f64, f64, Interval)> {
+    let ci = |h, side| {
+        stats::histogram_quantile_cis(h, &[q], RESAMPLES, CONFIDENCE, seed(cell, metric.as_str(), side))
+    };
+    let (ia, ib) = (ci(ha, "a"), ci(hb, "b"));
+    match (ia.first(), ib.first()) {
+        (Some(ia), Some(ib)) if ia.lower > 0.0 && ib.lower > 0.0 => {
+            Some((ia.estimate, ib.estimate, stats::mover_ratio(ia, ib)))
+        }
+        _ => None,
+    }
+}
+
 fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct: f64) -> Judged {
     let cell = ra.cell.id.as_str();
     let (ma, mb) = (&ra.metrics, &rb.metrics);
@@ -411,30 +432,9 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
                 (Some(ha), Some(hb)) => (ha, hb),
                 _ => return Judged::Skipped("a histogram is unreadable or holds too few calls".into()),
             };
-            let ia = stats::histogram_quantile_cis(
-                &ha,
-                &[q],
-                RESAMPLES,
-                CONFIDENCE,
-                seed(cell, metric.as_str(), "a"),
-            );
-            let ib = stats::histogram_quantile_cis(
-                &hb,
-                &[q],
-                RESAMPLES,
-                CONFIDENCE,
-                seed(cell, metric.as_str(), "b"),
-            );
-            match (ia.first(), ib.first()) {
-                (Some(ia), Some(ib)) if ia.lower > 0.0 && ib.lower > 0.0 => made(
-                    ia.estimate,
-                    ib.estimate,
-                    ha.len(),
-                    hb.len(),
-                    stats::mover_ratio(ia, ib),
-                    Method::HistogramQuantileMover,
-                ),
-                _ => Judged::Skipped("no positive quantile interval".into()),
+            match quantile_ratio(&ha, &hb, q, cell, metric) {
+                Some((a, b, ratio)) => made(a, b, ha.len(), hb.len(), ratio, Method::HistogramQuantileMover),
+                None => Judged::Skipped("no positive quantile interval".into()),
             }
         }
         CompareMetric::RssAfterInitialize => {
@@ -603,30 +603,9 @@ fn compare_load_metric(
             let (Some(ha), Some(hb)) = (pooled_histogram(ra), pooled_histogram(rb)) else {
                 return Judged::Skipped("a histogram is unreadable or holds too few calls".into());
             };
-            let ia = stats::histogram_quantile_cis(
-                &ha,
-                &[q],
-                RESAMPLES,
-                CONFIDENCE,
-                seed(cell, metric.as_str(), "a"),
-            );
-            let ib = stats::histogram_quantile_cis(
-                &hb,
-                &[q],
-                RESAMPLES,
-                CONFIDENCE,
-                seed(cell, metric.as_str(), "b"),
-            );
-            match (ia.first(), ib.first()) {
-                (Some(ia), Some(ib)) if ia.lower > 0.0 && ib.lower > 0.0 => made(
-                    ia.estimate,
-                    ib.estimate,
-                    ha.len(),
-                    hb.len(),
-                    stats::mover_ratio(ia, ib),
-                    Method::HistogramQuantileMover,
-                ),
-                _ => Judged::Skipped("no positive quantile interval".into()),
+            match quantile_ratio(&ha, &hb, q, cell, metric) {
+                Some((a, b, ratio)) => made(a, b, ha.len(), hb.len(), ratio, Method::HistogramQuantileMover),
+                None => Judged::Skipped("no positive quantile interval".into()),
             }
         }
         _ => {
