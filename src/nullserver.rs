@@ -126,7 +126,7 @@ pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-        let sessions = std::rc::Rc::new(std::cell::RefCell::new(std::collections::HashSet::<String>::new()));
+        let sessions = std::rc::Rc::new(Sessions::default());
         loop {
             let (stream, _) = listener.accept().await?;
             let _ = stream.set_nodelay(true);
@@ -146,7 +146,12 @@ pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()
     })
 }
 
-type Sessions = std::cell::RefCell<std::collections::HashSet<String>>;
+/// The stateful mode's sessions: the ids handed out and not yet deleted, and the next number.
+#[derive(Default)]
+struct Sessions {
+    live: std::cell::RefCell<std::collections::HashSet<String>>,
+    next: std::cell::Cell<u64>,
+}
 
 async fn http_answer(
     suite: Suite,
@@ -163,16 +168,16 @@ async fn http_answer(
         }
         b.body(http_body_util::Full::new(bytes::Bytes::from(body))).expect("static headers are valid")
     };
-    let path = req.uri().path().to_string();
-    let method = req.method().clone();
-    let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from);
-    let Ok(body) = req.into_body().collect().await.map(|c| c.to_bytes()) else {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    let Ok(body) = body.collect().await.map(|c| c.to_bytes()) else {
         return reply(StatusCode::BAD_REQUEST, b"{}".to_vec(), None);
     };
-    if method != hyper::Method::POST {
-        if method == hyper::Method::DELETE && stateful {
+    if parts.method != hyper::Method::POST {
+        if parts.method == hyper::Method::DELETE && stateful {
             if let Some(s) = session {
-                sessions.borrow_mut().remove(&s);
+                sessions.live.borrow_mut().remove(s);
             }
             return reply(StatusCode::OK, Vec::new(), None);
         }
@@ -199,19 +204,16 @@ async fn http_answer(
     if path != "/mcp" {
         return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
     }
-    let initialize = body.windows(12).any(|w| w == b"\"initialize\"");
     let mut new_session = None;
     if stateful {
-        if initialize {
-            let id = format!(
-                "null-{}",
-                crate::record::sha256_hex(format!("{:?}", std::time::Instant::now()).as_bytes())
-                    .get(..16)
-                    .unwrap_or("0")
-            );
-            sessions.borrow_mut().insert(id.clone());
+        let method = serde_json::from_slice::<Message>(&body).ok().and_then(|m| m.method);
+        if method == Some("initialize") {
+            let n = sessions.next.get();
+            sessions.next.set(n + 1);
+            let id = format!("null-{n}");
+            sessions.live.borrow_mut().insert(id.clone());
             new_session = Some(id);
-        } else if !session.is_some_and(|s| sessions.borrow().contains(&s)) {
+        } else if !session.is_some_and(|s| sessions.live.borrow().contains(s)) {
             return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
         }
     }

@@ -221,7 +221,6 @@ impl Conn {
         req: Request<Full<Bytes>>,
         again: impl Fn(&HeaderValue) -> Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, CallError> {
-        let uri = req.uri().clone();
         let result = match self.send_once(req).await {
             // No response head came: the server closed or reset the kept-alive connection (an
             // error in its previous response's handler does that, e.g. fastmcp 0.4.1's SSE
@@ -236,7 +235,8 @@ impl Conn {
             r => r,
         };
         self.served += 1;
-        result.map_err(|e| err(ErrorKind::Connect, format!("{uri}: {e}")))
+        // The URI for the message is rebuilt on failure only: nothing extra on the hot path.
+        result.map_err(|e| err(ErrorKind::Connect, format!("{}: {e}", again(&self.host).uri())))
     }
 }
 

@@ -171,13 +171,14 @@ async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
     let mut st = WorkerStats::new();
     let mut client: Option<Client> = None;
     let mut i = w;
+    let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
     loop {
-        if Instant::now() >= sh.end {
+        let t0 = Instant::now();
+        if t0 >= sh.end {
             break;
         }
-        let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
-        let t0 = Instant::now();
-        if client.is_none() || per_call {
+        let fresh = client.is_none() || per_call;
+        if fresh {
             match sh.open().await {
                 Ok(c) => {
                     st.sessions += 1;
@@ -195,7 +196,9 @@ async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
             }
         }
         let c = client.as_mut().expect("opened above");
-        let t_call = if per_call { t0 } else { Instant::now() };
+        // Per call: the lifecycle is the measured unit. Otherwise only the call is (a session
+        // reopened after an error is not part of it).
+        let t_call = if per_call || !fresh { t0 } else { Instant::now() };
         let r = sh.call(c, i, &mut st.reinit).await;
         i += 1;
         let done = Instant::now();
@@ -356,14 +359,20 @@ fn failure_of(e: CallError, what: &str) -> Failure {
 /// cells) every valued gate call over the REST route.
 async fn gate(sh: &Shared, suite: Suite, startup_deadline: Instant) -> Result<ServerHello, Failure> {
     // The port may be open before the app has mounted its routes: retry until the deadline.
+    // As over stdio, the first handshake is bounded by the start-up limit, not the call limit,
+    // and running out of it is a start-up timeout.
     let (mut client, hello) = loop {
-        match McpClient::open(&sh.target, sh.call_limit).await {
+        let left = startup_deadline.saturating_duration_since(Instant::now()).max(sh.call_limit);
+        match McpClient::open(&sh.target, left).await {
             Ok(x) => break x,
             Err(e)
                 if Instant::now() < startup_deadline
                     && matches!(e.kind, ErrorKind::Connect | ErrorKind::HttpStatus) =>
             {
                 tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) if e.kind == ErrorKind::Timeout => {
+                return Err(Failure::new(FailureReason::StartupTimeout, format!("handshake: {}", e.detail)))
             }
             Err(e) => return Err(failure_of(e, "handshake")),
         }
