@@ -1,8 +1,11 @@
 //! SVG charts drawn with plotters' SVG backend into strings, for the HTML report: horizontal
-//! bars (with confidence whiskers), lines over workers (log x) and latency percentile curves. Pure: figures in, SVG out. The
+//! bars (with confidence whiskers), lines over workers (log x), latency percentile curves and a
+//! metric across SDK versions (categorical x, interval bars, fitted levels and steps marked).
+//! Pure: figures in, SVG out. The
 //! SVG is meant to be inlined in HTML, so it carries no XML namespace declaration.
 
 use plotters::coord::ranged1d::SegmentValue;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -286,6 +289,137 @@ pub fn lines(
     Ok(inline(svg))
 }
 
+/// One version's figure on a version chart, with its interval.
+#[derive(Debug, Clone, Copy)]
+pub struct VersionPoint {
+    pub value: f64,
+    pub ci: Option<(f64, f64)>,
+}
+
+/// A level of the fitted piecewise-constant model: versions `first..=last` (indexes) at `level`.
+#[derive(Debug, Clone, Copy)]
+pub struct Level {
+    pub first: usize,
+    pub last: usize,
+    pub level: f64,
+}
+
+/// A step to mark between version `index - 1` and `index`, with its text (`▲ +38 %`).
+#[derive(Debug, Clone)]
+pub struct StepMark {
+    pub index: usize,
+    pub text: String,
+    pub regression: bool,
+}
+
+/// One metric across versions: x is categorical (the versions in order, labels turned upright when
+/// there are many), y linear from 0 labelled by `y_label`. The values are joined by a line with a
+/// marker each and error bars at their intervals; the fitted levels are drawn as grey dashes and
+/// each step as a vertical line before its first version, red for a regression and green for an
+/// improvement, with its text at the top.
+pub fn versions_line(
+    title: &str,
+    y_desc: &str,
+    versions: &[String],
+    points: &[Option<VersionPoint>],
+    levels: &[Level],
+    steps: &[StepMark],
+    y_label: &dyn Fn(f64) -> String,
+) -> Result<String, ChartError> {
+    let n = versions.len();
+    let present: Vec<(f64, VersionPoint)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.filter(|p| p.value.is_finite()).map(|p| (i as f64, p)))
+        .collect();
+    if n == 0 || present.is_empty() {
+        return Err("nothing to draw".into());
+    }
+    let y_max = present
+        .iter()
+        .map(|(_, p)| p.ci.map_or(p.value, |(_, hi)| hi.max(p.value)))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let y_hi = if y_max > 0.0 { y_max * 1.2 } else { 1.0 };
+    let upright = n > 8;
+    let longest = versions.iter().map(|v| v.chars().count()).max().unwrap_or(1) as u32;
+    let x_area = if upright { (longest * 7 + 24).clamp(44, 160) } else { 44 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 340 + x_area)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(x_area)
+            .y_label_area_size(72)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..y_hi)?;
+        let x_label = |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                versions[i as usize].clone()
+            } else {
+                String::new()
+            }
+        };
+        let x_style = if upright {
+            TextStyle::from((FONT, 11).into_font()).transform(FontTransform::Rotate270)
+        } else {
+            TextStyle::from((FONT, 12).into_font())
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n.min(80))
+            .x_label_formatter(&x_label)
+            .x_label_style(x_style)
+            .y_label_formatter(&|y| y_label(*y))
+            .x_desc("SDK version")
+            .y_desc(y_desc)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .draw()?;
+        let grey = RGBColor(0x99, 0x99, 0x99);
+        chart.draw_series(levels.iter().map(|l| {
+            DashedPathElement::new(
+                vec![(l.first as f64 - 0.4, l.level), (l.last as f64 + 0.4, l.level)],
+                6,
+                4,
+                grey.stroke_width(2),
+            )
+        }))?;
+        for s in steps.iter().filter(|s| s.index > 0 && s.index < n) {
+            let color = if s.regression { PALETTE[2] } else { PALETTE[4] };
+            let x = s.index as f64 - 0.5;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0.0), (x, y_hi)],
+                color.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((x, y_hi))
+                    + Text::new(
+                        s.text.clone(),
+                        (4, 4),
+                        TextStyle::from((FONT, 12).into_font())
+                            .color(&color)
+                            .pos(Pos::new(HPos::Left, VPos::Top)),
+                    ),
+            ))?;
+        }
+        let color = PALETTE[0];
+        chart.draw_series(present.iter().filter_map(|&(x, p)| {
+            p.ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+                .map(|(lo, hi)| ErrorBar::new_vertical(x, lo, p.value, hi, color.stroke_width(1), 8))
+        }))?;
+        let line: Vec<(f64, f64)> = present.iter().map(|&(x, p)| (x, p.value)).collect();
+        chart.draw_series(std::iter::once(PathElement::new(line.clone(), color.stroke_width(2))))?;
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        root.present()?;
+    }
+    Ok(inline(svg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +466,27 @@ mod tests {
         let svg = lines("w", "workers", "req/s", &[l], &|y| axis_number(y)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("s&amp;t") && !svg.contains("http"));
         assert!(lines("w", "x", "y", &[], &|y| axis_number(y)).is_err());
+    }
+
+    #[test]
+    fn version_charts_mark_their_steps() {
+        let versions: Vec<String> = (0..12).map(|i| format!("1.{i}.0")).collect();
+        let points: Vec<Option<VersionPoint>> = (0..12)
+            .map(|i| {
+                let v = if i < 6 { 100.0 } else { 140.0 };
+                (i != 3).then_some(VersionPoint { value: v, ci: Some((v * 0.95, v * 1.05)) })
+            })
+            .collect();
+        let levels = [Level { first: 0, last: 5, level: 100.0 }, Level { first: 6, last: 11, level: 140.0 }];
+        let steps = [StepMark { index: 6, text: "▲ +40 % at 1.6.0".into(), regression: true }];
+        let svg =
+            versions_line("cold <start>", "ms", &versions, &points, &levels, &steps, &|y| axis_number(y))
+                .unwrap();
+        assert!(svg.starts_with("<svg") && !svg.contains("http"), "{svg}");
+        assert!(
+            svg.contains("1.11.0") && svg.contains("+40 % at 1.6.0") && svg.contains("cold &lt;start&gt;")
+        );
+        assert!(svg.contains("rotate(270"), "many versions turn their labels upright");
+        assert!(versions_line("t", "ms", &versions, &[None; 12], &[], &[], &|y| axis_number(y)).is_err());
     }
 }

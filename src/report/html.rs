@@ -1,8 +1,9 @@
 //! The report as one static HTML page: summary, inline SVG charts (cold start with confidence
 //! whiskers, RSS after initialize, call latency by percentile), the HTTP load table and its charts
 //! (throughput, p99 and error rate against workers, latency by percentile per workload and load
-//! level, RSS idle against peak under load), per-cell statistics, failures and the environment of
-//! every cell. Self-contained: inline CSS, no scripts, no external resource,
+//! level, RSS idle against peak under load), the version histories of version-matrix sweeps (a
+//! table and a chart per metric with its steps), per-cell statistics, failures and the environment
+//! of every cell. Self-contained: inline CSS, no scripts, no external resource,
 //! and a Content-Security-Policy that forbids fetching any. All text from records is escaped.
 
 use std::fmt::Write as _;
@@ -10,7 +11,8 @@ use std::fmt::Write as _;
 use crate::record::{Record, Status};
 use crate::stats;
 
-use super::charts::{self, Bar, Curve, Series};
+use super::charts::{self, Bar, Curve, Level, Series, StepMark, VersionPoint};
+use super::history::{self, change_text, histories, point_text, step_at, step_line, History, MetricHistory};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER, LOAD_NOTE};
 use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
 use super::rows::{metric_rows, summary_rows, Metric, MetricRow, CONFIDENCE};
@@ -252,6 +254,7 @@ pub fn html(records: &[Record]) -> String {
         stdio_charts(&mut o, records, &rows);
     }
 
+    history_section(&mut o, records);
     o.push_str("<h2>Per cell</h2>\n");
     metric_table(&mut o, &rows);
     failures(&mut o, records);
@@ -484,6 +487,132 @@ fn load_section(o: &mut String, records: &[Record], rows: &[LoadRow]) {
             "Resident memory of the server's process tree before the load (lowest over its cells) and at the largest sample during it (highest over its cells).",
         );
     }
+}
+
+/// `History across versions`, when some series has at least [`history::MIN_VERSIONS`] versions:
+/// per series its table and steps, then a chart per metric.
+fn history_section(o: &mut String, records: &[Record]) {
+    let hs = histories(records);
+    if hs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>History across versions</h2>\n<p class=\"note\">{}</p>",
+        esc(&history::method_note())
+    );
+    for h in &hs {
+        let _ = writeln!(
+            o,
+            "<h3>{}</h3>\n<p class=\"note\">{} versions, runtime {}.</p>",
+            esc(&h.label),
+            h.versions.len(),
+            esc(&h.runtime_versions.join(", "))
+        );
+        let _ = write!(o, "<div class=\"wide\"><table>\n<tr><th>{} version</th>", esc(&h.key.family));
+        for m in &h.metrics {
+            let _ = write!(o, "<th>{}</th>", esc(m.metric.label()));
+        }
+        o.push_str("</tr>\n");
+        for (vi, v) in h.versions.iter().enumerate() {
+            let _ = write!(o, "<tr><td>{}</td>", esc(v));
+            for m in &h.metrics {
+                match (&m.points[vi], step_at(h, m.metric, vi)) {
+                    (None, _) => o.push_str("<td class=\"n\">—</td>"),
+                    (Some(p), None) => {
+                        let _ = write!(o, "<td class=\"n\">{}</td>", esc(&point_text(m.unit, p)));
+                    }
+                    (Some(p), Some(s)) => {
+                        let _ = write!(
+                            o,
+                            "<td class=\"n\"{}>{} {}</td>",
+                            step_style(s.regression),
+                            history::arrow(s),
+                            esc(&point_text(m.unit, p))
+                        );
+                    }
+                }
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table></div>\n");
+        if h.steps.is_empty() {
+            o.push_str("<p class=\"note\">No step beyond noise.</p>\n");
+        } else {
+            o.push_str("<ul>\n");
+            for s in &h.steps {
+                let _ = writeln!(o, "<li{}>{}</li>", step_style(s.regression), esc(&step_line(h, s)));
+            }
+            o.push_str("</ul>\n");
+        }
+        for m in &h.metrics {
+            history_chart(o, h, m);
+        }
+    }
+}
+
+/// The colour of a step: the page's red for a regression, green for an improvement.
+fn step_style(regression: bool) -> &'static str {
+    if regression {
+        " class=\"failed\""
+    } else {
+        " style=\"color:#2e7d32\""
+    }
+}
+
+fn history_chart(o: &mut String, h: &History, m: &MetricHistory) {
+    let scale = if m.unit == super::rows::Unit::Bytes { 1.0 / (1024.0 * 1024.0) } else { 1.0 };
+    let (y_desc, label): (&str, fn(f64) -> String) = match m.unit {
+        super::rows::Unit::Bytes => ("MiB", |y| format!("{y:.0}")),
+        super::rows::Unit::Rps => ("req/s", |y| load::rate_number(y)),
+        _ => ("ms", |y| {
+            let s = format!("{y:.3}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }),
+    };
+    let points: Vec<Option<VersionPoint>> = m
+        .points
+        .iter()
+        .map(|p| {
+            p.as_ref().map(|p| VersionPoint {
+                value: p.value * scale,
+                ci: p.ci.filter(|i| i.is_finite()).map(|i| (i.lower * scale, i.upper * scale)),
+            })
+        })
+        .collect();
+    let levels: Vec<Level> =
+        m.segments.iter().map(|s| Level { first: s.first, last: s.last, level: s.level * scale }).collect();
+    let steps: Vec<StepMark> = h
+        .steps
+        .iter()
+        .filter(|s| s.metric == m.metric)
+        .map(|s| StepMark {
+            index: s.index,
+            text: format!("{} {} at {}", history::arrow(s), change_text(s.ratio), s.to_version),
+            regression: s.regression,
+        })
+        .collect();
+    chart_or_note(
+        o,
+        charts::versions_line(
+            &format!("{}: {}", m.metric.label(), h.label),
+            y_desc,
+            &h.versions,
+            &points,
+            &levels,
+            &steps,
+            &label,
+        ),
+        &format!(
+            "{} per SDK version{}; grey dashes are the fitted levels, vertical lines the steps (red a regression, green an improvement).",
+            m.metric.label(),
+            if points.iter().flatten().any(|p| p.ci.is_some()) {
+                format!(", bars at the {:.0}% interval", CONFIDENCE * 100.0)
+            } else {
+                String::new()
+            }
+        ),
+    );
 }
 
 #[cfg(test)]

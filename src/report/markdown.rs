@@ -1,12 +1,14 @@
 //! The report as Markdown (GitHub-flavoured tables): the summary table, a per-cell table of
-//! medians with confidence intervals, percentiles, CV and the noise flag, the failures, and the
-//! environment of every cell. For READMEs and pull-request comments.
+//! medians with confidence intervals, percentiles, CV and the noise flag, the version histories of
+//! version-matrix sweeps with their steps, the failures, and the environment of every cell. For
+//! READMEs and pull-request comments.
 
 use std::fmt::Write as _;
 
 use crate::record::{Record, Status};
 use crate::stats::NOISY_CV;
 
+use super::history::{self, histories, point_text, step_at, step_line};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LOAD_HEADER, LOAD_NOTE};
 use super::rows::{metric_rows, summary_rows, MetricRow, Unit, CONFIDENCE, RESAMPLES};
 use super::units::{mib, ms, ms_interval, percent, short};
@@ -152,8 +154,54 @@ pub fn markdown(records: &[Record]) -> String {
         }
         o.push('\n');
     }
+    history_section(&mut o, records);
     per_cell_and_rest(&mut o, records);
     o
+}
+
+/// `## History across versions`, when some series has at least [`history::MIN_VERSIONS`]
+/// versions: per series a table of versions × metrics and its steps.
+fn history_section(o: &mut String, records: &[Record]) {
+    let hs = histories(records);
+    if hs.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## History across versions\n\n{}\n", cell(&history::method_note()));
+    for h in &hs {
+        let _ = writeln!(
+            o,
+            "### {}\n\n{} versions, runtime {}.\n",
+            cell(&h.label),
+            h.versions.len(),
+            cell(&h.runtime_versions.join(", "))
+        );
+        let labels: Vec<&str> = h.metrics.iter().map(|m| m.metric.label()).collect();
+        let _ = writeln!(o, "| {} version | {} |", cell(&h.key.family), labels.join(" | "));
+        let _ = writeln!(o, "|---|{}", "--:|".repeat(labels.len()));
+        for (vi, v) in h.versions.iter().enumerate() {
+            let cells: Vec<String> = h
+                .metrics
+                .iter()
+                .map(|m| match &m.points[vi] {
+                    None => "—".to_string(),
+                    Some(p) => match step_at(h, m.metric, vi) {
+                        Some(s) => format!("**{} {}**", history::arrow(s), point_text(m.unit, p)),
+                        None => point_text(m.unit, p),
+                    },
+                })
+                .collect();
+            let _ = writeln!(o, "| {} | {} |", cell(v), cells.join(" | "));
+        }
+        o.push('\n');
+        if h.steps.is_empty() {
+            o.push_str("No step beyond noise.\n\n");
+        } else {
+            for s in &h.steps {
+                let _ = writeln!(o, "- {}", cell(&step_line(h, s)));
+            }
+            o.push('\n');
+        }
+    }
 }
 
 fn summary_section(o: &mut String, summary: &[super::SummaryRow]) {

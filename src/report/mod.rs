@@ -7,6 +7,7 @@ mod bencher;
 mod charts;
 pub mod compare;
 mod csv;
+pub mod history;
 mod html;
 mod load;
 mod markdown;
@@ -27,6 +28,7 @@ pub use compare::{
     DEFAULT_THRESHOLD_PCT,
 };
 pub use csv::csv;
+pub use history::{compare_versions, histories, history_json, History, HistoryMetric, Step};
 pub use html::html;
 pub use load::{is_load, load_rows, load_summary_rows, transport_label, LoadRow};
 pub use markdown::markdown;
@@ -34,7 +36,7 @@ pub use rows::{
     metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE, MIN_CI_SAMPLES,
     RESAMPLES, SEED,
 };
-pub use table::{load_table, summary_table, tables};
+pub use table::{history_table, load_table, summary_table, tables};
 
 /// The output formats of `benchlab report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

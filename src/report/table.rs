@@ -1,10 +1,11 @@
-//! The terminal tables (comfy-table): the stdio summary rows, and the HTTP load cells in a
-//! table of their own.
+//! The terminal tables (comfy-table): the stdio summary rows, the HTTP load cells in a table of
+//! their own, and the version histories of version-matrix sweeps (a table per series).
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TCell, CellAlignment, ContentArrangement, Table};
 
 use crate::record::Record;
 
+use super::history::{self, histories, point_text, step_at, step_line};
 use super::load::{load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER};
 use super::units::{mib, ms};
 use super::{summary_rows, SummaryRow};
@@ -98,5 +99,59 @@ pub fn tables(records: &[Record]) -> String {
         out.push_str(&load_table(&load).to_string());
         out.push('\n');
     }
+    if let Some(h) = history_table(records) {
+        out.push('\n');
+        out.push_str(&h);
+    }
     out
+}
+
+/// The version histories as text: per series with at least [`history::MIN_VERSIONS`] versions, a
+/// title line, a table of versions × metrics (value [95 % interval], `▲`/`▼` where a step starts)
+/// and one line per step. `None` when no series is a history.
+pub fn history_table(records: &[Record]) -> Option<String> {
+    let hs = histories(records);
+    if hs.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, h) in hs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "History: {} ({} versions, runtime {})\n",
+            h.label,
+            h.versions.len(),
+            h.runtime_versions.join(", ")
+        ));
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        let mut header = vec![format!("{} version", h.key.family)];
+        header.extend(h.metrics.iter().map(|m| m.metric.label().to_string()));
+        t.set_header(header);
+        for (vi, v) in h.versions.iter().enumerate() {
+            let mut row = vec![TCell::new(v)];
+            for m in &h.metrics {
+                let text = match &m.points[vi] {
+                    None => "—".to_string(),
+                    Some(p) => match step_at(h, m.metric, vi) {
+                        Some(s) => format!("{} {}", history::arrow(s), point_text(m.unit, p)),
+                        None => point_text(m.unit, p),
+                    },
+                };
+                row.push(TCell::new(text).set_alignment(CellAlignment::Right));
+            }
+            t.add_row(row);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+        if h.steps.is_empty() {
+            out.push_str("  no step beyond noise\n");
+        }
+        for s in &h.steps {
+            out.push_str(&format!("  {}\n", step_line(h, s)));
+        }
+    }
+    Some(out)
 }
