@@ -455,3 +455,138 @@ fn html_of_load_cells_has_the_load_charts() {
     check_page(&html, &both, 3 + 3 + 4 + 1);
     assert!(html.contains("<h2>Summary</h2>") && html.contains("<h2>HTTP load</h2>"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Version history: a version-matrix sweep built in code from the committed python-mcp 1.1.2 cells
+// of seed-000 (environment and hashes real; version, samples and histograms replaced). Cold start
+// steps up by ~38% at 1.9.0, call latency steps down by ~30% at 1.10.0, one version is repeated
+// twice and one failed; a TypeScript series on Bun at three versions stays flat.
+
+/// A cold start around `ms`, 10 spawns with a small deterministic wiggle.
+fn spawns(ms: f64, k: usize) -> Vec<f64> {
+    (0..10).map(|i| ms * (1.0 + 0.015 * ((k * 7 + i * 3) as f64).sin())).collect()
+}
+
+fn sweep_record(template: &Record, family: &str, runtime: &str, version: &str, seq: u64) -> Record {
+    let mut r = template.clone();
+    let workload = r.cell.id.rsplit('/').next().unwrap().to_string();
+    let server = format!("{family}-{version}");
+    r.seq = seq;
+    r.cell.id = format!("{server}/{workload}");
+    r.cell.server.id = server;
+    r.cell.server.family = family.into();
+    r.cell.server.runtime = runtime.into();
+    r.cell.server.sdk_version = version.into();
+    r
+}
+
+fn history_records() -> Vec<Record> {
+    let seed = records(SEED_000);
+    let find = |id: &str| seed.iter().find(|r| r.cell.id == id).unwrap().clone();
+    let (cold, calls) = (find("mcp-1.1.2/cold_start"), find("mcp-1.1.2/serial_calls"));
+    let mut out = Vec::new();
+    let versions = ["1.1.2", "1.10.0", "1.2.0", "1.3.0", "1.9.0", "1.8.1", "1.10.1", "1.11.0rc1", "1.11.0"];
+    for (k, v) in versions.iter().enumerate() {
+        let (n, _) = semver_rank(v);
+        let cold_ms = if n >= 9 { 845.0 } else { 612.0 };
+        let p50_us = if n >= 10 { 70 } else { 100 };
+        let repeats = if *v == "1.3.0" { 2 } else { 1 };
+        for i in 0..repeats {
+            let mut c = sweep_record(&cold, "python-mcp", "cpython-trixie", v, out.len() as u64);
+            let m = c.metrics.cold_start.as_mut().unwrap();
+            m.samples_ms = spawns(cold_ms, k * 2 + i);
+            m.summary = summary_of(&m.samples_ms);
+            c.metrics.memory.after_initialize = tree(38 + (k as u64 % 2));
+            if repeats > 1 {
+                c.cell.repeat = Some(Repeat { index: i as u32, of: repeats as u32, fresh_container: true });
+            }
+            out.push(c);
+        }
+        let mut s = sweep_record(&calls, "python-mcp", "cpython-trixie", v, out.len() as u64);
+        s.metrics.calls = Some(latency(2000, p50_us / 2, p50_us * 3 / 2 + k as u64, p50_us * 20));
+        out.push(s);
+    }
+    // A failed cell adds no point to its series.
+    let mut failed = sweep_record(&cold, "python-mcp", "cpython-trixie", "1.12.0", out.len() as u64);
+    failed.status = Status::Failed;
+    failed.failure = Some(Failure::new(FailureReason::Crash, "ImportError"));
+    failed.metrics = Default::default();
+    out.push(failed);
+    let bun = find("ts-1.0.4-bun/cold_start");
+    for (k, v) in ["1.0.4", "1.5.0", "1.12.1"].iter().enumerate() {
+        let mut c = sweep_record(&bun, "ts-sdk", "bun-1.1.38", v, out.len() as u64);
+        let m = c.metrics.cold_start.as_mut().unwrap();
+        m.samples_ms = spawns(95.0, k);
+        m.summary = summary_of(&m.samples_ms);
+        out.push(c);
+    }
+    out
+}
+
+fn summary_of(samples_ms: &[f64]) -> stats::LatencySummary {
+    stats::summarize_samples(&samples_ms.iter().map(|x| (x * 1e6) as u64).collect::<Vec<_>>()).unwrap()
+}
+
+/// The minor version and the whole text, enough to place the fixture's versions.
+fn semver_rank(v: &str) -> (u32, &str) {
+    (v.split('.').nth(1).unwrap().parse().unwrap(), v)
+}
+
+#[test]
+fn history_of_a_version_sweep_in_table_and_markdown() {
+    let r = history_records();
+    let hs = report::histories(&r);
+    let labels: Vec<&str> = hs.iter().map(|h| h.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "python-mcp on cpython-trixie, stdio, pulse suite, cold_start, cpus 1",
+            "python-mcp on cpython-trixie, stdio, pulse suite, serial_calls (calculate_tax), cpus 1",
+            "ts-sdk on bun-1.1.38, stdio, pulse suite, cold_start, cpus 1",
+        ]
+    );
+    assert_eq!(
+        hs[0].versions,
+        ["1.1.2", "1.2.0", "1.3.0", "1.8.1", "1.9.0", "1.10.0", "1.10.1", "1.11.0rc1", "1.11.0"]
+    );
+    let steps: Vec<(&str, &str, bool)> = hs
+        .iter()
+        .flat_map(|h| h.steps.iter().map(|s| (s.metric.as_str(), s.to_version.as_str(), s.regression)))
+        .collect();
+    assert_eq!(
+        steps,
+        [("cold_start", "1.9.0", true), ("call_p50", "1.10.0", false)],
+        "p99 sits at the edge of a 1% tail: its intervals reach into it and overlap; {hs:#?}"
+    );
+    let table = report::history_table(&r).unwrap();
+    assert!(table.contains("cold start ▲ +38 % at python-mcp 1.9.0 (1.8.1 6"), "{table}");
+    assert!(report::history_table(&records(SEED_000)).is_none(), "no series of 3 versions there");
+    insta::assert_snapshot!("history_table", redact(&report::render(Format::Table, &r), &r));
+    let md = report::markdown(&r);
+    assert!(md.contains("## History across versions"), "{md}");
+    for table in md.split("\n\n").filter(|b| b.starts_with('|')) {
+        let columns = |l: &str| l.replace("\\|", "").matches('|').count();
+        let first = columns(table.lines().next().unwrap());
+        assert!(table.lines().all(|l| columns(l) == first), "{table}");
+    }
+    insta::assert_snapshot!("history_markdown", redact(&md, &r));
+    let json = report::history_json(&r);
+    assert_eq!(json["series"].as_array().unwrap().len(), 3);
+    assert_eq!(json["series"][0]["steps"][0]["from_version"], "1.8.1");
+    assert_eq!(json["series"][0]["metrics"][0]["points"][2]["n"], 20, "two repeats pooled");
+}
+
+#[test]
+fn html_of_a_version_sweep_has_a_chart_per_series_and_metric() {
+    let r = history_records();
+    let html = report::html(&r);
+    keep_for_people("history.html", &html);
+    // The stdio charts (3), then cold start, tools/list? (not in these records), RSS of the
+    // python cold-start series; p50, p99, RSS of the calls series; cold start and RSS of bun.
+    let hs = report::histories(&r);
+    let charts: usize = hs.iter().map(|h| h.metrics.len()).sum();
+    check_page(&html, &r, 3 + charts);
+    assert!(html.contains("<h2>History across versions</h2>"));
+    assert!(html.contains("▲ +38 % at 1.9.0") && html.contains("▼ −"), "steps are marked");
+    assert_eq!(html, report::html(&r), "the page is a function of the records");
+}
