@@ -5,6 +5,7 @@
 
 pub mod docker;
 pub mod fake;
+pub mod native;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,324 @@
+//! One native cell: a private lab folder, `benchlab shim` in a fresh lab cgroup (server cpuset,
+//! memory and pids limits) or pinned by affinity when there are no cgroups, `benchlab driver`
+//! pinned to the driver CPUs; the driver's JSON lines become events and an outcome; everything is
+//! killed on a time limit or drop, and the cgroup's memory peak and OOM kills are read before it
+//! is removed. What is measured is the driver's business.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use nix::sched::CpuSet;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::cgroup::NativeCgroup;
+use crate::driver::{DriverEvent, DriverOutcome, DriverSpec};
+use crate::engine::EngineError;
+
+/// What a native cell produced.
+#[derive(Debug, Clone)]
+pub struct NativeRun {
+    pub outcome: DriverOutcome,
+    /// The kernel's OOM killer struck inside the server's cgroup.
+    pub oom_killed: bool,
+    /// The server cgroup's memory peak (shim, server and its children), when cgroups are used.
+    pub memory_peak: Option<u64>,
+}
+
+/// Where and how a cell's processes run.
+#[derive(Debug, Clone)]
+pub struct CellPlacement<'a> {
+    pub server_cpus: &'a str,
+    pub driver_cpus: &'a str,
+    pub memory_limit: Option<u64>,
+    pub pids_limit: Option<u32>,
+    /// Put the server side in a lab cgroup; without, both sides are pinned by affinity only.
+    pub cgroups: bool,
+}
+
+/// A private folder (mode 0700) removed with its contents on drop.
+struct LabDir(PathBuf);
+
+static CELLS: AtomicU64 = AtomicU64::new(0);
+
+impl LabDir {
+    fn create() -> Result<LabDir, EngineError> {
+        let n = CELLS.fetch_add(1, Ordering::Relaxed);
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("benchlab-native-{}-{n}-{nonce:08x}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| EngineError::op("create the lab folder", dir.display().to_string(), e))?;
+        Ok(LabDir(dir))
+    }
+}
+
+impl Drop for LabDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A CPU list ("0-1,3") as an affinity mask.
+fn cpu_set(list: &str) -> Result<CpuSet, EngineError> {
+    let cpus =
+        crate::placement::parse_cpu_list(list).map_err(|e| EngineError::op("parse the CPU list", list, e))?;
+    let mut set = CpuSet::new();
+    for c in cpus {
+        set.set(c as usize).map_err(|e| EngineError::op("pin to CPU", c.to_string(), e))?;
+    }
+    Ok(set)
+}
+
+/// Writes the calling process's pid into each file (cgroup.procs), in a child before exec: only
+/// async-signal-safe calls, no allocation.
+fn join_cgroups(files: &[CString]) -> std::io::Result<()> {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let mut buf = [0u8; 12];
+    let mut i = buf.len();
+    let mut n = pid as u32;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for f in files {
+        // SAFETY: f is a valid C string; the descriptor is closed below.
+        let fd = unsafe { libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: buf[i..] is valid for its length.
+        let w = unsafe { libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i) };
+        let err = std::io::Error::last_os_error();
+        // SAFETY: fd is ours.
+        unsafe { libc::close(fd) };
+        if w < 0 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Runs one cell natively. `spec.lab_dir` is replaced by a private folder; a server argv
+/// element naming the container's lab binary is replaced by `benchlab_exe`.
+pub async fn run_cell(
+    mut spec: DriverSpec,
+    placement: &CellPlacement<'_>,
+    benchlab_exe: &Path,
+    time_limit: Duration,
+    on_event: &mut (dyn FnMut(DriverEvent) + Send),
+) -> Result<NativeRun, EngineError> {
+    if spec.http.is_some() {
+        return Err(EngineError::op(
+            "run",
+            "an HTTP cell",
+            "the native engine runs stdio servers only; use --engine docker for HTTP cells",
+        ));
+    }
+    let lab = LabDir::create()?;
+    spec.lab_dir = lab.0.clone();
+    let exe = benchlab_exe.display().to_string();
+    for a in spec.server.argv.iter_mut() {
+        if a == crate::recipe::LAB_BINARY {
+            a.clone_from(&exe);
+        }
+    }
+    let server_set = cpu_set(placement.server_cpus)?;
+    let driver_set = cpu_set(placement.driver_cpus)?;
+    let cgroup = if placement.cgroups {
+        let name = lab.0.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Some(
+            NativeCgroup::create(
+                &name,
+                placement.server_cpus,
+                "0",
+                placement.memory_limit,
+                placement.pids_limit,
+            )
+            .map_err(|e| EngineError::op("create the server cgroup for", "a native cell", e))?,
+        )
+    } else {
+        None
+    };
+    let procs: Vec<CString> = cgroup
+        .as_ref()
+        .map(|c| {
+            c.procs_files().iter().map(|p| CString::new(p.as_os_str().as_bytes()).expect("no NUL")).collect()
+        })
+        .unwrap_or_default();
+
+    let shim_log = lab.0.join("shim.log");
+    let shim_err = std::fs::File::create(&shim_log)
+        .map_err(|e| EngineError::op("create", shim_log.display().to_string(), e))?;
+    let mut shim_cmd = tokio::process::Command::new(benchlab_exe);
+    shim_cmd
+        .arg("shim")
+        .arg("--dir")
+        .arg(&lab.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(shim_err))
+        .process_group(0)
+        .kill_on_drop(true);
+    let with_cgroup = cgroup.is_some();
+    // SAFETY: the closure only makes async-signal-safe calls (open, write, close,
+    // sched_setaffinity) on data prepared before the fork.
+    unsafe {
+        shim_cmd.pre_exec(move || {
+            if with_cgroup {
+                join_cgroups(&procs)
+            } else {
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &server_set)
+                    .map_err(std::io::Error::from)
+            }
+        });
+    }
+    let mut shim = shim_cmd.spawn().map_err(|e| {
+        EngineError::op(
+            "start",
+            format!("{exe} shim"),
+            format!("{e}: the shim could not join its cgroup or start"),
+        )
+    })?;
+
+    let spec_json = serde_json::to_string(&spec).expect("specs serialise");
+    let mut driver_cmd = tokio::process::Command::new(benchlab_exe);
+    driver_cmd
+        .arg("driver")
+        .arg("--spec")
+        .arg(spec_json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
+    unsafe {
+        driver_cmd.pre_exec(move || {
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &driver_set)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut driver = match driver_cmd.spawn() {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = shim.start_kill();
+            return Err(EngineError::op("start", format!("{exe} driver"), e));
+        }
+    };
+
+    let mut outcome: Option<DriverOutcome> = None;
+    let mut stderr_tail: Vec<String> = Vec::new();
+    let mut out_lines = BufReader::new(driver.stdout.take().expect("piped")).lines();
+    let mut err_lines = BufReader::new(driver.stderr.take().expect("piped")).lines();
+    let follow = async {
+        let (mut out_done, mut err_done) = (false, false);
+        while !(out_done && err_done) {
+            tokio::select! {
+                l = out_lines.next_line(), if !out_done => match l {
+                    Ok(Some(text)) => match serde_json::from_str::<DriverEvent>(&text) {
+                        Ok(DriverEvent::Outcome { outcome: o }) => outcome = Some(*o),
+                        Ok(event) => on_event(event),
+                        Err(_) => push_tail(&mut stderr_tail, text),
+                    },
+                    _ => out_done = true,
+                },
+                l = err_lines.next_line(), if !err_done => match l {
+                    Ok(Some(text)) => push_tail(&mut stderr_tail, text),
+                    _ => err_done = true,
+                },
+            }
+        }
+        driver.wait().await
+    };
+    let waited = tokio::time::timeout(time_limit, follow).await;
+    let kill_everything = |shim: &mut tokio::process::Child| {
+        let _ = shim.start_kill();
+        if let Some(cg) = &cgroup {
+            cg.kill_all();
+        }
+    };
+    let driver_status = match waited {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => {
+            kill_everything(&mut shim);
+            return Err(EngineError::op("wait for", "the native driver", e));
+        }
+        Err(_) => {
+            let _ = driver.start_kill();
+            kill_everything(&mut shim);
+            let _ = shim.wait().await;
+            return Err(EngineError::op(
+                "run",
+                "a native cell",
+                format!("the cell did not finish within {time_limit:?}; its processes were killed"),
+            ));
+        }
+    };
+    // The shim exits after the driver's shutdown request; give it a moment.
+    if tokio::time::timeout(Duration::from_secs(10), shim.wait()).await.is_err() {
+        kill_everything(&mut shim);
+        let _ = shim.wait().await;
+    }
+    let (oom_killed, memory_peak) = match &cgroup {
+        Some(cg) => (cg.oom_killed(), cg.memory_peak()),
+        None => (false, None),
+    };
+    if let Some(cg) = cgroup {
+        cg.remove().map_err(|e| EngineError::op("clean up after", "a native cell", e))?;
+    }
+    match outcome {
+        Some(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
+        None => {
+            let shim_tail = crate::shim::tail(&shim_log, 4000).unwrap_or_default();
+            Err(EngineError::op(
+                "run the native driver for",
+                "a cell",
+                format!(
+                    "it exited with {driver_status} without an outcome; its output:\n{}{}",
+                    stderr_tail.join("\n"),
+                    if shim_tail.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n--- shim ---\n{}", shim_tail.trim_end())
+                    }
+                ),
+            ))
+        }
+    }
+}
+
+fn push_tail(tail: &mut Vec<String>, line: String) {
+    tail.push(line);
+    if tail.len() > 40 {
+        tail.remove(0);
+    }
+}
+
+/// A generous bound on a whole cell, from its own limits (as the container path computes it).
+pub fn time_limit(spec: &DriverSpec) -> Duration {
+    let t = &spec.timeouts;
+    let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
+    let ms = match &spec.workload {
+        crate::scenario::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
+        crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
+            per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
+        }
+        w => per_session + w.load_time_ms() + 2 * t.call_ms,
+    };
+    Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
+}
