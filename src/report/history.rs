@@ -151,16 +151,16 @@ impl SeriesKey {
         }
     }
 
-    /// `python-mcp on cpython-trixie, stdio, calls-1000 (add), cpus 1`.
+    /// `python-mcp on cpython-trixie, stdio, weekly suite, calls-1000 (add), cpus 1`.
     pub fn label(&self) -> String {
-        let mut s = format!("{} on {}, {}, {}", self.family, self.runtime, self.transport, self.workload);
+        let mut s = format!(
+            "{} on {}, {}, {} suite, {}",
+            self.family, self.runtime, self.transport, self.suite, self.workload
+        );
         if let Some(t) = &self.tool {
             s.push_str(&format!(" ({t})"));
         }
         s.push_str(&format!(", cpus {}", self.server_cpus));
-        if self.suite != "weekly" {
-            s.push_str(&format!(", suite {}", self.suite));
-        }
         if !self.env.is_empty() {
             s.push_str(&format!(", env {}", self.env));
         }
@@ -955,7 +955,7 @@ mod tests {
         assert_eq!(hs.len(), 2, "cold start and calls of python-mcp");
         let cold = &hs[0];
         assert_eq!(cold.versions, ["1.2.0", "1.9.0", "1.10.0", "1.11.0"]);
-        assert_eq!(cold.label, "python-mcp on cpython-trixie, stdio, cold_start, cpus 1");
+        assert_eq!(cold.label, "python-mcp on cpython-trixie, stdio, weekly suite, cold_start, cpus 1");
         let metrics: Vec<HistoryMetric> = cold.metrics.iter().map(|m| m.metric).collect();
         assert_eq!(metrics, [HistoryMetric::ColdStart, HistoryMetric::RssAfterInitialize]);
         let pts = &cold.metrics[0].points;
@@ -989,6 +989,23 @@ mod tests {
         assert_eq!(j["series"][0]["steps"][0]["to_version"], "1.10.0");
         assert_eq!(j["series"][0]["metrics"][0]["points"][2]["version"], "1.10.0");
         assert!(histories(&rs[..4]).is_empty(), "two versions are no history");
+    }
+
+    #[test]
+    fn a_long_sweep_is_quick_and_drawn() {
+        let t = std::time::Instant::now();
+        let mut rs = Vec::new();
+        for k in 0..150 {
+            let v = format!("1.{k}.0");
+            let ms = if k < 90 { 600.0 } else { 800.0 } * (1.0 + 0.01 * jitter(k));
+            rs.push(record(&format!("mcp-{v}"), &v, "cold_start", ms));
+        }
+        let hs = histories(&rs);
+        assert_eq!(hs[0].versions.len(), 150);
+        let steps: Vec<&str> = hs[0].steps.iter().map(|s| s.to_version.as_str()).collect();
+        assert_eq!(steps, ["1.90.0"]);
+        assert!(t.elapsed().as_secs() < 60, "{:?}", t.elapsed());
+        eprintln!("150 versions: {:?}", t.elapsed());
     }
 
     #[test]
