@@ -381,7 +381,7 @@ pub fn versions_line(
                 .pos(Pos::new(HPos::Right, VPos::Center));
             // At most about one label per 13 px; the first version of a step always gets one.
             let every = n.div_ceil(56).max(1);
-            let shown = |i: usize| i % every == 0 || steps.iter().any(|s| s.index == i);
+            let shown = |i: usize| i.is_multiple_of(every) || steps.iter().any(|s| s.index == i);
             for (i, v) in versions.iter().enumerate().filter(|(i, _)| shown(*i)) {
                 let (px, py) = chart.backend_coord(&(i as f64, 0.0));
                 root.draw(&Text::new(v.clone(), (px, py + 8), style.clone()))?;
