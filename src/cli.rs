@@ -224,6 +224,10 @@ pub enum Command {
     },
     /// Print the JSON Schema of result records.
     Schema,
+    /// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
+    ///
+    /// Example: benchlab measure -- python3 server.py
+    Measure(crate::measure::MeasureArgs),
     /// (inside a server container) spawn and stop servers for the driver.
     #[command(hide = true)]
     Shim {
@@ -335,6 +339,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             }
             Ok(0)
         }
+        Command::Measure(args) => crate::measure::main(args),
         Command::Shim { dir, proc_root } => {
             crate::shim::run(&dir, &proc_root).map_err(|e| Exit::new(3, format!("shim: {e:#}")))?;
             Ok(0)

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod mcp;
+pub mod measure;
 pub mod nullserver;
 pub mod orchestrate;
 pub mod placement;

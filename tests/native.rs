@@ -216,3 +216,142 @@ fn a_time_limit_kills_the_cell() {
     assert!(err.to_string().contains("did not finish"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+/// A stdio MCP server in plain Python (no SDK): initialize, tools/list with one tool, tools/call.
+const TINY_SERVER: &str = r#"
+import json, sys
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        continue
+    req = json.loads(line)
+    method, rid = req.get("method"), req.get("id")
+    if rid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "tiny", "version": "0.1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "echo", "description": "echo", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        args = req["params"].get("arguments", {})
+        if args.get("fail"):
+            result = {"content": [{"type": "text", "text": "asked to fail"}], "isError": True}
+        else:
+            result = {"content": [{"type": "text", "text": json.dumps(args)}], "isError": False}
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no such method"}})
+        continue
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+"#;
+
+fn tiny_server_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("server.py"), TINY_SERVER).unwrap();
+    dir
+}
+
+fn measure(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(exe()).arg("measure").args(args).current_dir(dir).output().unwrap()
+}
+
+#[test]
+fn measure_prints_a_table_for_a_plain_python_server() {
+    let dir = tiny_server_dir();
+    let out = measure(
+        dir.path(),
+        &["--runs", "3", "--calls", "200", "--warmup", "20", "--", "python3", "server.py"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "cold start (3 runs)",
+        "tools/list",
+        "serial calls (200",
+        "throughput",
+        "RSS",
+        "placement:",
+        "gate: off",
+    ] {
+        assert!(stdout.contains(needle), "no {needle:?} in\n{stdout}");
+    }
+    assert!(stdout.contains("cgroup v"), "as root the server runs in a cgroup:\n{stdout}");
+}
+
+#[test]
+fn measure_json_gives_numbers() {
+    let dir = tiny_server_dir();
+    let out = measure(
+        dir.path(),
+        &[
+            "--json",
+            "--runs",
+            "2",
+            "--calls",
+            "100",
+            "--warmup",
+            "10",
+            "--tool",
+            "echo",
+            "--args",
+            r#"{"m": 1}"#,
+            "--memory",
+            "256MiB",
+            "--",
+            "python3",
+            "server.py",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let num = |p: &str| v.pointer(p).and_then(|x| x.as_f64()).unwrap_or_else(|| panic!("no {p} in {v}"));
+    assert!(num("/cold_start/p50_ms") > 0.0);
+    assert_eq!(num("/cold_start/count"), 2.0);
+    assert!(num("/tools_list/p50_ms") > 0.0);
+    assert!(num("/calls/p50_ms") > 0.0);
+    assert_eq!(num("/calls/count"), 100.0);
+    assert!(num("/throughput_per_s") > 0.0);
+    assert!(num("/memory_after_initialize/rss_bytes") > 0.0);
+    assert!(num("/cgroup_peak_bytes") > 0.0);
+    assert_eq!(num("/placement/memory_limit_bytes"), (256u64 << 20) as f64);
+    assert_eq!(v["server_info"]["name"], "tiny");
+    assert_ne!(v["placement"]["server_cpus"], v["placement"]["driver_cpus"]);
+}
+
+#[test]
+fn measure_fails_on_a_tool_error_and_on_a_suite_mismatch() {
+    let dir = tiny_server_dir();
+    let out = measure(
+        dir.path(),
+        &[
+            "--runs",
+            "0",
+            "--calls",
+            "5",
+            "--warmup",
+            "0",
+            "--args",
+            r#"{"fail": true}"#,
+            "--",
+            "python3",
+            "server.py",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("asked to fail"));
+    let out = measure(
+        dir.path(),
+        &["--suite", "weekly", "--runs", "1", "--calls", "0", "--", "python3", "server.py"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("weekly"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,6 +1,8 @@
 //! The stdio workloads: `cold_start` (fresh spawns timed to the initialize result, plus the first
 //! tools/list) and `serial_calls` (one session, warm-up, then N sequential checked calls into an
-//! HdrHistogram). Both pass the suite's correctness gate before anything counts.
+//! HdrHistogram). Both pass the suite's correctness gate before anything counts, except under the
+//! suite name [`UNGATED`] (`benchlab measure` on any server): no gate, any tool list, and any tool
+//! answer that is not an error counts.
 
 use std::time::Duration;
 
@@ -17,22 +19,64 @@ use crate::stats;
 /// A progress callback: phase, done, total.
 pub type Progress<'a> = dyn FnMut(&str, u64, u64) + 'a;
 
+/// The suite name that turns the correctness gate off: `none`, or `none:<JSON object>` to give
+/// the arguments of every serial call. An empty serial-calls tool then means the first tool
+/// `tools/list` returns.
+pub const UNGATED: &str = "none";
+
+/// The call arguments of an ungated suite name; None when the name is a real suite's.
+fn ungated_args(suite: &str) -> Option<Result<Value, Failure>> {
+    let rest = suite.strip_prefix(UNGATED)?;
+    if rest.is_empty() {
+        return Some(Ok(serde_json::json!({})));
+    }
+    let json = rest.strip_prefix(':')?;
+    Some(match serde_json::from_str::<Value>(json) {
+        Ok(v) if v.is_object() => Ok(v),
+        _ => Err(Failure::new(
+            FailureReason::EngineError,
+            format!("suite {suite:?}: the arguments after \"none:\" must be a JSON object"),
+        )),
+    })
+}
+
 /// Runs the spec's workload; never panics on server misbehaviour, which becomes `failure`.
 pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
     let mut out = DriverOutcome::default();
     let result = (|| {
-        let suite = Suite::from_name(&spec.suite).ok_or_else(|| {
-            Failure::new(FailureReason::EngineError, format!("unknown suite {:?}", spec.suite))
-        })?;
+        let (suite, ungated) = match ungated_args(&spec.suite) {
+            Some(args) => (None, Some(args?)),
+            None => (
+                Some(Suite::from_name(&spec.suite).ok_or_else(|| {
+                    Failure::new(FailureReason::EngineError, format!("unknown suite {:?}", spec.suite))
+                })?),
+                None,
+            ),
+        };
         let mut shim = ShimClient::connect(&spec.lab_dir, Duration::from_secs(30))?;
-        let r = match &spec.workload {
-            Workload::ColdStart { spawns } => cold_start(spec, suite, &mut shim, *spawns, &mut out, progress),
-            Workload::SerialCalls { tool, warmup, calls } => {
-                serial_calls(spec, suite, &mut shim, tool, *warmup, *calls, &mut out, progress)
+        let r = match (&spec.workload, suite) {
+            (Workload::ColdStart { spawns }, _) => {
+                cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
             }
-            Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. } => {
-                crate::driver::load::run(spec, suite, &mut shim, &mut out, progress)
-            }
+            (Workload::SerialCalls { tool, warmup, calls }, _) => serial_calls(
+                spec,
+                suite,
+                ungated.as_ref(),
+                &mut shim,
+                tool,
+                *warmup,
+                *calls,
+                &mut out,
+                progress,
+            ),
+            (
+                Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. },
+                Some(suite),
+            ) => crate::driver::load::run(spec, suite, &mut shim, &mut out, progress),
+            (_, None) => Err(Failure::new(
+                FailureReason::EngineError,
+                format!("the {} workload needs a real suite, not {:?}", spec.workload.kind(), spec.suite),
+            )),
         };
         let _ = shim.call(&crate::shim::Request::Shutdown);
         r
@@ -110,11 +154,27 @@ fn with_stderr(mut f: Failure, session: &Session) -> Failure {
     f
 }
 
-/// tools/list, timed, with the suite check.
-fn list_tools(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<Duration, Failure> {
+/// tools/list, timed, with the suite check (ungated: any answer that is not an error); returns
+/// the latency and the listed tool names.
+fn list_tools(
+    spec: &DriverSpec,
+    suite: Option<Suite>,
+    session: &mut Session,
+) -> Result<(Duration, Vec<String>), Failure> {
     let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
-    check_tool_list(suite, answer.outcome)?;
-    Ok(answer.latency)
+    let names = answer.outcome.as_ref().map(mcp::tool_names).unwrap_or_default();
+    match suite {
+        Some(suite) => check_tool_list(suite, answer.outcome)?,
+        None => {
+            answer.outcome.map_err(|e| {
+                Failure::new(
+                    FailureReason::ProtocolError,
+                    format!("tools/list failed: {} ({})", e.message, e.code),
+                )
+            })?;
+        }
+    }
+    Ok((answer.latency, names))
 }
 
 /// The suite check of a tools/list answer: exactly the suite's tools, in any order.
@@ -135,7 +195,9 @@ pub fn check_tool_list(suite: Suite, outcome: Result<Value, mcp::RpcError>) -> R
     Ok(())
 }
 
-/// Calls a tool and checks its value; the latency is returned only for a correct answer.
+/// Calls a tool and checks its value (`expected` None: any value that is not an error); the
+/// latency is returned only for a correct answer.
+#[allow(clippy::too_many_arguments)]
 fn checked_call(
     spec: &DriverSpec,
     session: &mut Session,
@@ -143,7 +205,7 @@ fn checked_call(
     line: &str,
     tool: &str,
     args: &Value,
-    expected: &Value,
+    expected: Option<&Value>,
 ) -> Result<Duration, Failure> {
     let answer = session.request_prerendered(id, line, spec.timeouts.call(), tool)?;
     let result = answer.outcome.map_err(|e| {
@@ -152,13 +214,14 @@ fn checked_call(
             format!("{tool} {args}: JSON-RPC error {} {}", e.code, e.message),
         )
     })?;
-    match mcp::tool_value(&result) {
-        Ok(v) if mcp::values_match(expected, &v) => Ok(answer.latency),
-        Ok(v) => Err(Failure::new(
+    match (mcp::tool_value(&result), expected) {
+        (Ok(_), None) => Ok(answer.latency),
+        (Ok(v), Some(expected)) if mcp::values_match(expected, &v) => Ok(answer.latency),
+        (Ok(v), Some(expected)) => Err(Failure::new(
             FailureReason::WrongResult,
             format!("{tool} {args}: expected {expected}, got {v}"),
         )),
-        Err(e) => Err(Failure::new(
+        (Err(e), _) => Err(Failure::new(
             FailureReason::ToolError,
             format!("{tool} {args}: the tool reported an error: {e}"),
         )),
@@ -166,13 +229,16 @@ fn checked_call(
 }
 
 /// The correctness gate: every tool of the suite with its fixed inputs, error cases included.
-fn gate(spec: &DriverSpec, suite: Suite, session: &mut Session) -> Result<(), Failure> {
+fn gate(spec: &DriverSpec, suite: Option<Suite>, session: &mut Session) -> Result<(), Failure> {
+    let Some(suite) = suite else {
+        return Ok(());
+    };
     for (tool, args, expected) in suite.gate() {
         let id = session.reserve_ids(1);
         let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
         match expected {
             Expected::Value(v) => {
-                checked_call(spec, session, id, &line, tool, &args, &v)?;
+                checked_call(spec, session, id, &line, tool, &args, Some(&v))?;
             }
             Expected::Error => {
                 let answer = session.request_prerendered(id, &line, spec.timeouts.call(), tool)?;
@@ -208,7 +274,7 @@ fn stop(
 
 fn cold_start(
     spec: &DriverSpec,
-    suite: Suite,
+    suite: Option<Suite>,
     shim: &mut ShimClient,
     spawns: u32,
     out: &mut DriverOutcome,
@@ -217,7 +283,7 @@ fn cold_start(
     for n in 0..spawns {
         let (mut session, cold) = handshake(spec, shim, n, out)?;
         out.cold_start_ns.push(cold.as_nanos() as u64);
-        let listed = match list_tools(spec, suite, &mut session) {
+        let (listed, _) = match list_tools(spec, suite, &mut session) {
             Ok(l) => l,
             Err(f) => return Err(fail(spec, shim, session, out, f)),
         };
@@ -240,7 +306,8 @@ fn cold_start(
 #[allow(clippy::too_many_arguments)]
 fn serial_calls(
     spec: &DriverSpec,
-    suite: Suite,
+    suite: Option<Suite>,
+    ungated_args: Option<&Value>,
     shim: &mut ShimClient,
     tool: &str,
     warmup: u32,
@@ -248,7 +315,7 @@ fn serial_calls(
     out: &mut DriverOutcome,
     progress: &mut Progress,
 ) -> Result<(), Failure> {
-    if suite.call(tool, 0).is_none() {
+    if let Some(suite) = suite.filter(|s| s.call(tool, 0).is_none()) {
         return Err(Failure::new(
             FailureReason::EngineError,
             format!("suite {} has no tool {tool:?}", suite.name()),
@@ -256,11 +323,20 @@ fn serial_calls(
     }
     let (mut session, cold) = handshake(spec, shim, 0, out)?;
     out.cold_start_ns.push(cold.as_nanos() as u64);
-    let listed = match list_tools(spec, suite, &mut session) {
+    let (listed, names) = match list_tools(spec, suite, &mut session) {
         Ok(l) => l,
         Err(f) => return Err(fail(spec, shim, session, out, f)),
     };
     out.tools_list_ns.push(listed.as_nanos() as u64);
+    let tool = match (suite, tool, names.first()) {
+        (None, "", Some(first)) => first.clone(),
+        (None, "", None) => {
+            let f = Failure::new(FailureReason::WrongResult, "tools/list listed no tool to call".to_string());
+            return Err(fail(spec, shim, session, out, f));
+        }
+        _ => tool.to_string(),
+    };
+    let tool = tool.as_str();
     out.memory_after_initialize = Some(shim.memory(session.pid)?);
     if let Err(f) = gate(spec, suite, &mut session) {
         return Err(fail(spec, shim, session, out, f));
@@ -271,11 +347,17 @@ fn serial_calls(
     let step = (total / 50).max(1);
     let result = (|| {
         for i in 0..total {
-            let (args, expected) = suite.call(tool, i).expect("checked above");
+            let (args, expected) = match suite {
+                Some(suite) => {
+                    let (args, expected) = suite.call(tool, i).expect("checked above");
+                    (args, Some(expected))
+                }
+                None => (ungated_args.cloned().unwrap_or_else(|| serde_json::json!({})), None),
+            };
             let id = session.reserve_ids(1);
             // Rendered before the clock starts: the figure is the server's, not our JSON encoder's.
             let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
-            let latency = checked_call(spec, &mut session, id, &line, tool, &args, &expected)?;
+            let latency = checked_call(spec, &mut session, id, &line, tool, &args, expected.as_ref())?;
             if i >= u64::from(warmup) {
                 stats::record(&mut hist, latency);
                 out.calls_ok += 1;
@@ -294,4 +376,18 @@ fn serial_calls(
     }
     out.memory_end = Some(shim.memory(session.pid)?);
     stop(spec, shim, session, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_none_and_none_with_an_object_are_ungated() {
+        assert_eq!(ungated_args("none").unwrap().unwrap(), serde_json::json!({}));
+        assert_eq!(ungated_args("none:{\"a\":1}").unwrap().unwrap(), serde_json::json!({"a": 1}));
+        assert!(ungated_args("none:[1]").unwrap().is_err());
+        assert!(ungated_args("weekly").is_none());
+        assert!(ungated_args("nonesuch").is_none());
+    }
 }

@@ -1,0 +1,495 @@
+//! `benchlab measure`: measures one local stdio MCP server command the way hyperfine measures a
+//! command — cold starts, tools/list, serial calls — on pinned CPUs, in a lab cgroup when it can,
+//! through the native engine, and prints a table or JSON. It builds no images and writes no
+//! records.
+
+use std::path::PathBuf;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
+use serde::Serialize;
+
+use crate::cli::Exit;
+use crate::driver::workload::UNGATED;
+use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, ServerLaunch, Timeouts};
+use crate::engine::native::{CellLimits, NativeEngine, NativeRun};
+use crate::mcp::suite::Suite;
+use crate::scenario::Workload;
+use crate::shim::TreeMemory;
+use crate::stats::LatencySummary;
+
+const EXAMPLE: &str = "\
+Examples:
+  benchlab measure -- python3 server.py
+      10 cold starts, tools/list, then 200 warm-up + 1000 serial calls of the first tool the
+      server lists, with {} as arguments.
+  benchlab measure --tool echo --args '{\"message\": \"hi\"}' --runs 20 --calls 5000 -- node dist/index.js
+  benchlab measure --suite weekly --json -- uv run weekly.py
+      The weekly suite's correctness gate first (its tools, its fixed inputs), then its calls.
+
+The command runs in this folder with this environment. As root, the server (and the lab's shim,
+which stands in for a client's parent process) runs in its own cgroup on --server-cpus with the
+memory limit; otherwise both sides are only pinned by CPU affinity, and the output says so.";
+
+/// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLE)]
+pub struct MeasureArgs {
+    /// Fresh server processes to time from spawn to the initialize result (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub runs: u32,
+    /// Serial tools/call requests to time, after the warm-up (0: none).
+    #[arg(long, default_value_t = 1000)]
+    pub calls: u32,
+    /// Unrecorded calls before the timed ones.
+    #[arg(long, default_value_t = 200)]
+    pub warmup: u32,
+    /// The tool to call (default: the first tool tools/list returns; with --suite, the suite's
+    /// first tool).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// The call's arguments, a JSON object (not with --suite, whose calls bring their own).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Check the server against a lab suite (weekly, pulse, bench) before measuring; without,
+    /// any tool list and any answer that is not an error is accepted.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// The server's CPUs (cpuset list; default: the last allowed CPU).
+    #[arg(long, value_name = "CPUS")]
+    pub server_cpus: Option<String>,
+    /// The measuring client's CPUs (default: another allowed CPU).
+    #[arg(long, value_name = "CPUS")]
+    pub driver_cpus: Option<String>,
+    /// Allow server and client on one CPU (needed on a single-CPU machine; figures then include
+    /// contention).
+    #[arg(long)]
+    pub shared: bool,
+    /// The server side's memory limit, swap disabled ("512MiB", "1GiB"); needs a cgroup.
+    #[arg(long, value_name = "SIZE", value_parser = crate::scenario::parse_memory)]
+    pub memory: Option<u64>,
+    /// Do not use a cgroup even when one could be made: CPU pinning only.
+    #[arg(long)]
+    pub no_cgroup: bool,
+    /// Seconds to wait for the initialize result of one spawn.
+    #[arg(long, default_value_t = 30)]
+    pub startup_timeout: u64,
+    /// Seconds to wait for one call's answer.
+    #[arg(long, default_value_t = 10)]
+    pub call_timeout: u64,
+    /// Print the result as JSON on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Where the measurement ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasurePlacement {
+    pub server_cpus: String,
+    pub driver_cpus: String,
+    pub memory_limit_bytes: Option<u64>,
+    /// "cgroup v1", "cgroup v2", or "none (CPU affinity only)".
+    pub isolation: String,
+}
+
+/// What `--json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasureResult {
+    pub command: Vec<String>,
+    /// The suite whose gate was passed, if any.
+    pub suite: Option<String>,
+    /// The tool called (None: the first one the server listed).
+    pub tool: Option<String>,
+    pub protocol_version: Option<String>,
+    pub server_info: Option<serde_json::Value>,
+    pub cold_start: Option<LatencySummary>,
+    pub tools_list: Option<LatencySummary>,
+    pub calls: Option<LatencySummary>,
+    /// Serial calls per second (1 / mean latency).
+    pub throughput_per_s: Option<f64>,
+    pub memory_after_initialize: Option<TreeMemory>,
+    pub memory_end: Option<TreeMemory>,
+    /// The most memory the server's cgroup used (cgroup runs only).
+    pub cgroup_peak_bytes: Option<u64>,
+    pub placement: MeasurePlacement,
+}
+
+fn exit(code: i32, message: impl Into<String>) -> Exit {
+    Exit { code, message: message.into() }
+}
+
+/// Chooses the two CPU sets: given ones, else the last allowed CPU for the server and the one
+/// before it for the driver.
+fn choose_cpus(args: &MeasureArgs, allowed: &[u32]) -> Result<(String, String), Exit> {
+    let last = *allowed.last().ok_or_else(|| exit(2, "this process may run on no CPU"))?;
+    let server = args.server_cpus.clone().unwrap_or_else(|| last.to_string());
+    let driver = match &args.driver_cpus {
+        Some(d) => d.clone(),
+        None if args.shared => server.clone(),
+        None => {
+            let server_set = crate::placement::parse_cpu_list(&server).map_err(|e| exit(2, e))?;
+            let other = allowed.iter().rev().find(|c| !server_set.contains(c)).ok_or_else(|| {
+                exit(
+                    2,
+                    format!(
+                        "server and client need two different CPUs, and only {} is free here; pass --shared to put both on one (figures then include contention)",
+                        crate::placement::format_cpu_list(allowed)
+                    ),
+                )
+            })?;
+            other.to_string()
+        }
+    };
+    let s = crate::placement::parse_cpu_list(&server).map_err(|e| exit(2, format!("--server-cpus: {e}")))?;
+    let d = crate::placement::parse_cpu_list(&driver).map_err(|e| exit(2, format!("--driver-cpus: {e}")))?;
+    for c in s.iter().chain(&d) {
+        if !allowed.contains(c) {
+            return Err(exit(
+                2,
+                format!(
+                    "CPU {c} is not one this process may use ({})",
+                    crate::placement::format_cpu_list(allowed)
+                ),
+            ));
+        }
+    }
+    if !args.shared && s.iter().any(|c| d.contains(c)) {
+        return Err(exit(
+            2,
+            format!("server CPUs {server} and client CPUs {driver} overlap; pass --shared to allow it"),
+        ));
+    }
+    Ok((server, driver))
+}
+
+/// The suite name the driver gets and the tool it calls.
+fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String), Exit> {
+    match &args.suite {
+        Some(name) => {
+            let suite = Suite::from_name(name)
+                .ok_or_else(|| exit(2, format!("unknown suite {name:?}: use weekly, pulse or bench")))?;
+            if args.args.is_some() {
+                return Err(exit(
+                    2,
+                    "--args cannot go with --suite: the suite's calls bring their own arguments",
+                ));
+            }
+            let tool = args.tool.clone().unwrap_or_else(|| suite.tools()[0].to_string());
+            if suite.call(&tool, 0).is_none() {
+                return Err(exit(
+                    2,
+                    format!("suite {name} has no tool {tool:?} (it has: {})", suite.tools().join(", ")),
+                ));
+            }
+            Ok((name.clone(), tool))
+        }
+        None => {
+            let suite = match &args.args {
+                None => UNGATED.to_string(),
+                Some(json) => {
+                    let v: serde_json::Value = serde_json::from_str(json)
+                        .map_err(|e| exit(2, format!("--args is not JSON: {e}")))?;
+                    if !v.is_object() {
+                        return Err(exit(2, "--args must be a JSON object, e.g. '{\"message\": \"hi\"}'"));
+                    }
+                    format!("{UNGATED}:{v}")
+                }
+            };
+            Ok((suite, args.tool.clone().unwrap_or_default()))
+        }
+    }
+}
+
+/// Runs `benchlab measure`.
+pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
+    let allowed = crate::placement::available_cpus();
+    let (server_cpus, driver_cpus) = choose_cpus(&args, &allowed)?;
+    let (suite, tool) = suite_and_tool(&args)?;
+    let exe = std::env::current_exe().map_err(|e| exit(3, format!("find the benchlab executable: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| exit(3, format!("read the working folder: {e}")))?;
+    let engine = if args.no_cgroup {
+        NativeEngine::pinned_only()
+    } else {
+        match NativeEngine::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!(
+                    "notice: no cgroup for the server ({}); measuring with CPU pinning only",
+                    first_line(&e.to_string())
+                );
+                NativeEngine::pinned_only()
+            }
+        }
+    };
+    if args.memory.is_some() && !engine.uses_cgroups() {
+        eprintln!("notice: --memory needs a cgroup; the server runs without a memory limit");
+    }
+    let limits = CellLimits {
+        server_cpus: server_cpus.clone(),
+        driver_cpus: driver_cpus.clone(),
+        memory_limit: args.memory.filter(|_| engine.uses_cgroups()),
+        pids_limit: None,
+    };
+    let placement = MeasurePlacement {
+        server_cpus,
+        driver_cpus,
+        memory_limit_bytes: limits.memory_limit,
+        isolation: engine.describe().api_version,
+    };
+    let launch =
+        ServerLaunch { argv: args.command.clone(), env: Vec::new(), cwd: Some(cwd.display().to_string()) };
+    let timeouts = Timeouts {
+        startup_ms: args.startup_timeout * 1000,
+        call_ms: args.call_timeout * 1000,
+        ..Timeouts::default()
+    };
+    let spec = |workload: Workload| DriverSpec {
+        lab_dir: PathBuf::new(),
+        server: launch.clone(),
+        http: None,
+        suite: suite.clone(),
+        workload,
+        timeouts,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| exit(3, format!("start the async runtime: {e}")))?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    let run = |workload: Workload, what: &str| -> Result<NativeRun, Exit> {
+        let spec = spec(workload);
+        let limit = crate::engine::native::time_limit(&spec);
+        bar.set_prefix(what.to_string());
+        let mut on_event = |e: DriverEvent| {
+            if let DriverEvent::Progress { phase, done, total } = e {
+                bar.set_prefix(phase);
+                bar.set_length(total);
+                bar.set_position(done);
+            }
+        };
+        let r = runtime
+            .block_on(engine.run_spec(spec, &limits, &exe, limit, &mut on_event))
+            .map_err(|e| exit(3, format!("measure {}: {e}", args.command.join(" "))))?;
+        if let Some(f) = &r.outcome.failure {
+            bar.finish_and_clear();
+            return Err(exit(1, format!("{what} failed: {f}")));
+        }
+        if r.oom_killed {
+            bar.finish_and_clear();
+            return Err(exit(1, format!("{what}: the server was killed for exceeding its memory limit")));
+        }
+        Ok(r)
+    };
+    let cold =
+        (args.runs > 0).then(|| run(Workload::ColdStart { spawns: args.runs }, "cold start")).transpose()?;
+    let serial = (args.calls > 0)
+        .then(|| {
+            run(Workload::SerialCalls { tool: tool.clone(), warmup: args.warmup, calls: args.calls }, "calls")
+        })
+        .transpose()?;
+    bar.finish_and_clear();
+
+    let result =
+        summarize(&args, (!tool.is_empty()).then_some(tool), cold.as_ref(), serial.as_ref(), placement);
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&result).expect("results serialise"))
+    } else {
+        render(&result)
+    };
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    Ok(0)
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+fn summarize(
+    args: &MeasureArgs,
+    tool: Option<String>,
+    cold: Option<&NativeRun>,
+    serial: Option<&NativeRun>,
+    placement: MeasurePlacement,
+) -> MeasureResult {
+    let any: Option<&DriverOutcome> = serial.or(cold).map(|r| &r.outcome);
+    let calls = serial
+        .and_then(|r| r.outcome.calls_histogram.as_ref())
+        .and_then(|h| crate::stats::decode_histogram(h).ok())
+        .and_then(|h| crate::stats::summarize(&h));
+    let tools_list: Vec<u64> =
+        [cold, serial].iter().flatten().flat_map(|r| r.outcome.tools_list_ns.clone()).collect();
+    MeasureResult {
+        command: args.command.clone(),
+        suite: args.suite.clone(),
+        tool,
+        protocol_version: any.and_then(|o| o.protocol_version.clone()),
+        server_info: any.and_then(|o| o.server_info.clone()),
+        cold_start: cold.and_then(|r| crate::stats::summarize_samples(&r.outcome.cold_start_ns)),
+        tools_list: crate::stats::summarize_samples(&tools_list),
+        throughput_per_s: calls.as_ref().filter(|c| c.mean_ms > 0.0).map(|c| 1000.0 / c.mean_ms),
+        calls,
+        memory_after_initialize: any.and_then(|o| o.memory_after_initialize.clone()),
+        memory_end: any.and_then(|o| o.memory_end.clone()),
+        cgroup_peak_bytes: [cold, serial].iter().flatten().filter_map(|r| r.memory_peak).max(),
+        placement,
+    }
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 1.0 {
+        format!("{v:.2} ms")
+    } else {
+        format!("{:.1} µs", v * 1000.0)
+    }
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+}
+
+/// The human-readable result: a table, then where it ran.
+pub fn render(r: &MeasureResult) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["measure", "result", "range / detail"]);
+    if let Some(c) = &r.cold_start {
+        t.add_row(vec![
+            Cell::new(format!("cold start ({} runs)", c.count)),
+            Cell::new(format!("median {}, p95 {}", ms(c.p50_ms), ms(c.p95_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(c) = &r.tools_list {
+        t.add_row(vec![
+            Cell::new("tools/list".to_string()),
+            Cell::new(format!("median {}", ms(c.p50_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(c) = &r.calls {
+        let tool = r.tool.clone().unwrap_or_else(|| "first listed tool".into());
+        t.add_row(vec![
+            Cell::new(format!("serial calls ({} × {tool})", c.count)),
+            Cell::new(format!("p50 {}, p99 {}, mean {}", ms(c.p50_ms), ms(c.p99_ms), ms(c.mean_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(tp) = r.throughput_per_s {
+        t.add_row(vec![
+            Cell::new("throughput"),
+            Cell::new(format!("{tp:.0} calls/s")),
+            Cell::new("one client, serial"),
+        ]);
+    }
+    let rss =
+        |m: &Option<TreeMemory>| m.as_ref().map(|m| format!("{} ({} proc.)", mib(m.rss_bytes), m.processes));
+    if let Some(a) = rss(&r.memory_after_initialize) {
+        let end = rss(&r.memory_end).map(|e| format!("at the end {e}")).unwrap_or_default();
+        t.add_row(vec![Cell::new("RSS after initialize"), Cell::new(a), Cell::new(end)]);
+    }
+    if let Some(p) = r.cgroup_peak_bytes {
+        t.add_row(vec![
+            Cell::new("cgroup memory peak"),
+            Cell::new(mib(p)),
+            Cell::new("server, its children and the shim"),
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    let server = r
+        .server_info
+        .as_ref()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
+                s.get("version").and_then(|v| v.as_str()).unwrap_or("")
+            )
+        })
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "server: {} — {}protocol {}\n",
+        r.command.join(" "),
+        if server.trim().is_empty() { String::new() } else { format!("{}, ", server.trim()) },
+        r.protocol_version.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "placement: server on CPU {}, client on CPU {}, memory limit {}, isolation {}\n",
+        r.placement.server_cpus,
+        r.placement.driver_cpus,
+        r.placement.memory_limit_bytes.map(mib).unwrap_or_else(|| "none".into()),
+        r.placement.isolation
+    ));
+    out.push_str(&format!(
+        "gate: {}\n",
+        match &r.suite {
+            Some(s) => format!("the {s} suite's correctness gate passed"),
+            None => "off (no --suite): any tool list and any non-error answer counted".into(),
+        }
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        m: MeasureArgs,
+    }
+
+    fn args(a: &[&str]) -> MeasureArgs {
+        T::parse_from(std::iter::once("t").chain(a.iter().copied())).m
+    }
+
+    #[test]
+    fn cpus_default_to_two_different_ones_and_refuse_overlap() {
+        let a = args(&["--", "srv"]);
+        assert_eq!(
+            choose_cpus(&a, &[0, 1]).unwrap_or_else(|e| panic!("{}", e.message)),
+            ("1".into(), "0".into())
+        );
+        assert!(choose_cpus(&a, &[0]).err().expect("an error").message.contains("--shared"));
+        let a = args(&["--shared", "--", "srv"]);
+        assert_eq!(
+            choose_cpus(&a, &[0]).unwrap_or_else(|e| panic!("{}", e.message)),
+            ("0".into(), "0".into())
+        );
+        let a = args(&["--server-cpus", "0", "--driver-cpus", "0", "--", "srv"]);
+        assert!(choose_cpus(&a, &[0, 1]).err().expect("an error").message.contains("overlap"));
+        let a = args(&["--server-cpus", "5", "--", "srv"]);
+        assert!(choose_cpus(&a, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn the_gate_is_off_without_a_suite() {
+        assert_eq!(
+            suite_and_tool(&args(&["--", "s"])).unwrap_or_else(|e| panic!("{}", e.message)),
+            ("none".into(), String::new())
+        );
+        assert_eq!(
+            suite_and_tool(&args(&["--tool", "echo", "--args", "{\"m\": 1}", "--", "s"]))
+                .unwrap_or_else(|e| panic!("{}", e.message)),
+            ("none:{\"m\":1}".into(), "echo".into())
+        );
+        assert_eq!(
+            suite_and_tool(&args(&["--suite", "weekly", "--", "s"]))
+                .unwrap_or_else(|e| panic!("{}", e.message)),
+            ("weekly".into(), "add_numbers".into())
+        );
+        assert!(suite_and_tool(&args(&["--suite", "weekly", "--args", "{}", "--", "s"])).is_err());
+        assert!(suite_and_tool(&args(&["--args", "[1]", "--", "s"])).is_err());
+    }
+}
