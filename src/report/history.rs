@@ -313,10 +313,11 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     ra.cmp(&rb)
         .then_with(|| rank(&ta, pa).cmp(&rank(&tb, pb)))
         .then_with(|| {
-            // Tokens: `dev` before `a`/`alpha` before `b`/`beta` before `rc`, as PEP 440 and
-            // semver read them; other text by its letters.
+            // Tokens: numbers before text (semver), numbers numerically; `dev` before
+            // `a`/`alpha` before `b`/`beta` before `rc`, as PEP 440 and semver read them; other
+            // text by its letters.
             let key = |t: &Tok| match t {
-                Tok::Num(n) => (1u8, *n, String::new()),
+                Tok::Num(n) => (0u8, *n, String::new()),
                 Tok::Text(s) => {
                     let order = match s.as_str() {
                         "dev" => 0,
@@ -325,7 +326,7 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
                         "c" | "pre" | "preview" | "rc" => 3,
                         _ => 4,
                     };
-                    (0, order, s.clone())
+                    (1, order, s.clone())
                 }
             };
             let ka: Vec<_> = ta.iter().map(key).collect();
@@ -811,6 +812,8 @@ mod tests {
             ]
         );
         assert_eq!(compare_versions("1.9.0", "1.10.0"), std::cmp::Ordering::Less);
+        assert_eq!(compare_versions("1.0.0-alpha.1", "1.0.0-alpha.beta"), std::cmp::Ordering::Less);
+        assert_eq!(compare_versions("1.0.0-alpha", "1.0.0-alpha.1"), std::cmp::Ordering::Less);
         assert_eq!(compare_versions("1.2", "1.2.0"), std::cmp::Ordering::Less, "ties broken by the text");
     }
 
