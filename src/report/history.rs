@@ -882,6 +882,47 @@ mod tests {
     }
 
     #[test]
+    fn two_steps_are_two_steps() {
+        let v: Vec<f64> = (0..30)
+            .map(|k| match k {
+                0..=9 => 100.0,
+                10..=19 => 130.0,
+                _ => 95.0,
+            } * (1.0 + 0.02 * jitter(k)))
+            .collect();
+        let steps = detect(HistoryMetric::ColdStart, &v, 0.02);
+        let at: Vec<(usize, bool)> = steps.iter().map(|s| (s.index, s.regression)).collect();
+        assert_eq!(at, [(10, true), (20, false)], "{steps:?}");
+    }
+
+    /// Noise drawn from a seeded stream: the sum of three jitters (roughly normal, sd ≈ 1).
+    fn noise_at(seed: usize, k: usize) -> f64 {
+        (jitter(seed * 1000 + 3 * k) + jitter(seed * 1000 + 3 * k + 1) + jitter(seed * 1000 + 3 * k + 2))
+            / 1.0
+    }
+
+    #[test]
+    fn false_steps_are_rare_and_real_ones_found() {
+        // 300 flat series of 30 versions, 3% noise (sd), intervals ±6% (about 2 sd): no step.
+        let mut false_steps = 0;
+        let mut found = 0;
+        for seed in 0..300 {
+            let flat: Vec<f64> = (0..30).map(|k| 100.0 * (1.0 + 0.03 * noise_at(seed, k))).collect();
+            false_steps += detect(HistoryMetric::ColdStart, &flat, 0.06).len();
+            // Intervals from within one run (a histogram of many calls) far narrower than the
+            // noise between runs: the noise estimate from neighbours keeps the fit honest.
+            false_steps += detect(HistoryMetric::CallP50, &flat, 0.005).len();
+            // The same with a 25% step at version 15: found at its version.
+            let step: Vec<f64> =
+                flat.iter().enumerate().map(|(k, v)| if k < 15 { *v } else { v * 1.25 }).collect();
+            let steps = detect(HistoryMetric::ColdStart, &step, 0.06);
+            found += usize::from(steps.len() == 1 && steps[0].index == 15);
+        }
+        assert_eq!(false_steps, 0);
+        assert!(found >= 285, "found {found} of 300");
+    }
+
+    #[test]
     fn a_slow_drift_is_no_burst_of_steps() {
         // +1.5% per release, doubling over 48 releases, within the intervals of neighbours.
         let v: Vec<f64> =
