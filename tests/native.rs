@@ -355,3 +355,85 @@ fn measure_fails_on_a_tool_error_and_on_a_suite_mismatch() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The CA bundle downloads need here (the host's network may intercept TLS).
+fn ca_bundle() -> PathBuf {
+    std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"))
+}
+
+#[test]
+fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
+    let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let plan = book.resolve(&want("python-mcp", Some("2.3.0"), "weekly")).unwrap();
+    assert_eq!(plan.runtime_kind, "cpython");
+    let cache = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let mut lines = Vec::new();
+    let started = Instant::now();
+    let first = rt
+        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+            lines.push(l.to_string())
+        }))
+        .unwrap_or_else(|e| panic!("{e}\n{}", lines.join("\n")));
+    let install = started.elapsed();
+    assert!(!first.cached);
+    assert!(first.dir.join("venv/bin/python").exists());
+    assert!(first.packages.iter().any(|p| p.name == "mcp" && p.version == "2.3.0"), "{:?}", first.packages);
+    assert!(first.runtime_version.starts_with("3."));
+    assert!(first.launch.argv[0].starts_with(&first.dir.display().to_string()), "{:?}", first.launch);
+    assert!(!first.launch.argv.iter().any(|a| a.starts_with("/srv") || a.starts_with("/opt/venv")));
+
+    let started = Instant::now();
+    let mut hit_log = Vec::new();
+    let second = rt
+        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+            hit_log.push(l.to_string())
+        }))
+        .unwrap();
+    let hit = started.elapsed();
+    assert!(second.cached);
+    assert_eq!(second.input_hash, first.input_hash);
+    assert_eq!(second.packages, first.packages);
+    assert!(hit_log.iter().any(|l| l.contains("cache hit")), "{hit_log:?}");
+    assert!(hit < Duration::from_secs(2), "a hit took {hit:?}");
+    // Only the finished entry is left: no temporary folders.
+    let entries: Vec<String> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries, vec![first.input_hash.clone()]);
+    eprintln!("python-mcp 2.3.0: install {install:?}, cache hit {hit:?}");
+
+    // And the server runs natively, correctness gate on.
+    let engine = NativeEngine::new().expect("cgroups as root");
+    let limits = CellLimits {
+        server_cpus: "1".into(),
+        driver_cpus: "0".into(),
+        memory_limit: Some(512 << 20),
+        pids_limit: Some(1024),
+    };
+    let spec = DriverSpec {
+        lab_dir: PathBuf::new(),
+        server: ServerLaunch { argv: vec![], env: vec![], cwd: None },
+        http: None,
+        suite: "weekly".into(),
+        workload: Workload::SerialCalls { tool: "add_numbers".into(), warmup: 20, calls: 200 },
+        timeouts: Timeouts::default(),
+    };
+    let run = rt
+        .block_on(engine.run_cell(&second, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
+        .unwrap();
+    assert!(run.outcome.failure.is_none(), "{:?}", run.outcome.failure);
+    assert_eq!(run.outcome.calls_ok, 200);
+    let hist = benchlab::stats::decode_histogram(run.outcome.calls_histogram.as_ref().unwrap()).unwrap();
+    eprintln!(
+        "python-mcp 2.3.0 natively: cold start {:.0} ms, serial p50 {:.0} us, cgroup peak {} MiB",
+        run.outcome.cold_start_ns[0] as f64 / 1e6,
+        hist.value_at_quantile(0.5) as f64 / 1e3,
+        run.memory_peak.unwrap_or(0) >> 20
+    );
+}
