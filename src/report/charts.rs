@@ -421,7 +421,8 @@ pub fn versions_line(
         }))?;
         let line: Vec<(f64, f64)> = present.iter().map(|&(x, p)| (x, p.value)).collect();
         chart.draw_series(std::iter::once(PathElement::new(line.clone(), color.stroke_width(2))))?;
-        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        let radius = if n > 60 { 2 } else { 3 };
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, radius, color.filled())))?;
         root.present()?;
     }
     Ok(inline(svg))

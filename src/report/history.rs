@@ -897,8 +897,7 @@ mod tests {
 
     /// Noise drawn from a seeded stream: the sum of three jitters (roughly normal, sd ≈ 1).
     fn noise_at(seed: usize, k: usize) -> f64 {
-        (jitter(seed * 1000 + 3 * k) + jitter(seed * 1000 + 3 * k + 1) + jitter(seed * 1000 + 3 * k + 2))
-            / 1.0
+        (0..3).map(|j| jitter(seed * 1000 + 3 * k + j)).sum()
     }
 
     #[test]
