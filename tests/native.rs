@@ -437,3 +437,57 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
         run.memory_peak.unwrap_or(0) >> 20
     );
 }
+
+/// Installs a ts-sdk lock for `runtime` into a fresh cache and runs its weekly server natively.
+fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
+    let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let mut w = want("ts-sdk", Some("1.32.2"), "weekly");
+    w.runtime = Some(runtime.into());
+    let plan = book.resolve(&w).unwrap();
+    assert_eq!(plan.runtime_kind, kind);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let mut lines = Vec::new();
+    let started = Instant::now();
+    let env = rt
+        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+            lines.push(l.to_string())
+        }))
+        .unwrap_or_else(|e| panic!("{e}\n{}", lines.join("\n")));
+    assert!(!env.cached);
+    assert!(Path::new(&env.interpreter).is_file(), "{}", env.interpreter);
+    assert!(env.packages.iter().any(|p| p.name == "@modelcontextprotocol/sdk" && p.version == "1.32.2"));
+    let wanted_version = runtime.split('-').nth(1).unwrap();
+    assert_eq!(env.runtime_version, wanted_version);
+    eprintln!("ts-sdk 1.32.2 on {runtime}: install {:?}", started.elapsed());
+    let engine = NativeEngine::new().expect("cgroups as root");
+    let limits = CellLimits {
+        server_cpus: "1".into(),
+        driver_cpus: "0".into(),
+        memory_limit: Some(1 << 30),
+        pids_limit: Some(1024),
+    };
+    let spec = DriverSpec {
+        lab_dir: PathBuf::new(),
+        server: ServerLaunch { argv: vec![], env: vec![], cwd: None },
+        http: None,
+        suite: "weekly".into(),
+        workload: Workload::SerialCalls { tool: "echo".into(), warmup: 20, calls: 200 },
+        timeouts: Timeouts::default(),
+    };
+    let run = rt
+        .block_on(engine.run_cell(&env, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
+        .unwrap();
+    assert!(run.outcome.failure.is_none(), "{:?}", run.outcome.failure);
+    assert_eq!(run.outcome.calls_ok, 200);
+}
+
+#[test]
+fn a_locked_node_set_installs_and_runs() {
+    ts_sdk_runs_natively("node-20.20.2", "node");
+}
+
+#[test]
+fn a_locked_bun_set_installs_and_runs() {
+    ts_sdk_runs_natively("bun-1.1.38", "bun");
+}
