@@ -182,7 +182,30 @@ pub enum Command {
     /// whose inputs are unchanged are cache hits.
     ///
     /// Example: benchlab build --family ts-sdk --runtime bun-1.1.38
+    /// Show what a scenario would do, without doing it: its cells (matrices expanded, every
+    /// combination validated against the recipes), the images they need and which the engine
+    /// holds already, and the time a run would take.
+    ///
+    /// Example: benchlab plan scenarios/sweep-python-mcp.toml
+    Plan {
+        scenario: PathBuf,
+        /// The plan as JSON, with every cell.
+        #[arg(long)]
+        json: bool,
+        /// Plan for `benchlab run --parallel` (cells on disjoint CPU sets at once).
+        #[arg(long)]
+        parallel: bool,
+        /// Where earlier runs are (their records refine the time estimate).
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        #[command(flatten)]
+        checkout: Checkout,
+    },
     Build {
+        /// Build every image this scenario's cells need (after expanding its matrices), instead
+        /// of filtering the recipes.
+        #[arg(long, conflicts_with_all = ["family", "version", "runtime"])]
+        scenario: Option<PathBuf>,
         #[arg(long)]
         family: Option<String>,
         #[arg(long)]
@@ -199,11 +222,17 @@ pub enum Command {
     Lock {
         /// A recipe family (images/<family>/).
         family: String,
-        /// One of the family's versions.
+        /// One of the family's versions, or a release range of its recipe's [[range]]:
+        /// `1.1.2..1.x` (every release from 1.1.2 to the latest 1.x), `1.1.2..1.30.0`, `1.1.2..`.
+        /// A range lists the package index into lockfiles/<family>/releases.toml and locks every
+        /// release that has no fresh lock yet, one container per runtime.
         version: String,
         /// Only this runtime (default: every runtime the version lists).
         #[arg(long)]
         runtime: Option<String>,
+        /// With a range: `all` releases, or the `latest-patch` of each minor.
+        #[arg(long, default_value = "all", value_parser = crate::recipe::releases::Pick::parse)]
+        pick: crate::recipe::releases::Pick,
         #[command(flatten)]
         checkout: Checkout,
     },
@@ -259,6 +288,11 @@ pub struct Checkout {
 }
 
 impl Checkout {
+    /// A scenario, its matrices' release ranges read from this checkout's lockfiles.
+    fn scenario(&self, path: &Path) -> Result<Scenario, Exit> {
+        Scenario::load_in(path, &self.root.join("lockfiles")).map_err(|e| Exit::new(2, e.to_string()))
+    }
+
     fn recipes(&self) -> Result<RecipeBook, Exit> {
         RecipeBook::load(&self.root)
             .map_err(|e| Exit::new(2, format!("{e}\n  (run from the benchlab checkout, or pass --root)")))
@@ -387,18 +421,93 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Build { family, version, runtime, checkout } => {
+        Command::Plan { scenario, json, parallel, results, checkout } => {
             let recipes = checkout.recipes()?;
-            let wants = recipes.all_wants(family.as_deref(), version.as_deref(), runtime.as_deref());
-            if wants.is_empty() {
-                return Err(Exit::new(2, "no recipe version and runtime match those filters"));
+            let sc = checkout.scenario(&scenario)?;
+            let cpus = crate::placement::available_cpus();
+            let cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
+            let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
+            let images = orchestrate::distinct_images(&cells);
+            let states = tokio_runtime().block_on(async {
+                let mut out = Vec::new();
+                let engine = DockerEngine::connect().await.ok();
+                for p in &images {
+                    let state = match &engine {
+                        Some(e) => {
+                            orchestrate::image_state(e, p).await.unwrap_or(crate::plan::ImageState::Unknown)
+                        }
+                        None => crate::plan::ImageState::Unknown,
+                    };
+                    out.push((
+                        crate::plan::PlannedImage {
+                            family: p.family.clone(),
+                            version: p.version.clone(),
+                            runtime: p.runtime_name.clone(),
+                            state,
+                        },
+                        p.runtime_kind.clone(),
+                    ));
+                }
+                out
+            });
+            let mut earlier = Vec::new();
+            for run in glob_runs(&results) {
+                if let Ok(r) = crate::record::store::read_records(&run) {
+                    earlier.extend(r.into_iter().filter(|r| r.status == crate::record::Status::Ok));
+                }
             }
+            let learned = crate::plan::learned(&earlier);
+            let view = crate::plan::PlanView::new(&sc.name, &cells, states, &learned, slots);
+            if json {
+                let cells_json: Vec<serde_json::Value> = cells
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({
+                            "id": c.id,
+                            "family": c.image.family,
+                            "version": c.image.version,
+                            "runtime": c.image.runtime_name,
+                            "api": c.image.api,
+                            "workload": c.workload.kind(),
+                            "placement": c.placement,
+                            "estimate_s": crate::plan::estimate(c, &learned).seconds,
+                        })
+                    })
+                    .collect();
+                let mut v = serde_json::to_value(&view).expect("plans serialise");
+                v["cell_list"] = serde_json::Value::Array(cells_json);
+                println!("{}", serde_json::to_string_pretty(&v).expect("JSON prints"));
+            } else {
+                print!("{}", view.text());
+            }
+            Ok(0)
+        }
+        Command::Build { scenario, family, version, runtime, checkout } => {
+            let recipes = checkout.recipes()?;
+            let plans = match &scenario {
+                Some(path) => {
+                    let scenario = checkout.scenario(path)?;
+                    let cells = orchestrate::plan(&scenario, &recipes, &crate::placement::available_cpus())
+                        .map_err(Exit::from)?;
+                    orchestrate::distinct_images(&cells)
+                }
+                None => {
+                    let wants = recipes.all_wants(family.as_deref(), version.as_deref(), runtime.as_deref());
+                    if wants.is_empty() {
+                        return Err(Exit::new(2, "no recipe version and runtime match those filters"));
+                    }
+                    let mut plans = Vec::new();
+                    for w in &wants {
+                        plans.push(recipes.resolve(w).map_err(|e| Exit::new(2, e.message))?);
+                    }
+                    plans
+                }
+            };
             let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
             tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
-                let r =
-                    orchestrate::build_images(&engine, &recipes, &wants, &opts, &mut |e| ui.event(e)).await;
+                let r = orchestrate::build_plans(&engine, &plans, &opts, &mut |e| ui.event(e)).await;
                 ui.finish();
                 let images = r.map_err(Exit::from)?;
                 let built = images.iter().filter(|(_, b)| *b).count();
@@ -409,7 +518,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Lock { family, version, runtime, checkout } => {
+        Command::Lock { family, version, runtime, pick, checkout } => {
             let recipes = checkout.recipes()?;
             let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
             tokio_runtime().block_on(async {
@@ -420,6 +529,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                     &recipes,
                     &family,
                     &version,
+                    pick,
                     runtime.as_deref(),
                     &opts,
                     &mut |e| ui.event(e),
@@ -724,6 +834,31 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<
     Ok(if records.iter().all(|r| r.as_expected()) { 0 } else { 1 })
 }
 
+/// Every records file under a results folder (`<results>/<scenario>/<run>/records.jsonl`).
+fn glob_runs(results: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for scenario in std::fs::read_dir(results).into_iter().flatten().flatten() {
+        for run in std::fs::read_dir(scenario.path()).into_iter().flatten().flatten() {
+            let p = run.path().join("records.jsonl");
+            if p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A duration for a person: "45 s", "12 min", "2 h 05 min".
+pub fn eta_text(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=89 => format!("{s} s"),
+        90..=5399 => format!("{} min", (s + 30) / 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600 + 30) / 60),
+    }
+}
+
 /// Renders orchestrator events: bars on a terminal, plain lines elsewhere (CI logs).
 struct Progress {
     bar: Option<ProgressBar>,
@@ -784,15 +919,24 @@ impl Progress {
                     self.line(format!("{what} {reference}: ready in {seconds:.0} s"));
                 }
             }
-            Event::ImageBuilding { reference } => self.spinner(format!("building {reference}")),
+            Event::ImageBuilding { reference, progress } => {
+                let eta =
+                    progress.eta_s.map(|s| format!(", at most {} left", eta_text(s))).unwrap_or_default();
+                self.spinner(format!(
+                    "building image {}/{} {reference}{eta}",
+                    progress.index + 1,
+                    progress.total
+                ))
+            }
             Event::Locking { what } => self.spinner(format!("locking {what}, inside the target's base")),
             Event::BuildLog { line } => match &self.bar {
                 Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
                 None => eprintln!("  | {line}"),
             },
-            Event::CellStarted { index, total, cell_id } => {
+            Event::CellStarted { index, total, cell_id, eta_s } => {
                 self.finish_bar();
-                let msg = format!("cell {}/{total} {cell_id}", index + 1);
+                let eta = eta_s.map(|s| format!(" (about {} left)", eta_text(s))).unwrap_or_default();
+                let msg = format!("cell {}/{total} {cell_id}{eta}", index + 1);
                 if self.tty {
                     let b = ProgressBar::new(1);
                     b.set_style(

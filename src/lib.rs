@@ -10,6 +10,7 @@ pub mod measure;
 pub mod nullserver;
 pub mod orchestrate;
 pub mod placement;
+pub mod plan;
 pub mod recipe;
 pub mod record;
 pub mod report;

@@ -55,6 +55,7 @@ pub enum Event {
     },
     ImageBuilding {
         reference: String,
+        progress: ImageProgress,
     },
     BuildLog {
         line: String,
@@ -63,6 +64,8 @@ pub enum Event {
         index: usize,
         total: usize,
         cell_id: String,
+        /// Seconds left at the mean pace of the cells so far.
+        eta_s: Option<f64>,
     },
     CellProgress {
         cell_id: String,
@@ -153,6 +156,15 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
+        // A server of a matrix's `placements` axis has its own mode.
+        let placement = match &s.placement {
+            Some(mode) if *mode.get_ref() != scenario.placement.mode => placement::choose(
+                &crate::scenario::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
+                cpus,
+            )
+            .map_err(|e| scenario.error_at(mode.span(), e.to_string()))?,
+            _ => placement.clone(),
+        };
         let want = ServerWant {
             family: s.family.get_ref().clone(),
             version: s.version.as_ref().map(|v| v.get_ref().clone()),
@@ -187,7 +199,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             image,
             suite: spec.suite.clone(),
             workload: spec.workload.clone(),
-            placement: placement.clone(),
+            placement,
             timeouts: scenario.timeouts,
             expect: s.expect,
             sandbox: Sandbox::hardened(),
@@ -315,6 +327,7 @@ async fn ensure_image<E: Engine>(
     plan: &ImagePlan,
     opts: &RunOptions,
     bases: &mut HashMap<String, BaseManifest>,
+    progress: ImageProgress,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<ReadyImage, RunError> {
     let mut base_for =
@@ -350,7 +363,7 @@ async fn ensure_image<E: Engine>(
             return Ok(ReadyImage { reference, id: img.id, input_hash, base, built: false });
         }
     }
-    emit(Event::ImageBuilding { reference: reference.clone() });
+    emit(Event::ImageBuilding { reference: reference.clone(), progress });
     let ca = std::fs::read(&opts.ca_bundle).map_err(|e| RunError::Io {
         what: format!(
             "read the CA bundle {} for the build's fetch stage (set SSL_CERT_FILE to another)",
@@ -436,12 +449,7 @@ async fn run_cells<E: Engine>(
     let before = cells.len();
     cells.retain(|c| !earlier.iter().any(|r| r.status == Status::Ok && same_cell(r, c)));
     let skipped = before - cells.len();
-    let mut distinct: Vec<&ImagePlan> = Vec::new();
-    for c in &cells {
-        if !distinct.iter().any(|d| d.same_image(&c.image)) {
-            distinct.push(&c.image);
-        }
-    }
+    let distinct = distinct_images(&cells);
     emit(Event::Planned {
         run_id: run_id.clone(),
         run_dir: run_dir.clone(),
@@ -470,8 +478,15 @@ async fn run_cells<E: Engine>(
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
     let mut images: Vec<(ImagePlan, ReadyImage)> = Vec::new();
-    for plan in distinct {
-        let ready = ensure_image(engine, plan, opts, &mut bases, emit).await?;
+    let mut eta = Eta::default();
+    for (index, plan) in distinct.iter().enumerate() {
+        let progress =
+            ImageProgress { index, total: distinct.len(), eta_s: eta.left(distinct.len() - index) };
+        let started = Instant::now();
+        let ready = ensure_image(engine, plan, opts, &mut bases, progress, emit).await?;
+        if ready.built {
+            eta.add(started.elapsed().as_secs_f64());
+        }
         images.push((plan.clone(), ready));
     }
     let built = images.iter().filter(|(_, ready)| ready.built).count();
@@ -484,8 +499,15 @@ async fn run_cells<E: Engine>(
     let mut records = Vec::new();
     let mut env_changes = Vec::new();
     let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
+    let mut cell_eta = Eta::default();
     for (index, cell) in cells.iter().enumerate() {
-        emit(Event::CellStarted { index, total: cells.len(), cell_id: cell.id.clone() });
+        let cell_started = Instant::now();
+        emit(Event::CellStarted {
+            index,
+            total: cells.len(),
+            cell_id: cell.id.clone(),
+            eta_s: cell_eta.left(cells.len() - index),
+        });
         let ready =
             &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
         let record = tokio::select! {
@@ -508,6 +530,7 @@ async fn run_cells<E: Engine>(
         env_changes.extend(environment_changes(&earlier, &stored));
         emit(Event::CellFinished { record: Box::new(stored.clone()) });
         records.push(stored);
+        cell_eta.add(cell_started.elapsed().as_secs_f64());
     }
     Ok(RunSummary { run_id, run_dir, records, images_built: built, skipped, env_changes })
 }
@@ -1074,26 +1097,91 @@ fn build_record(
     }
 }
 
-/// Builds (or finds) the image of every recipe version × runtime that matches; returns each
-/// image's reference and whether it was built now.
-pub async fn build_images<E: Engine>(
+/// Whether an image is in the engine already, without making anything.
+pub async fn image_state<E: Engine>(
     engine: &E,
-    recipes: &RecipeBook,
-    wants: &[ServerWant],
+    plan: &ImagePlan,
+) -> Result<crate::plan::ImageState, EngineError> {
+    use crate::plan::ImageState;
+    let base_id = |source: &BaseSource| {
+        let reference = source.reference();
+        async move { engine.image(&reference).await.map(|i| i.map(|i| i.id)) }
+    };
+    let Some(base) = base_id(&plan.base).await? else { return Ok(ImageState::BuildWithBase) };
+    let fetch = match &plan.fetch_base {
+        Some(f) => match base_id(f).await? {
+            Some(id) => id,
+            None => return Ok(ImageState::BuildWithBase),
+        },
+        None => base.clone(),
+    };
+    if plan.build.is_none() {
+        return Ok(ImageState::Cached);
+    }
+    let input_hash = plan.input_hash(&base, &fetch);
+    Ok(match engine.image(&plan.reference(&input_hash)).await? {
+        Some(img) if img.labels.get(LABEL_INPUT_HASH) == Some(&input_hash) => ImageState::Cached,
+        _ => ImageState::Build,
+    })
+}
+
+/// The distinct images a plan's cells need, in first-use order.
+pub fn distinct_images(cells: &[PlannedCell]) -> Vec<ImagePlan> {
+    let mut distinct: Vec<ImagePlan> = Vec::new();
+    for c in cells {
+        if !distinct.iter().any(|d| d.same_image(&c.image)) {
+            distinct.push(c.image.clone());
+        }
+    }
+    distinct
+}
+
+/// Builds (or finds) each image, with counts and an estimate of the time left.
+pub async fn build_plans<E: Engine>(
+    engine: &E,
+    plans: &[ImagePlan],
     opts: &RunOptions,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<Vec<(String, bool)>, RunError> {
     let mut bases = HashMap::new();
     let mut out = Vec::new();
-    for want in wants {
-        let plan = recipes.resolve(want).map_err(|m| RunError::Io {
-            what: format!("resolve {} {:?}", want.family, want.version),
-            source: std::io::Error::other(m),
-        })?;
-        let ready = ensure_image(engine, &plan, opts, &mut bases, emit).await?;
+    let mut eta = Eta::default();
+    for (index, plan) in plans.iter().enumerate() {
+        let progress = ImageProgress { index, total: plans.len(), eta_s: eta.left(plans.len() - index) };
+        let started = Instant::now();
+        let ready = ensure_image(engine, plan, opts, &mut bases, progress, emit).await?;
+        if ready.built {
+            eta.add(started.elapsed().as_secs_f64());
+        }
         out.push((ready.reference, ready.built));
     }
     Ok(out)
+}
+
+/// Where a build stands among the images of its run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImageProgress {
+    pub index: usize,
+    pub total: usize,
+    /// Seconds left if every remaining image needs a build as long as the mean one so far.
+    pub eta_s: Option<f64>,
+}
+
+/// The mean of finished steps, times the steps left.
+#[derive(Debug, Default)]
+struct Eta {
+    n: u32,
+    sum: f64,
+}
+
+impl Eta {
+    fn add(&mut self, seconds: f64) {
+        self.n += 1;
+        self.sum += seconds;
+    }
+    fn left(&self, remaining: usize) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / f64::from(self.n) * remaining as f64)
+    }
 }
 
 /// The uv release `benchlab lock` installs in the target base to lock Python sets.
@@ -1102,93 +1190,197 @@ pub const UV_VERSION: &str = "0.13.9";
 /// Regenerates lock folders with a real locker run inside a container of each target's base
 /// (so the Python version and platform tags are the image's own). The container has the default
 /// network (it downloads); the CA bundle is mounted read-only for it.
+///
+/// `versions` is one version or a release range (`1.1.2..1.x`): for a range the package index is
+/// listed first (in a container of the same base), the list is kept in
+/// `lockfiles/<family>/releases.toml`, and every release of the range (as `pick` says) that has no
+/// fresh lock yet gets its lock input from the recipe's template and is locked — one container
+/// per runtime for all of them.
+#[allow(clippy::too_many_arguments)]
 pub async fn lock<E: Engine>(
     engine: &E,
     recipes: &RecipeBook,
     family: &str,
-    version: &str,
+    versions: &str,
+    pick: crate::recipe::releases::Pick,
     runtime: Option<&str>,
     opts: &RunOptions,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<Vec<PathBuf>, RunError> {
-    let jobs = recipes
-        .lock_jobs(family, version, runtime)
-        .map_err(|m| RunError::Io { what: "plan the lock".into(), source: std::io::Error::other(m) })?;
-    let mut done = Vec::new();
-    for job in jobs {
-        let base = ensure_base(engine, &job.base, &opts.work_dir, emit).await?;
-        let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
-        let script = match job.locker {
+    let plan_err =
+        |m: String| RunError::Io { what: "plan the lock".into(), source: std::io::Error::other(m) };
+    let is_range = versions.contains("..");
+    let mut jobs = Vec::new();
+    if is_range {
+        let range = crate::recipe::releases::Range::parse(versions).map_err(plan_err)?;
+        let (package, first) = recipes.range_locking(family, runtime).map_err(plan_err)?;
+        let base = ensure_base(engine, &first.base, &opts.work_dir, emit).await?;
+        emit(Event::Locking { what: format!("the releases of {package} (listing the package index)") });
+        let script = match first.locker {
             "uv" => format!(
-                "set -e; python3 -m venv /tmp/locker; \
-                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; \
-                 cd /lock; SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile requirements.in --generate-hashes \
-                 --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt"
+                "set -e; python3 -m venv /tmp/lister; \
+                 PIP_CERT=/ca.pem /tmp/lister/bin/pip index versions --disable-pip-version-check {package} 2>/dev/null | sed -n 's/^Available versions: //p'"
             ),
-            _ => "set -e; cd /lock; npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved".to_string(),
+            _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} versions --json"),
         };
-        let mut labels = BTreeMap::new();
-        labels.insert(LABEL_RUN.to_string(), format!("lock-{}", std::process::id()));
-        let dir = std::fs::canonicalize(&job.dir)
-            .map_err(|e| RunError::Io { what: format!("lock folder {}", job.dir.display()), source: e })?;
-        let id = engine
-            .create_container(&ContainerSpec {
-                name: format!("benchlab-lock-{}-{}", std::process::id(), done.len()),
-                image: base.image_id.clone(),
-                cmd: vec!["sh".into(), "-c".into(), script],
-                env: Vec::new(),
-                labels,
-                cpuset: String::new(),
-                memory: None,
-                network: Network::Egress,
-                mounts: vec![
-                    Mount::Bind { source: dir.clone(), target: "/lock".into(), read_only: false },
-                    Mount::Bind { source: opts.ca_bundle.clone(), target: "/ca.pem".into(), read_only: true },
-                ],
-                sandbox: Sandbox::none(),
-            })
-            .await?;
+        let out = run_locker(engine, &base.image_id, script, Vec::new(), opts, "list releases", emit).await?;
+        let text = out.join("\n");
+        let listed: Vec<String> = match first.locker {
+            "uv" => text.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
+            _ => serde_json::from_str(&text).map_err(|e| {
+                plan_err(format!("npm view {package} versions did not print a JSON list ({e}): {text}"))
+            })?,
+        };
+        let releases = crate::recipe::releases::Releases {
+            package: package.clone(),
+            listed: crate::record::now_rfc3339()[..10].to_string(),
+            versions: crate::recipe::releases::Releases::normalise(listed),
+        };
+        if releases.versions.is_empty() {
+            return Err(plan_err(format!("the package index listed no release of {package}")));
+        }
+        let family_dir = recipes.lockfiles_dir.join(family);
+        std::fs::create_dir_all(&family_dir)
+            .map_err(|e| RunError::Io { what: format!("create {}", family_dir.display()), source: e })?;
+        let command = format!("benchlab lock {family} {versions}");
+        releases
+            .save(&family_dir, &command)
+            .map_err(|e| RunError::Io { what: format!("write {}", family_dir.display()), source: e })?;
+        let chosen = range.select(&releases.versions, pick);
+        if chosen.is_empty() {
+            return Err(plan_err(format!("no release of {package} falls in {versions}")));
+        }
+        for v in &chosen {
+            for job in recipes.lock_jobs(family, v, runtime).map_err(plan_err)? {
+                recipes.write_lock_input(family, v, &job.runtime).map_err(plan_err)?;
+                // Fresh locks are kept: a range is locked in one go and again only where needed.
+                if crate::recipe::is_locked(&job.dir) {
+                    continue;
+                }
+                jobs.push(job);
+            }
+        }
+    } else {
+        jobs = recipes.lock_jobs(family, versions, runtime).map_err(plan_err)?;
+    }
+    // One container per runtime locks every folder of that runtime.
+    let mut by_runtime: Vec<(String, Vec<crate::recipe::LockJob>)> = Vec::new();
+    for job in jobs {
+        match by_runtime.iter_mut().find(|(r, _)| *r == job.runtime) {
+            Some((_, list)) => list.push(job),
+            None => by_runtime.push((job.runtime.clone(), vec![job])),
+        }
+    }
+    let mut done = Vec::new();
+    for (runtime, jobs) in by_runtime {
+        let first = &jobs[0];
+        let base = ensure_base(engine, &first.base, &opts.work_dir, emit).await?;
+        let family_dir =
+            std::fs::canonicalize(recipes.lockfiles_dir.join(family)).map_err(|e| RunError::Io {
+                what: format!("lock folder {}", recipes.lockfiles_dir.join(family).display()),
+                source: e,
+            })?;
+        let mut script = String::from("set -e; ");
+        if first.locker == "uv" {
+            script.push_str(&format!(
+                "python3 -m venv /tmp/locker; \
+                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; "
+            ));
+        }
+        for job in &jobs {
+            let folder = format!("{}-{}", job.version, job.runtime);
+            let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
+            script.push_str(&format!("echo 'locking {folder}'; cd /lock/{folder}; "));
+            script.push_str(&match first.locker {
+                "uv" => format!(
+                    "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
+                     --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
+                ),
+                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn; ".to_string(),
+            });
+        }
         let started = Instant::now();
         emit(Event::Locking {
-            what: format!("{} {} ({}) with {}", job.family, job.version, job.runtime, job.locker),
+            what: format!("{} folder(s) of {family} ({runtime}) with {}", jobs.len(), first.locker),
         });
-        let result = async {
-            engine.start(&id).await?;
-            let mut tail: Vec<String> = Vec::new();
-            engine
-                .follow(&id, &mut |line| {
-                    let text = match line {
-                        OutputLine::Stdout(t) | OutputLine::Stderr(t) => t,
-                    };
-                    emit(Event::BuildLog { line: text.clone() });
-                    tail.push(text);
-                    if tail.len() > 30 {
-                        tail.remove(0);
-                    }
-                })
-                .await?;
-            let exit = engine.wait(&id).await?;
-            if exit.code != 0 {
-                return Err(EngineError::op(
-                    "lock",
-                    &command,
-                    format!("the locker exited with {}:\n{}", exit.code, tail.join("\n")),
-                ));
-            }
-            Ok(())
-        }
-        .await;
-        let _ = engine.remove_container(&id).await;
-        result?;
+        let mounts =
+            vec![Mount::Bind { source: family_dir.clone(), target: "/lock".into(), read_only: false }];
+        run_locker(engine, &base.image_id, script, mounts, opts, &format!("lock {family} ({runtime})"), emit)
+            .await?;
         emit(Event::Ready {
             what: "lock",
-            reference: dir.display().to_string(),
+            reference: format!("{} folder(s) of {family} ({runtime})", jobs.len()),
             cached: false,
             seconds: started.elapsed().as_secs_f64(),
         });
-        done.push(dir);
+        done.extend(jobs.into_iter().map(|j| j.dir));
     }
     Ok(done)
+}
+
+/// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
+/// returns its standard output lines, or an error with the tail of its output.
+async fn run_locker<E: Engine>(
+    engine: &E,
+    image: &str,
+    script: String,
+    mut mounts: Vec<Mount>,
+    opts: &RunOptions,
+    what: &str,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<Vec<String>, RunError> {
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_RUN.to_string(), format!("lock-{}", std::process::id()));
+    mounts.push(Mount::Bind { source: opts.ca_bundle.clone(), target: "/ca.pem".into(), read_only: true });
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = engine
+        .create_container(&ContainerSpec {
+            name: format!("benchlab-lock-{}-{n}", std::process::id()),
+            image: image.to_string(),
+            cmd: vec!["sh".into(), "-c".into(), script],
+            env: Vec::new(),
+            labels,
+            cpuset: String::new(),
+            memory: None,
+            network: Network::Egress,
+            mounts,
+            sandbox: Sandbox::none(),
+        })
+        .await?;
+    let result = async {
+        engine.start(&id).await?;
+        let mut tail: Vec<String> = Vec::new();
+        let mut stdout: Vec<String> = Vec::new();
+        engine
+            .follow(&id, &mut |line| {
+                let text = match line {
+                    OutputLine::Stdout(t) => {
+                        stdout.push(t.clone());
+                        t
+                    }
+                    OutputLine::Stderr(t) => t,
+                };
+                emit(Event::BuildLog { line: text.clone() });
+                tail.push(text);
+                if tail.len() > 30 {
+                    tail.remove(0);
+                }
+            })
+            .await?;
+        let exit = engine.wait(&id).await?;
+        if exit.code != 0 {
+            return Err(EngineError::op(
+                "lock",
+                what,
+                format!("the locker exited with {}:\n{}", exit.code, tail.join("\n")),
+            ));
+        }
+        Ok(stdout)
+    }
+    .await;
+    let _ = engine.remove_container(&id).await;
+    Ok(result?)
 }
 
 #[cfg(test)]

@@ -121,6 +121,70 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
     })
 }
 
+/// The physical core of each logical CPU (`topology/core_id` within its package); CPUs whose
+/// topology cannot be read count as cores of their own.
+pub fn core_of(cpu: u32) -> (u32, u32) {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    match (read("physical_package_id"), read("core_id")) {
+        (Some(p), Some(c)) => (p, c),
+        _ => (u32::MAX, cpu),
+    }
+}
+
+/// The slots `--parallel` runs cells in: disjoint placements that never share a physical core,
+/// as many as the host's cores allow for the scenario's mode (a split cell takes two cores, a
+/// shared one a single core). A scenario with explicit cpusets gets one slot: its own.
+pub fn slots(spec: &PlacementSpec, available: &[u32]) -> Vec<Placement> {
+    slots_with(spec, available, core_of)
+}
+
+fn slots_with(spec: &PlacementSpec, available: &[u32], core: impl Fn(u32) -> (u32, u32)) -> Vec<Placement> {
+    if spec.server_cpus.is_some() || spec.driver_cpus.is_some() {
+        return choose(spec, available).into_iter().collect();
+    }
+    // Logical CPUs grouped by core, highest CPUs first (as `choose` prefers them).
+    let mut cores: Vec<((u32, u32), Vec<u32>)> = Vec::new();
+    for &c in available.iter().rev() {
+        let k = core(c);
+        match cores.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, list)) => list.push(c),
+            None => cores.push((k, vec![c])),
+        }
+    }
+    let per_cell = match spec.mode {
+        PlacementMode::Split => 2,
+        PlacementMode::Shared => 1,
+    };
+    cores
+        .chunks_exact(per_cell)
+        .map(|group| {
+            let server = {
+                let mut v = group[0].1.clone();
+                v.sort();
+                v
+            };
+            let driver = match spec.mode {
+                PlacementMode::Split => {
+                    let mut v = group[1].1.clone();
+                    v.sort();
+                    v
+                }
+                PlacementMode::Shared => server.clone(),
+            };
+            Placement {
+                server_cpus: format_cpu_list(&server[..1]),
+                driver_cpus: format_cpu_list(&driver[..1]),
+                shared: spec.mode == PlacementMode::Shared,
+                memory_limit_bytes: spec.memory.0,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +229,30 @@ mod tests {
             choose(&spec(PlacementMode::Split, Some("5"), None), &[0, 1]),
             Err(PlacementError::Unavailable { .. })
         ));
+    }
+
+    #[test]
+    fn parallel_slots_never_share_a_core() {
+        // 8 logical CPUs = 4 cores x 2 threads (siblings n and n+4).
+        let core = |c: u32| (0, c % 4);
+        let all: Vec<u32> = (0..8).collect();
+        let split = slots_with(&spec(PlacementMode::Split, None, None), &all, core);
+        assert_eq!(split.len(), 2);
+        let mut used: Vec<(u32, u32)> = Vec::new();
+        for p in &split {
+            for set in [&p.server_cpus, &p.driver_cpus] {
+                for c in parse_cpu_list(set).unwrap() {
+                    assert!(!used.contains(&core(c)), "core of CPU {c} used twice: {split:?}");
+                    used.push(core(c));
+                }
+            }
+        }
+        assert_eq!(slots_with(&spec(PlacementMode::Shared, None, None), &all, core).len(), 4);
+        // Two CPUs: one split slot, two shared ones; explicit cpusets: exactly one.
+        let two = [0, 1];
+        let own = |c: u32| (0, c);
+        assert_eq!(slots_with(&spec(PlacementMode::Split, None, None), &two, own).len(), 1);
+        assert_eq!(slots_with(&spec(PlacementMode::Shared, None, None), &two, own).len(), 2);
+        assert_eq!(slots_with(&spec(PlacementMode::Split, Some("1"), Some("0")), &two, own).len(), 1);
     }
 }

@@ -247,6 +247,167 @@ pub struct ServerEntry {
     /// The runtime version the source being reproduced used (e.g. "3.12.3"); when the cell runs
     /// another, the record's environment lists the deviation.
     pub source_runtime: Option<String>,
+    /// `split` or `shared`: this server's placement mode instead of the scenario's (a matrix's
+    /// `placements` axis sets it).
+    pub placement: Option<Spanned<PlacementMode>>,
+}
+
+/// A version matrix: one `[[server]]` per combination of its axes, expanded and validated
+/// before anything is built. `versions` is a list or a release range (`"1.1.2..1.x"`) expanded
+/// against `lockfiles/<family>/releases.toml`; `id` is a template over `{version}`, `{runtime}`,
+/// `{transport}`, `{placement}` and `{api}` that must name every axis with more than one value.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    id: Spanned<String>,
+    family: Spanned<String>,
+    versions: Spanned<toml::Value>,
+    /// With a range: `all` (default) or `latest-patch` (of each minor).
+    pick: Option<Spanned<String>>,
+    runtimes: Option<Spanned<Vec<String>>>,
+    transports: Option<Spanned<Vec<Transport>>>,
+    placements: Option<Spanned<Vec<PlacementMode>>>,
+    api: Option<Spanned<String>>,
+    suite: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    reply: Option<Spanned<ReplyMode>>,
+    session: Option<Spanned<SessionMode>>,
+}
+
+/// Where release ranges are looked up: `<dir>/<family>/releases.toml`.
+pub const DEFAULT_LOCKFILES: &str = "lockfiles";
+
+impl RawMatrix {
+    /// The server entries of the matrix, in axis order (version outermost).
+    fn expand(&self, lockfiles: &Path) -> Result<Vec<ServerEntry>, SpanErr> {
+        let family = self.family.get_ref();
+        let vspan = self.versions.span();
+        let pick = match &self.pick {
+            Some(p) => crate::recipe::releases::Pick::parse(p.get_ref()).map_err(|m| (p.span(), m))?,
+            None => crate::recipe::releases::Pick::All,
+        };
+        let versions: Vec<String> = match self.versions.get_ref() {
+            toml::Value::String(text) => {
+                let range = crate::recipe::releases::Range::parse(text).map_err(|m| (vspan.clone(), m))?;
+                if !text.contains("..") {
+                    vec![text.clone()]
+                } else {
+                    let dir = lockfiles.join(family);
+                    let listed = crate::recipe::releases::Releases::load(&dir)
+                        .map_err(|m| (vspan.clone(), m))?
+                        .ok_or_else(|| {
+                            (
+                                vspan.clone(),
+                                format!(
+                                    "{} does not exist: list and lock the releases first with `benchlab lock {family} {text}`",
+                                    dir.join(crate::recipe::releases::RELEASES_FILE).display()
+                                ),
+                            )
+                        })?;
+                    let v = range.select(&listed.versions, pick);
+                    if v.is_empty() {
+                        return Err((
+                            vspan,
+                            format!(
+                                "no release of {} listed on {} falls in {text}",
+                                listed.package, listed.listed
+                            ),
+                        ));
+                    }
+                    v
+                }
+            }
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .filter(|v| !v.is_empty())
+                .ok_or((
+                    vspan.clone(),
+                    "`versions` is a range string or a non-empty list of version strings".into(),
+                ))?,
+            _ => {
+                return Err((
+                    vspan,
+                    "`versions` is a range string or a non-empty list of version strings".into(),
+                ))
+            }
+        };
+        let span_of = |o: &Option<Spanned<Vec<_>>>| o.as_ref().map(|x| x.span());
+        let runtimes: Vec<Option<String>> = match &self.runtimes {
+            Some(r) if r.get_ref().is_empty() => return Err((r.span(), "`runtimes` is empty".into())),
+            Some(r) => r.get_ref().iter().cloned().map(Some).collect(),
+            None => vec![None],
+        };
+        let transports: Vec<Option<Transport>> = match &self.transports {
+            Some(t) if t.get_ref().is_empty() => return Err((t.span(), "`transports` is empty".into())),
+            Some(t) => t.get_ref().iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
+        let placements: Vec<Option<PlacementMode>> = match &self.placements {
+            Some(p) if p.get_ref().is_empty() => return Err((p.span(), "`placements` is empty".into())),
+            Some(p) => p.get_ref().iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
+        let template = self.id.get_ref();
+        let axes = [
+            ("{version}", versions.len(), Some(vspan.clone())),
+            ("{runtime}", runtimes.len(), span_of(&self.runtimes)),
+            ("{transport}", transports.len(), self.transports.as_ref().map(|x| x.span())),
+            ("{placement}", placements.len(), self.placements.as_ref().map(|x| x.span())),
+        ];
+        for (key, n, _) in &axes {
+            if *n > 1 && !template.contains(key) {
+                return Err((
+                    self.id.span(),
+                    format!("the matrix has {n} values of {key} but its id template {template:?} does not name {key}: every server id must differ"),
+                ));
+            }
+        }
+        let sp = |v: String, span: &std::ops::Range<usize>| Spanned::new(span.clone(), v);
+        let mut out = Vec::new();
+        for version in &versions {
+            for runtime in &runtimes {
+                for transport in &transports {
+                    for placement in &placements {
+                        let id = template
+                            .replace("{version}", version)
+                            .replace("{runtime}", runtime.as_deref().unwrap_or("default"))
+                            .replace("{transport}", transport.map_or("stdio", |t| t.as_str()))
+                            .replace(
+                                "{placement}",
+                                match placement.unwrap_or_default() {
+                                    PlacementMode::Split => "split",
+                                    PlacementMode::Shared => "shared",
+                                },
+                            )
+                            .replace("{api}", self.api.as_ref().map_or("default", |a| a.get_ref()));
+                        out.push(ServerEntry {
+                            id: sp(id, &self.id.span()),
+                            family: self.family.clone(),
+                            version: Some(sp(version.clone(), &vspan)),
+                            runtime: runtime
+                                .clone()
+                                .map(|r| sp(r, &self.runtimes.as_ref().expect("listed").span())),
+                            suite: self.suite.clone(),
+                            api: self.api.clone(),
+                            env: self.env.clone(),
+                            expect: Expect::Success,
+                            transport: transport
+                                .map(|t| Spanned::new(self.transports.as_ref().expect("listed").span(), t)),
+                            reply: self.reply.clone(),
+                            session: self.session.clone(),
+                            source_runtime: None,
+                            placement: placement
+                                .map(|p| Spanned::new(self.placements.as_ref().expect("listed").span(), p)),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What a cell is expected to do.
@@ -272,6 +433,9 @@ struct RawScenario {
     timeouts: TimeoutsSpec,
     #[serde(rename = "server", default)]
     servers: Vec<ServerEntry>,
+    /// Version matrices, expanded into more servers.
+    #[serde(rename = "matrix", default)]
+    matrices: Vec<RawMatrix>,
     #[serde(rename = "workload", default)]
     workloads: Vec<Spanned<RawWorkload>>,
     /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
@@ -546,13 +710,24 @@ impl CellSpec {
 }
 
 impl Scenario {
+    /// Loads a scenario; release ranges of its matrices come from `lockfiles/` under the working
+    /// folder.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_in(path, Path::new(DEFAULT_LOCKFILES))
+    }
+
+    /// Loads a scenario whose matrices' release ranges are listed under `lockfiles`.
+    pub fn load_in(path: &Path, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
         let source = std::fs::read_to_string(path)
             .map_err(|source| ScenarioError::Read { path: path.into(), source })?;
-        Scenario::parse(path, source)
+        Scenario::parse_in(path, source, lockfiles)
     }
 
     pub fn parse(path: &Path, source: String) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(path, source, Path::new(DEFAULT_LOCKFILES))
+    }
+
+    pub fn parse_in(path: &Path, source: String, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
         let raw: RawScenario = toml::from_str(&source).map_err(|e| match e.span() {
             Some(span) => {
                 let (line, column) = line_col(&source, span.start);
@@ -588,6 +763,10 @@ impl Scenario {
             let (line, column) = line_col(&s.source, span.start);
             ScenarioError::At { path: path.into(), line, column, message }
         };
+        for m in &raw.matrices {
+            let servers = m.expand(lockfiles).map_err(|(span, msg)| at(span, msg, &s))?;
+            s.servers.extend(servers);
+        }
         if Suite::from_name(&s.suite).is_none() {
             let names: Vec<_> = Suite::ALL.iter().map(|x| x.name()).collect();
             return Err(at(
@@ -599,7 +778,7 @@ impl Scenario {
         if s.servers.is_empty() {
             return Err(ScenarioError::Whole {
                 path: path.into(),
-                message: "no [[server]] entries: nothing to measure".into(),
+                message: "no [[server]] or [[matrix]] entries: nothing to measure".into(),
             });
         }
         if raw.workloads.is_empty() {

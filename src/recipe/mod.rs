@@ -3,6 +3,7 @@
 //! build cache key); and the build context handed to the engine. It never talks to the engine.
 
 pub mod base;
+pub mod releases;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,9 @@ struct RecipeFile {
     api: BTreeMap<String, ApiSpec>,
     #[serde(rename = "version")]
     versions: Vec<VersionSpec>,
+    /// Releases declared by range (`benchlab lock <family> <range>` locks them).
+    #[serde(rename = "range", default)]
+    ranges: Vec<RangeSpec>,
 }
 
 /// A runtime a family can be built on.
@@ -113,6 +117,28 @@ pub struct VersionSpec {
     pub api: String,
     /// Runtimes this version is locked for: `lockfiles/<family>/<version>-<runtime>/`.
     pub runtimes: Vec<String>,
+    /// Other API generations this version also serves (a sweep keeps one server source across
+    /// releases, so that its line shows the SDK and not the source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+}
+
+/// Every release of a range (`1.2.0..1.x`) with one API generation: what a version sweep uses.
+/// A release of the range is locked like a listed version, from the lock input of `template`
+/// (same runtime) with `package` pinned to the release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeSpec {
+    /// The releases, as `FROM..TO` (see [`releases::Range`]).
+    pub releases: String,
+    pub api: String,
+    #[serde(default)]
+    pub also: Vec<String>,
+    pub runtimes: Vec<String>,
+    /// The SDK's package on its index (`mcp`, `@modelcontextprotocol/sdk`).
+    pub package: String,
+    /// A listed version whose lock input is the pattern for the range's releases.
+    pub template: String,
 }
 
 /// A loaded recipe.
@@ -125,6 +151,7 @@ pub struct Recipe {
     runtimes: BTreeMap<String, RuntimeSpec>,
     apis: BTreeMap<String, ApiSpec>,
     versions: Vec<VersionSpec>,
+    ranges: Vec<RangeSpec>,
 }
 
 /// All recipes of a checkout.
@@ -200,6 +227,41 @@ impl RecipeBook {
                     }
                 }
             }
+            for r in &file.ranges {
+                releases::Range::parse(&r.releases).map_err(&invalid)?;
+                for api in std::iter::once(&r.api).chain(&r.also) {
+                    if !file.api.contains_key(api) {
+                        return Err(invalid(format!(
+                            "range {} uses api {api:?}, which has no [api.{api}] table",
+                            r.releases
+                        )));
+                    }
+                }
+                if !file.versions.iter().any(|v| v.version == r.template) {
+                    return Err(invalid(format!(
+                        "range {}: its template {:?} is no [[version]]",
+                        r.releases, r.template
+                    )));
+                }
+                for rt in &r.runtimes {
+                    if !file.runtime.contains_key(rt) {
+                        return Err(invalid(format!(
+                            "range {} names runtime {rt:?}, which has no [runtime.{rt}] table",
+                            r.releases
+                        )));
+                    }
+                }
+            }
+            for v in &file.versions {
+                for api in &v.also {
+                    if !file.api.contains_key(api) {
+                        return Err(invalid(format!(
+                            "version {} also serves api {api:?}, which has no [api.{api}] table",
+                            v.version
+                        )));
+                    }
+                }
+            }
             for (name, api) in &file.api {
                 for suite in api.sources.keys() {
                     // `bench` is served over HTTP only (Gradio), which the lab drives later.
@@ -218,6 +280,7 @@ impl RecipeBook {
                     runtimes: file.runtime,
                     apis: file.api,
                     versions: file.versions,
+                    ranges: file.ranges,
                 },
             );
         }
@@ -229,7 +292,7 @@ impl RecipeBook {
         &self,
         family: &str,
         version: Option<&str>,
-    ) -> Result<(&Recipe, &VersionSpec), ResolveError> {
+    ) -> Result<(&Recipe, VersionSpec), ResolveError> {
         let recipe = self.recipes.get(family).ok_or_else(|| {
             let known: Vec<&str> =
                 std::iter::once(NULL_FAMILY).chain(self.recipes.keys().map(String::as_str)).collect();
@@ -237,13 +300,29 @@ impl RecipeBook {
         })?;
         let version = version
             .ok_or_else(|| format!("family {family} needs a version (one of: {})", recipe.version_list()))?;
-        let v = recipe.versions.iter().find(|v| v.version == version).ok_or_else(|| {
-            WantField::Version.error(format!(
+        if let Some(v) = recipe.versions.iter().find(|v| v.version == version) {
+            return Ok((recipe, v.clone()));
+        }
+        // A release of a declared range: the range's API and runtimes, its own lock folder.
+        let in_range = recipe
+            .ranges
+            .iter()
+            .find(|r| releases::Range::parse(&r.releases).is_ok_and(|range| range.contains(version)));
+        match in_range {
+            Some(r) => Ok((
+                recipe,
+                VersionSpec {
+                    version: version.into(),
+                    api: r.api.clone(),
+                    runtimes: r.runtimes.clone(),
+                    also: r.also.clone(),
+                },
+            )),
+            None => Err(WantField::Version.error(format!(
                 "{family} has no recipe for version {version:?} (it has: {})",
                 recipe.version_list()
-            ))
-        })?;
-        Ok((recipe, v))
+            ))),
+        }
     }
 
     /// Resolves a server of a scenario to what must be built and run. `api` overrides the
@@ -277,7 +356,7 @@ impl RecipeBook {
                 recipe.apis.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         })?;
-        if api_name != v.api && !want.expect_failure {
+        if api_name != v.api && !v.also.iter().any(|a| a == api_name) && !want.expect_failure {
             return Err(Api.error(format!(
                 "{family} {version} uses the {} API; running it with the {api_name} API is refused unless the server entry says `expect = \"failure\"`",
                 v.api
@@ -433,6 +512,116 @@ impl RecipeBook {
         }
         Ok(out)
     }
+}
+
+impl RecipeBook {
+    /// A family's ranged package and a lock job of the runtime to list the index from (the one
+    /// asked for, or the ranges' first).
+    pub fn range_locking(&self, family: &str, runtime: Option<&str>) -> Result<(String, LockJob), String> {
+        let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown family {family:?}"))?;
+        let range = recipe.ranges.first().ok_or_else(|| {
+            format!(
+                "{family}'s recipe declares no [[range]]: lock one of its versions ({})",
+                recipe.version_list()
+            )
+        })?;
+        let rt = runtime.unwrap_or(&range.runtimes[0]);
+        let job = self.lock_jobs(family, &range.template, Some(rt))?.remove(0);
+        Ok((range.package.clone(), job))
+    }
+
+    /// The releases of `range` a scenario may run, from the committed release list, as `pick`
+    /// says. Errors say which `benchlab lock` makes the list.
+    pub fn expand_range(
+        &self,
+        family: &str,
+        range: &str,
+        pick: releases::Pick,
+    ) -> Result<Vec<String>, String> {
+        let r = releases::Range::parse(range)?;
+        let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown family {family:?}"))?;
+        if !r.text.contains("..") {
+            return Ok(vec![r.text.clone()]);
+        }
+        if recipe.ranges.is_empty() {
+            return Err(format!("{family}'s recipe declares no [[range]] of releases"));
+        }
+        let dir = self.lockfiles_dir.join(family);
+        let listed = releases::Releases::load(&dir)?.ok_or_else(|| {
+            format!(
+                "{} does not exist yet: list and lock the releases with `benchlab lock {family} {range}`",
+                dir.join(releases::RELEASES_FILE).display()
+            )
+        })?;
+        let chosen = r.select(&listed.versions, pick);
+        if chosen.is_empty() {
+            return Err(format!(
+                "no release of {} listed on {} falls in {range}",
+                listed.package, listed.listed
+            ));
+        }
+        Ok(chosen)
+    }
+
+    /// Writes a range release's lock input (requirements.in or package.json) from its range's
+    /// template of the same runtime, with the SDK package pinned to the release; an existing
+    /// input is left alone.
+    pub fn write_lock_input(&self, family: &str, version: &str, runtime: &str) -> Result<PathBuf, String> {
+        let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown family {family:?}"))?;
+        let dir = self.lockfiles_dir.join(family).join(format!("{version}-{runtime}"));
+        if dir.join("requirements.in").is_file() || dir.join("package.json").is_file() {
+            return Ok(dir);
+        }
+        let range = recipe
+            .ranges
+            .iter()
+            .find(|r| releases::Range::parse(&r.releases).is_ok_and(|x| x.contains(version)))
+            .ok_or_else(|| format!("{family} {version} is in no [[range]] of the recipe"))?;
+        let template = self.lockfiles_dir.join(family).join(format!("{}-{runtime}", range.template));
+        let pkg = &range.package;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        if let Ok(text) = std::fs::read_to_string(template.join("requirements.in")) {
+            let mut found = false;
+            let lines: Vec<String> = text
+                .lines()
+                .map(|l| {
+                    let name = l.split("==").next().unwrap_or("").trim();
+                    if name.eq_ignore_ascii_case(pkg) {
+                        found = true;
+                        format!("{pkg}=={version}")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            if !found {
+                return Err(format!("{}/requirements.in does not pin {pkg}", template.display()));
+            }
+            std::fs::write(dir.join("requirements.in"), lines.join("\n") + "\n")
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        } else if let Ok(text) = std::fs::read_to_string(template.join("package.json")) {
+            let mut json: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}/package.json: {e}", template.display()))?;
+            let deps = json
+                .get_mut("dependencies")
+                .and_then(|d| d.as_object_mut())
+                .filter(|d| d.contains_key(pkg.as_str()))
+                .ok_or_else(|| format!("{}/package.json does not depend on {pkg}", template.display()))?;
+            deps.insert(pkg.clone(), serde_json::Value::String(version.into()));
+            json["description"] = serde_json::Value::String(format!("{pkg} {version} on {runtime}"));
+            let out = serde_json::to_string_pretty(&json).expect("JSON serialises") + "\n";
+            std::fs::write(dir.join("package.json"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
+        } else {
+            return Err(format!("the template lock folder {} has no lock input", template.display()));
+        }
+        Ok(dir)
+    }
+}
+
+/// Whether a lock folder holds a lock that still pins its input.
+pub fn is_locked(dir: &Path) -> bool {
+    (dir.join("requirements.txt").is_file() || dir.join("package-lock.json").is_file())
+        && check_lock(dir).is_ok()
 }
 
 impl RecipeBook {
@@ -682,7 +871,12 @@ pub fn count_loc(text: &str, ext: &str) -> u32 {
 
 impl Recipe {
     fn version_list(&self) -> String {
-        self.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>().join(", ")
+        self.versions
+            .iter()
+            .map(|v| v.version.clone())
+            .chain(self.ranges.iter().map(|r| format!("any release in {}", r.releases)))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
