@@ -459,8 +459,9 @@ fn html_of_load_cells_has_the_load_charts() {
 // ---------------------------------------------------------------------------------------------
 // Version history: a version-matrix sweep built in code from the committed python-mcp 1.1.2 cells
 // of seed-000 (environment and hashes real; version, samples and histograms replaced). Cold start
-// steps up by ~38% at 1.9.0, call latency steps down by ~30% at 1.10.0, one version is repeated
-// twice and one failed; a TypeScript series on Bun at three versions stays flat.
+// steps up by ~38% at 1.9.0, call latency steps down by ~30% at 1.10.0, the calls' server source
+// changes API generation at 1.11, one version is repeated twice and one failed; a TypeScript series
+// on Bun at three versions stays flat.
 
 /// A cold start around `ms`, 10 spawns with a small deterministic wiggle.
 fn spawns(ms: f64, k: usize) -> Vec<f64> {
@@ -503,6 +504,10 @@ fn history_records() -> Vec<Record> {
             out.push(c);
         }
         let mut s = sweep_record(&calls, "python-mcp", "cpython-trixie", v, out.len() as u64);
+        // The server source moves to the newer API generation with the 1.11 line.
+        if n >= 11 {
+            s.cell.server.api = "mcpserver".into();
+        }
         s.metrics.calls = Some(latency(2000, p50_us / 2, p50_us * 3 / 2 + k as u64, p50_us * 20));
         out.push(s);
     }

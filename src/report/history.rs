@@ -206,7 +206,8 @@ pub struct Step {
     /// The last version of the old level and the first of the new one.
     pub from_version: String,
     pub to_version: String,
-    /// Index of `to_version` in the series' versions.
+    /// Indexes of `from_version` and `to_version` in the series' versions.
+    pub from_index: usize,
     pub index: usize,
     /// The two versions' own values.
     pub from_value: f64,
@@ -227,6 +228,9 @@ pub struct History {
     pub runtime_versions: Vec<String>,
     /// In version order.
     pub versions: Vec<String>,
+    /// Per version, the API generation(s) of its server source (`fastmcp`, `mcpserver`), joined
+    /// by `+`: a step where this changes may come from the server source, not the SDK.
+    pub apis: Vec<String>,
     /// Metrics that have a value at some version, in [`HistoryMetric::ALL`] order.
     pub metrics: Vec<MetricHistory>,
     /// In version order, then metric order.
@@ -473,6 +477,15 @@ pub fn histories(records: &[Record]) -> Vec<History> {
                     }
                 }
             }
+            let apis: Vec<String> = versions
+                .iter()
+                .map(|v| {
+                    let mut a: Vec<&str> = by_version[v].iter().map(|r| r.cell.server.api.as_str()).collect();
+                    a.sort_unstable();
+                    a.dedup();
+                    a.join("+")
+                })
+                .collect();
             let mut metrics = Vec::new();
             for &metric in metrics_of(&key.kind, load) {
                 let points: Vec<Option<Point>> =
@@ -485,7 +498,7 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             }
             let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
             steps.sort_by_key(|s| s.index);
-            History { key, label, runtime_versions, versions, metrics, steps }
+            History { key, label, runtime_versions, versions, apis, metrics, steps }
         })
         .collect()
 }
@@ -619,6 +632,7 @@ fn steps_of(m: &MetricHistory, versions: &[String]) -> Vec<Step> {
             metric: m.metric,
             from_version: versions[w[0].last].clone(),
             to_version: versions[w[1].first].clone(),
+            from_index: w[0].last,
             index: w[1].first,
             from_value: a.value,
             to_value: b.value,
@@ -673,11 +687,16 @@ pub(super) fn arrow(step: &Step) -> &'static str {
     }
 }
 
-/// `cold start ▲ +38 % at python-mcp 1.9.0 (1.8.1 612 ms → 1.9.0 845 ms; levels 610 ms → 842 ms), regression`.
+/// `cold start ▲ +38 % at python-mcp 1.9.0 (1.8.1 612 ms → 1.9.0 845 ms; levels 610 ms → 842 ms), regression`,
+/// with `; api fastmcp → mcpserver` when the server source's API generation changes there too.
 pub fn step_line(h: &History, s: &Step) -> String {
     let unit = s.metric.unit();
+    let api = match (h.apis.get(s.from_index), h.apis.get(s.index)) {
+        (Some(a), Some(b)) if a != b => format!("; api {a} → {b}"),
+        _ => String::new(),
+    };
     format!(
-        "{} {} {} at {} {} ({} {} → {} {}; levels {} → {}), {}",
+        "{} {} {} at {} {} ({} {} → {} {}; levels {} → {}{api}), {}",
         s.metric.label(),
         arrow(s),
         change_text(s.ratio),
@@ -691,6 +710,14 @@ pub fn step_line(h: &History, s: &Step) -> String {
         value_text(unit, s.after),
         if s.regression { "regression" } else { "improvement" },
     )
+}
+
+impl History {
+    /// Whether the server source's API generation changes across the versions (the tables then
+    /// show it per version).
+    pub fn api_changes(&self) -> bool {
+        self.apis.windows(2).any(|w| w[0] != w[1])
+    }
 }
 
 /// The step that starts at version `index` for `metric`, if any.
@@ -712,7 +739,7 @@ pub fn method_note() -> String {
     )
 }
 
-/// The histories as JSON: `{"method": {...}, "series": [{key, label, runtime_versions, versions,
+/// The histories as JSON: `{"method": {...}, "series": [{key, label, runtime_versions, versions, apis,
 /// metrics: [{metric, unit, points: [{version, value, lower, upper, n} | null], segments}],
 /// steps}]}`.
 pub fn history_json(records: &[Record]) -> serde_json::Value {
@@ -751,6 +778,7 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                 "label": h.label,
                 "runtime_versions": h.runtime_versions,
                 "versions": h.versions,
+                "apis": h.apis,
                 "metrics": metrics,
                 "steps": h.steps,
             })
@@ -1009,6 +1037,14 @@ mod tests {
             (cold.steps[0].from_version.as_str(), cold.steps[0].to_version.as_str()),
             ("1.9.0", "1.10.0")
         );
+        assert!(!cold.api_changes());
+        let mut moved = rs.clone();
+        for r in moved.iter_mut().filter(|r| compare_versions(&r.cell.server.sdk_version, "1.10.0").is_ge()) {
+            r.cell.server.api = "mcpserver".into();
+        }
+        let moved = histories(&moved);
+        assert!(moved[0].api_changes());
+        assert!(step_line(&moved[0], &moved[0].steps[0]).contains("; api builtin → mcpserver), regression"));
         assert!(
             step_line(cold, &cold.steps[0]).starts_with("cold start ▲ +"),
             "{}",

@@ -510,12 +510,18 @@ fn history_section(o: &mut String, records: &[Record]) {
             esc(&h.runtime_versions.join(", "))
         );
         let _ = write!(o, "<div class=\"wide\"><table>\n<tr><th>{} version</th>", esc(&h.key.family));
+        if h.api_changes() {
+            o.push_str("<th>api</th>");
+        }
         for m in &h.metrics {
             let _ = write!(o, "<th>{}</th>", esc(m.metric.label()));
         }
         o.push_str("</tr>\n");
         for (vi, v) in h.versions.iter().enumerate() {
             let _ = write!(o, "<tr><td>{}</td>", esc(v));
+            if h.api_changes() {
+                let _ = write!(o, "<td>{}</td>", esc(&h.apis[vi]));
+            }
             for m in &h.metrics {
                 match (&m.points[vi], step_at(h, m.metric, vi)) {
                     (None, _) => o.push_str("<td class=\"n\">—</td>"),

@@ -175,20 +175,25 @@ fn history_section(o: &mut String, records: &[Record]) {
             h.versions.len(),
             cell(&h.runtime_versions.join(", "))
         );
-        let labels: Vec<&str> = h.metrics.iter().map(|m| m.metric.label()).collect();
+        let mut labels: Vec<&str> = h.metrics.iter().map(|m| m.metric.label()).collect();
+        let mut align = "--:|".repeat(labels.len());
+        if h.api_changes() {
+            labels.insert(0, "api");
+            align.insert_str(0, "---|");
+        }
         let _ = writeln!(o, "| {} version | {} |", cell(&h.key.family), labels.join(" | "));
-        let _ = writeln!(o, "|---|{}", "--:|".repeat(labels.len()));
+        let _ = writeln!(o, "|---|{align}");
         for (vi, v) in h.versions.iter().enumerate() {
-            let cells: Vec<String> = h
-                .metrics
-                .iter()
-                .map(|m| match &m.points[vi] {
+            let api = h.api_changes().then(|| cell(&h.apis[vi]));
+            let cells: Vec<String> = api
+                .into_iter()
+                .chain(h.metrics.iter().map(|m| match &m.points[vi] {
                     None => "—".to_string(),
                     Some(p) => match step_at(h, m.metric, vi) {
                         Some(s) => format!("**{} {}**", history::arrow(s), point_text(m.unit, p)),
                         None => point_text(m.unit, p),
                     },
-                })
+                }))
                 .collect();
             let _ = writeln!(o, "| {} | {} |", cell(v), cells.join(" | "));
         }

@@ -128,10 +128,16 @@ pub fn history_table(records: &[Record]) -> Option<String> {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
         let mut header = vec![format!("{} version", h.key.family)];
+        if h.api_changes() {
+            header.push("api".into());
+        }
         header.extend(h.metrics.iter().map(|m| m.metric.label().to_string()));
         t.set_header(header);
         for (vi, v) in h.versions.iter().enumerate() {
             let mut row = vec![TCell::new(v)];
+            if h.api_changes() {
+                row.push(TCell::new(&h.apis[vi]));
+            }
             for m in &h.metrics {
                 let text = match &m.points[vi] {
                     None => "—".to_string(),
