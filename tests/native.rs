@@ -94,6 +94,21 @@ fn a_lab_cgroup_pins_limits_measures_and_goes_away() {
     assert!(!cg.oom_killed());
     let procs = cg.procs_files();
     assert!(!procs.is_empty());
+    let mem = cg.memory_dir().unwrap();
+    let read = |f: &str| std::fs::read_to_string(mem.join(f)).ok().map(|t| t.trim().to_string());
+    match read("memory.max") {
+        Some(max) => {
+            assert_eq!(max, (64u64 << 20).to_string());
+            assert_eq!(read("memory.swap.max").as_deref(), Some("0"));
+        }
+        None => {
+            assert_eq!(read("memory.limit_in_bytes"), Some((64u64 << 20).to_string()));
+            // Swap off where the kernel accounts it.
+            if let Some(memsw) = read("memory.memsw.limit_in_bytes") {
+                assert_eq!(memsw, (64u64 << 20).to_string());
+            }
+        }
+    }
     cg.remove().unwrap();
     // The process was killed with its group.
     assert!(!child.wait().unwrap().success());
@@ -490,4 +505,38 @@ fn a_locked_node_set_installs_and_runs() {
 #[test]
 fn a_locked_bun_set_installs_and_runs() {
     ts_sdk_runs_natively("bun-1.1.38", "bun");
+}
+
+#[test]
+fn measure_without_root_pins_cpus_only_and_says_so() {
+    let dir = tiny_server_dir();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // As nobody: no cgroup can be made.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(exe())
+        .args([
+            "measure",
+            "--json",
+            "--runs",
+            "1",
+            "--calls",
+            "20",
+            "--warmup",
+            "0",
+            "--",
+            "/usr/bin/python3",
+            "server.py",
+        ])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .expect("setpriv (util-linux) runs the test as nobody");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CPU pinning only"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["placement"]["isolation"], "none (CPU affinity only)");
+    assert!(v["cgroup_peak_bytes"].is_null());
+    assert!(v["calls"]["p50_ms"].as_f64().unwrap() > 0.0);
 }

@@ -38,7 +38,13 @@ pub struct CellPlacement<'a> {
     pub pids_limit: Option<u32>,
     /// Put the server side in a lab cgroup; without, both sides are pinned by affinity only.
     pub cgroups: bool,
+    /// Start shim and driver with a minimal environment (PATH, LANG, HOME and TMPDIR in the lab
+    /// folder), as a container would, instead of this process's.
+    pub clean_env: bool,
 }
+
+/// The PATH of a clean environment (Debian's default for root).
+const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// A private folder (mode 0700) removed with its contents on drop.
 struct LabDir(PathBuf);
@@ -161,6 +167,17 @@ pub async fn run_cell(
         })
         .unwrap_or_default();
 
+    let scratch = lab.0.join("tmp");
+    std::fs::create_dir(&scratch).map_err(|e| EngineError::op("create", scratch.display().to_string(), e))?;
+    let clean = |cmd: &mut tokio::process::Command| {
+        if placement.clean_env {
+            cmd.env_clear()
+                .env("PATH", CLEAN_PATH)
+                .env("LANG", "C.UTF-8")
+                .env("HOME", &scratch)
+                .env("TMPDIR", &scratch);
+        }
+    };
     let shim_log = lab.0.join("shim.log");
     let shim_err = std::fs::File::create(&shim_log)
         .map_err(|e| EngineError::op("create", shim_log.display().to_string(), e))?;
@@ -174,6 +191,7 @@ pub async fn run_cell(
         .stderr(Stdio::from(shim_err))
         .process_group(0)
         .kill_on_drop(true);
+    clean(&mut shim_cmd);
     let with_cgroup = cgroup.is_some();
     // SAFETY: the closure only makes async-signal-safe calls (open, write, close,
     // sched_setaffinity) on data prepared before the fork.
@@ -206,6 +224,7 @@ pub async fn run_cell(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    clean(&mut driver_cmd);
     // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
     unsafe {
         driver_cmd.pre_exec(move || {

@@ -102,7 +102,9 @@ impl NativeEngine {
         cache::prepare(plan, ca_bundle, log).await
     }
 
-    /// Runs one cell: `spec.lab_dir` is ignored and `spec.server` replaced by `env.launch`.
+    /// Runs one cell: `spec.lab_dir` is ignored and `spec.server` replaced by `env.launch`. Shim,
+    /// driver and server get a minimal environment (PATH, LANG, HOME and TMPDIR in the cell's
+    /// private folder) plus the launch's own, not this process's.
     pub async fn run_cell(
         &self,
         env: &NativeEnv,
@@ -113,14 +115,27 @@ impl NativeEngine {
         on_event: &mut (dyn FnMut(DriverEvent) + Send),
     ) -> Result<NativeRun, EngineError> {
         spec.server = env.launch.clone();
-        self.run_spec(spec, limits, benchlab_exe, time_limit, on_event).await
+        self.run(spec, limits, true, benchlab_exe, time_limit, on_event).await
     }
 
-    /// Runs one cell with the spec's own server launch (`benchlab measure`).
+    /// Runs one cell with the spec's own server launch, in this process's environment
+    /// (`benchlab measure`: the user's command as the user would run it).
     pub async fn run_spec(
         &self,
         spec: DriverSpec,
         limits: &CellLimits,
+        benchlab_exe: &Path,
+        time_limit: Duration,
+        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+    ) -> Result<NativeRun, EngineError> {
+        self.run(spec, limits, false, benchlab_exe, time_limit, on_event).await
+    }
+
+    async fn run(
+        &self,
+        spec: DriverSpec,
+        limits: &CellLimits,
+        clean_env: bool,
         benchlab_exe: &Path,
         time_limit: Duration,
         on_event: &mut (dyn FnMut(DriverEvent) + Send),
@@ -131,6 +146,7 @@ impl NativeEngine {
             memory_limit: limits.memory_limit,
             pids_limit: limits.pids_limit,
             cgroups: self.cgroups,
+            clean_env,
         };
         cell::run_cell(spec, &placement, benchlab_exe, time_limit, on_event).await
     }
