@@ -159,13 +159,22 @@ pub fn markdown(records: &[Record]) -> String {
     o
 }
 
-/// `## History across versions`, when some series has at least [`history::MIN_VERSIONS`]
-/// versions: per series a table of versions × metrics and its steps.
 fn history_section(o: &mut String, records: &[Record]) {
+    if let Some(h) = history_markdown(records) {
+        o.push_str(&h);
+    }
+}
+
+/// `## History across versions`, when some series has at least [`history::MIN_VERSIONS`]
+/// versions: the method, then per series a table of versions × metrics and its steps. `None`
+/// when no series is a history.
+pub fn history_markdown(records: &[Record]) -> Option<String> {
     let hs = histories(records);
     if hs.is_empty() {
-        return;
+        return None;
     }
+    let mut out = String::new();
+    let o = &mut out;
     let _ = writeln!(o, "## History across versions\n\n{}\n", cell(&history::method_note()));
     for h in &hs {
         let _ = writeln!(
@@ -207,6 +216,7 @@ fn history_section(o: &mut String, records: &[Record]) {
             o.push('\n');
         }
     }
+    Some(out)
 }
 
 fn summary_section(o: &mut String, summary: &[super::SummaryRow]) {

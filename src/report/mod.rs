@@ -1,7 +1,9 @@
 //! Pure renderers of records: the summary rows (one per server) as a terminal table and JSON, and
 //! the full report as Markdown, CSV, Bencher Metric Format JSON and a static HTML page with SVG
-//! charts. Nothing here runs, reads files or fetches anything; every renderer is a function of
-//! the records it is given.
+//! charts; version histories of version-matrix sweeps (`history`) inside the table, Markdown and
+//! HTML reports and on their own (`history_table`, `history_markdown`, `history_json`). Nothing
+//! here runs, reads files or fetches anything; every renderer is a function of the records it is
+//! given.
 
 mod bencher;
 mod charts;
@@ -31,7 +33,7 @@ pub use csv::csv;
 pub use history::{compare_versions, histories, history_json, History, HistoryMetric, Step};
 pub use html::html;
 pub use load::{is_load, load_rows, load_summary_rows, transport_label, LoadRow};
-pub use markdown::markdown;
+pub use markdown::{history_markdown, markdown};
 pub use rows::{
     metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE, MIN_CI_SAMPLES,
     RESAMPLES, SEED,
