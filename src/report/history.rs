@@ -1088,6 +1088,47 @@ mod tests {
     }
 
     #[test]
+    fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
+        let mut rs = Vec::new();
+        for (k, v) in ["1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0"].iter().enumerate() {
+            for repeat in 0..3u32 {
+                let mut r = sample_record(&format!("ts-{v}"));
+                r.cell.server.sdk_version = v.to_string();
+                r.cell.id = format!("ts-{v}/concurrency-w10");
+                r.cell.transport = "streamable-http".into();
+                r.cell.workload = Workload::Concurrency {
+                    tool: "add".into(),
+                    workers: 10,
+                    warmup_ms: 100,
+                    duration_ms: 1000,
+                    lifecycle: Default::default(),
+                };
+                r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: true });
+                let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);
+                r.metrics.cold_start = None;
+                r.metrics.load = Some(crate::record::LoadMetrics {
+                    mode: "closed".into(),
+                    workers: 10,
+                    throughput_rps: rps,
+                    ..Default::default()
+                });
+                rs.push(r);
+            }
+        }
+        let hs = histories(&rs);
+        assert_eq!(hs.len(), 1);
+        let metrics: Vec<HistoryMetric> = hs[0].metrics.iter().map(|m| m.metric).collect();
+        assert_eq!(metrics, [HistoryMetric::Throughput, HistoryMetric::RssAfterInitialize]);
+        let p = hs[0].metrics[0].points[0].as_ref().unwrap();
+        assert_eq!((p.value, p.n), (5020.0, 3), "the median of three repeats");
+        assert_eq!(point_text(Unit::Rps, p), "5,020 req/s [5,000–5,040]");
+        let s = &hs[0].steps;
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(s[0].regression && s[0].to_version == "1.3.0" && s[0].ratio < 0.7, "{s:?}");
+        assert!(step_line(&hs[0], &s[0]).starts_with("throughput ▼ −40 % at benchlab-null 1.3.0"));
+    }
+
+    #[test]
     fn points_read_with_their_interval() {
         let p = Point {
             value: 612.3,
