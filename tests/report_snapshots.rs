@@ -511,7 +511,7 @@ fn history_records() -> Vec<Record> {
         s.metrics.calls = Some(latency(2000, p50_us / 2, p50_us * 3 / 2 + k as u64, p50_us * 20));
         out.push(s);
     }
-    // A failed cell adds no point to its series.
+    // A failed cell adds no point to its series, only its failure.
     let mut failed = sweep_record(&cold, "python-mcp", "cpython-trixie", "1.12.0", out.len() as u64);
     failed.status = Status::Failed;
     failed.failure = Some(Failure::new(FailureReason::Crash, "ImportError"));
@@ -552,7 +552,7 @@ fn history_of_a_version_sweep_in_table_and_markdown() {
     );
     assert_eq!(
         hs[0].versions,
-        ["1.1.2", "1.2.0", "1.3.0", "1.8.1", "1.9.0", "1.10.0", "1.10.1", "1.11.0rc1", "1.11.0"]
+        ["1.1.2", "1.2.0", "1.3.0", "1.8.1", "1.9.0", "1.10.0", "1.10.1", "1.11.0rc1", "1.11.0", "1.12.0"]
     );
     let steps: Vec<(&str, &str, bool)> = hs
         .iter()
@@ -579,6 +579,8 @@ fn history_of_a_version_sweep_in_table_and_markdown() {
     assert_eq!(json["series"].as_array().unwrap().len(), 3);
     assert_eq!(json["series"][0]["steps"][0]["from_version"], "1.8.1");
     assert_eq!(json["series"][0]["metrics"][0]["points"][2]["n"], 20, "two repeats pooled");
+    assert_eq!(json["series"][0]["failures"][9], "crash");
+    assert!(json["series"][0]["metrics"][0]["points"][9].is_null());
 }
 
 #[test]

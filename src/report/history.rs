@@ -228,6 +228,10 @@ pub struct History {
     pub runtime_versions: Vec<String>,
     /// In version order.
     pub versions: Vec<String>,
+    /// Per version, what failed there: `None` when every record was ok, else the failure
+    /// reasons (`crash`, `crash (expected)`), prefixed by `1 of 2 failed: ` when some records were
+    /// ok. A version where everything failed has no points.
+    pub failures: Vec<Option<String>>,
     /// Per version, the API generation(s) of its server source (`fastmcp`, `mcpserver`), joined
     /// by `+`: a step where this changes may come from the server source, not the SDK.
     pub apis: Vec<String>,
@@ -444,13 +448,13 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
     }
 }
 
-/// The version histories of the records: one per series of ok records with at least
-/// [`MIN_VERSIONS`] distinct SDK versions, in order of the series' first record. Failed records
-/// are left out (their version simply has no point). Repeats of a cell are pooled: their samples
-/// and histograms together, or the median of their readings.
+/// The version histories of the records: one per series with at least [`MIN_VERSIONS`] distinct
+/// SDK versions that have an ok record, in order of the series' first record. Only ok records
+/// make points; a failed record shows as its version's failure. Repeats of a cell are pooled:
+/// their samples and histograms together, or the median of their readings.
 pub fn histories(records: &[Record]) -> Vec<History> {
     let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
-    for r in records.iter().filter(|r| r.status == Status::Ok) {
+    for r in records {
         let key = SeriesKey::of(r);
         let i = match groups.iter().position(|g| g.0 == key) {
             Some(i) => i,
@@ -463,8 +467,15 @@ pub fn histories(records: &[Record]) -> Vec<History> {
     }
     groups
         .into_iter()
-        .filter(|g| g.1.len() >= MIN_VERSIONS)
-        .map(|(key, by_version)| {
+        .filter(|g| {
+            g.1.values().filter(|rs| rs.iter().any(|r| r.status == Status::Ok)).count() >= MIN_VERSIONS
+        })
+        .map(|(key, all)| {
+            let failures = |v: &str| failure_text(&all[v]);
+            let by_version: BTreeMap<String, Vec<&Record>> = all
+                .iter()
+                .map(|(v, rs)| (v.clone(), rs.iter().copied().filter(|r| r.status == Status::Ok).collect()))
+                .collect();
             let mut versions: Vec<String> = by_version.keys().cloned().collect();
             versions.sort_by(|a, b| compare_versions(a, b));
             let label = key.label();
@@ -480,12 +491,13 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             let apis: Vec<String> = versions
                 .iter()
                 .map(|v| {
-                    let mut a: Vec<&str> = by_version[v].iter().map(|r| r.cell.server.api.as_str()).collect();
+                    let mut a: Vec<&str> = all[v].iter().map(|r| r.cell.server.api.as_str()).collect();
                     a.sort_unstable();
                     a.dedup();
                     a.join("+")
                 })
                 .collect();
+            let failures: Vec<Option<String>> = versions.iter().map(|v| failures(v)).collect();
             let mut metrics = Vec::new();
             for &metric in metrics_of(&key.kind, load) {
                 let points: Vec<Option<Point>> =
@@ -498,9 +510,31 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             }
             let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
             steps.sort_by_key(|s| s.index);
-            History { key, label, runtime_versions, versions, apis, metrics, steps }
+            History { key, label, runtime_versions, versions, failures, apis, metrics, steps }
         })
         .collect()
+}
+
+/// What failed among one version's records (see [`History::failures`]).
+fn failure_text(records: &[&Record]) -> Option<String> {
+    let failed: Vec<&&Record> = records.iter().filter(|r| r.status == Status::Failed).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for r in &failed {
+        let text = super::rows::status_text(r);
+        let text = text.strip_prefix("failed: ").unwrap_or(&text).to_string();
+        if !reasons.contains(&text) {
+            reasons.push(text);
+        }
+    }
+    let reasons = reasons.join(", ");
+    Some(if failed.len() == records.len() {
+        reasons
+    } else {
+        format!("{} of {} failed: {reasons}", failed.len(), records.len())
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -713,6 +747,11 @@ pub fn step_line(h: &History, s: &Step) -> String {
 }
 
 impl History {
+    /// Whether some version had a failed record (the tables then show a column of them).
+    pub fn any_failure(&self) -> bool {
+        self.failures.iter().any(Option::is_some)
+    }
+
     /// Whether the server source's API generation changes across the versions (the tables then
     /// show it per version).
     pub fn api_changes(&self) -> bool {
@@ -739,7 +778,8 @@ pub fn method_note() -> String {
     )
 }
 
-/// The histories as JSON: `{"method": {...}, "series": [{key, label, runtime_versions, versions, apis,
+/// The histories as JSON: `{"method": {...}, "series": [{key, label, runtime_versions, versions,
+/// failures, apis,
 /// metrics: [{metric, unit, points: [{version, value, lower, upper, n} | null], segments}],
 /// steps}]}`.
 pub fn history_json(records: &[Record]) -> serde_json::Value {
@@ -779,6 +819,7 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                 "runtime_versions": h.runtime_versions,
                 "versions": h.versions,
                 "apis": h.apis,
+                "failures": h.failures,
                 "metrics": metrics,
                 "steps": h.steps,
             })
@@ -1016,6 +1057,7 @@ mod tests {
         // A failed cell adds no point; a family with two versions is no history.
         let mut failed = record("mcp-1.12.0", "1.12.0", "cold_start", 900.0);
         failed.status = Status::Failed;
+        failed.failure = Some(crate::record::Failure::new(crate::record::FailureReason::Crash, "gone"));
         rs.push(failed);
         for v in ["0.1", "0.2"] {
             let mut r = record(&format!("ts-{v}"), v, "cold_start", 50.0);
@@ -1025,7 +1067,9 @@ mod tests {
         let hs = histories(&rs);
         assert_eq!(hs.len(), 2, "cold start and calls of python-mcp");
         let cold = &hs[0];
-        assert_eq!(cold.versions, ["1.2.0", "1.9.0", "1.10.0", "1.11.0"]);
+        assert_eq!(cold.versions, ["1.2.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0"]);
+        assert_eq!(cold.failures[4].as_deref(), Some("crash"));
+        assert!(cold.metrics.iter().all(|m| m.points[4].is_none()), "a failed version has no points");
         assert_eq!(cold.label, "python-mcp on cpython-trixie, stdio, weekly suite, cold_start, cpus 1");
         let metrics: Vec<HistoryMetric> = cold.metrics.iter().map(|m| m.metric).collect();
         assert_eq!(metrics, [HistoryMetric::ColdStart, HistoryMetric::RssAfterInitialize]);
@@ -1068,6 +1112,10 @@ mod tests {
         assert_eq!(j["series"][0]["steps"][0]["to_version"], "1.10.0");
         assert_eq!(j["series"][0]["metrics"][0]["points"][2]["version"], "1.10.0");
         assert!(histories(&rs[..4]).is_empty(), "two versions are no history");
+        // Nor two versions and a failed one.
+        let mut two = rs[..4].to_vec();
+        two.push(rs.iter().find(|r| r.status == Status::Failed).unwrap().clone());
+        assert!(histories(&two).is_empty());
     }
 
     #[test]

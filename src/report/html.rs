@@ -516,6 +516,9 @@ fn history_section(o: &mut String, records: &[Record]) {
         for m in &h.metrics {
             let _ = write!(o, "<th>{}</th>", esc(m.metric.label()));
         }
+        if h.any_failure() {
+            o.push_str("<th>failed</th>");
+        }
         o.push_str("</tr>\n");
         for (vi, v) in h.versions.iter().enumerate() {
             let _ = write!(o, "<tr><td>{}</td>", esc(v));
@@ -538,6 +541,10 @@ fn history_section(o: &mut String, records: &[Record]) {
                         );
                     }
                 }
+            }
+            if h.any_failure() {
+                let _ =
+                    write!(o, "<td class=\"failed\">{}</td>", esc(h.failures[vi].as_deref().unwrap_or("")));
             }
             o.push_str("</tr>\n");
         }

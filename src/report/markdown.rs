@@ -190,6 +190,10 @@ pub fn history_markdown(records: &[Record]) -> Option<String> {
             labels.insert(0, "api");
             align.insert_str(0, "---|");
         }
+        if h.any_failure() {
+            labels.push("failed");
+            align.push_str("---|");
+        }
         let _ = writeln!(o, "| {} version | {} |", cell(&h.key.family), labels.join(" | "));
         let _ = writeln!(o, "|---|{align}");
         for (vi, v) in h.versions.iter().enumerate() {
@@ -203,6 +207,7 @@ pub fn history_markdown(records: &[Record]) -> Option<String> {
                         None => point_text(m.unit, p),
                     },
                 }))
+                .chain(h.any_failure().then(|| cell(h.failures[vi].as_deref().unwrap_or(""))))
                 .collect();
             let _ = writeln!(o, "| {} | {} |", cell(v), cells.join(" | "));
         }

@@ -132,6 +132,9 @@ pub fn history_table(records: &[Record]) -> Option<String> {
             header.push("api".into());
         }
         header.extend(h.metrics.iter().map(|m| m.metric.label().to_string()));
+        if h.any_failure() {
+            header.push("failed".into());
+        }
         t.set_header(header);
         for (vi, v) in h.versions.iter().enumerate() {
             let mut row = vec![TCell::new(v)];
@@ -147,6 +150,9 @@ pub fn history_table(records: &[Record]) -> Option<String> {
                     },
                 };
                 row.push(TCell::new(text).set_alignment(CellAlignment::Right));
+            }
+            if h.any_failure() {
+                row.push(TCell::new(h.failures[vi].as_deref().unwrap_or("")));
             }
             t.add_row(row);
         }
