@@ -275,8 +275,19 @@ pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
                 bar.set_position(done);
             }
         };
+        // Shim and driver run in their own process groups, so a Ctrl-C reaches only us: stop
+        // the cell here (dropping it kills its processes and removes its cgroup).
         let r = runtime
-            .block_on(engine.run_spec(spec, &limits, &exe, limit, &mut on_event))
+            .block_on(async {
+                tokio::select! {
+                    r = engine.run_spec(spec, &limits, &exe, limit, &mut on_event) => Some(r),
+                    _ = tokio::signal::ctrl_c() => None,
+                }
+            })
+            .ok_or_else(|| {
+                bar.finish_and_clear();
+                exit(130, "interrupted; the server and the client were stopped")
+            })?
             .map_err(|e| exit(3, format!("measure {}: {e}", args.command.join(" "))))?;
         if let Some(f) = &r.outcome.failure {
             bar.finish_and_clear();

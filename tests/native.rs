@@ -215,21 +215,32 @@ fn the_null_server_runs_natively() {
 }
 
 #[test]
-fn a_time_limit_kills_the_cell() {
+fn a_time_limit_kills_the_cell_with_or_without_a_cgroup() {
     let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
     let plan = book.resolve(&want("benchlab-null", None, "weekly")).unwrap();
-    let engine = NativeEngine::new().expect("cgroups as root");
     let limits =
         CellLimits { server_cpus: "1".into(), driver_cpus: "0".into(), memory_limit: None, pids_limit: None };
-    let mut spec = null_spec(&plan, Workload::SerialCalls { tool: "echo".into(), warmup: 0, calls: 1 });
-    // A server that never answers.
-    spec.server = ServerLaunch { argv: vec!["sleep".into(), "600".into()], env: vec![], cwd: None };
-    let started = Instant::now();
-    let err = rt()
-        .block_on(engine.run_spec(spec, &limits, &exe(), Duration::from_secs(3), &mut |_| {}))
-        .unwrap_err();
-    assert!(err.to_string().contains("did not finish"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(30));
+    for (engine, marker) in [
+        (NativeEngine::new().expect("cgroups as root"), "600.4242"),
+        (NativeEngine::pinned_only(), "600.4343"),
+    ] {
+        let mut spec = null_spec(&plan, Workload::SerialCalls { tool: "echo".into(), warmup: 0, calls: 1 });
+        // A server that never answers.
+        spec.server = ServerLaunch { argv: vec!["sleep".into(), marker.into()], env: vec![], cwd: None };
+        let started = Instant::now();
+        let err = rt()
+            .block_on(engine.run_spec(spec, &limits, &exe(), Duration::from_secs(3), &mut |_| {}))
+            .unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(200));
+        let left = Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).output().unwrap();
+        assert!(
+            left.stdout.is_empty(),
+            "the server outlived its cell: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+    }
 }
 
 /// A stdio MCP server in plain Python (no SDK): initialize, tools/list with one tool, tools/call.

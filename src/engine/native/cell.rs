@@ -212,6 +212,9 @@ pub async fn run_cell(
             format!("{e}: the shim could not join its cgroup or start"),
         )
     })?;
+    // Without a cgroup, the servers (in their own process groups) would outlive a killed shim:
+    // whatever ends this cell, its process tree goes.
+    let mut tree_guard = TreeGuard(shim.id());
 
     let spec_json = serde_json::to_string(&spec).expect("specs serialise");
     let mut driver_cmd = tokio::process::Command::new(benchlab_exe);
@@ -266,6 +269,9 @@ pub async fn run_cell(
     };
     let waited = tokio::time::timeout(time_limit, follow).await;
     let kill_everything = |shim: &mut tokio::process::Child| {
+        if let Some(pid) = shim.id() {
+            kill_tree(pid);
+        }
         let _ = shim.start_kill();
         if let Some(cg) = &cgroup {
             cg.kill_all();
@@ -281,6 +287,7 @@ pub async fn run_cell(
             let _ = driver.start_kill();
             kill_everything(&mut shim);
             let _ = shim.wait().await;
+            tree_guard.0 = None;
             return Err(EngineError::op(
                 "run",
                 "a native cell",
@@ -293,6 +300,8 @@ pub async fn run_cell(
         kill_everything(&mut shim);
         let _ = shim.wait().await;
     }
+    // Reaped: its pid may be reused by now, so the guard must not act on it.
+    tree_guard.0 = None;
     let (oom_killed, memory_peak) = match &cgroup {
         Some(cg) => (cg.oom_killed(), cg.memory_peak()),
         None => (false, None),
@@ -318,6 +327,54 @@ pub async fn run_cell(
                 ),
             ))
         }
+    }
+}
+
+/// Kills a process tree when dropped while armed (a cancelled or failed cell), leaves first;
+/// disarmed once its root is reaped.
+struct TreeGuard(Option<u32>);
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            kill_tree(pid);
+        }
+    }
+}
+
+/// SIGKILLs `root`'s descendants (from /proc's parent links), then `root` itself; a process
+/// that exited already is skipped (its pid is not in the tree any more).
+fn kill_tree(root: u32) {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    if !parents.iter().any(|(p, _)| *p == root) {
+        return;
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    for pid in tree.iter().rev() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::SIGKILL);
     }
 }
 
