@@ -184,7 +184,7 @@ pub async fn prepare_in(
     }
     let kind = plan.runtime_kind.as_str();
     let build = match (&plan.build, kind) {
-        (None, "native") | (None, _) => {
+        (None, _) => {
             return Ok(NativeEnv {
                 dir: PathBuf::new(),
                 input_hash: crate::record::sha256_hex(b"native"),
