@@ -304,6 +304,12 @@ pub struct Level {
     pub level: f64,
 }
 
+/// A version where the cells failed: a red cross on the x axis.
+#[derive(Debug, Clone, Copy)]
+pub struct FailedMark {
+    pub index: usize,
+}
+
 /// A step to mark between version `index - 1` and `index`, with its text (`▲ +38 %`).
 #[derive(Debug, Clone)]
 pub struct StepMark {
@@ -316,7 +322,9 @@ pub struct StepMark {
 /// there are many), y linear from 0 labelled by `y_label`. The values are joined by a line with a
 /// marker each and error bars at their intervals; the fitted levels are drawn as grey dashes and
 /// each step as a vertical line before its first version, red for a regression and green for an
-/// improvement, with its text at the top.
+/// improvement, with its text at the top; a version whose cells failed gets a red cross on the x
+/// axis.
+#[allow(clippy::too_many_arguments)]
 pub fn versions_line(
     title: &str,
     y_desc: &str,
@@ -324,6 +332,7 @@ pub fn versions_line(
     points: &[Option<VersionPoint>],
     levels: &[Level],
     steps: &[StepMark],
+    failed: &[FailedMark],
     y_label: &dyn Fn(f64) -> String,
 ) -> Result<String, ChartError> {
     let n = versions.len();
@@ -421,6 +430,12 @@ pub fn versions_line(
         }))?;
         let line: Vec<(f64, f64)> = present.iter().map(|&(x, p)| (x, p.value)).collect();
         chart.draw_series(std::iter::once(PathElement::new(line.clone(), color.stroke_width(2))))?;
+        chart.draw_series(
+            failed
+                .iter()
+                .filter(|f| f.index < n)
+                .map(|f| Cross::new((f.index as f64, 0.0), 5, PALETTE[2].stroke_width(2))),
+        )?;
         let radius = if n > 60 { 2 } else { 3 };
         chart.draw_series(line.iter().map(|&p| Circle::new(p, radius, color.filled())))?;
         root.present()?;
@@ -487,15 +502,17 @@ mod tests {
             .collect();
         let levels = [Level { first: 0, last: 5, level: 100.0 }, Level { first: 6, last: 11, level: 140.0 }];
         let steps = [StepMark { index: 6, text: "▲ +40 % at 1.6.0".into(), regression: true }];
-        let svg =
-            versions_line("cold <start>", "ms", &versions, &points, &levels, &steps, &|y| axis_number(y))
-                .unwrap();
+        let failed = [FailedMark { index: 3 }];
+        let svg = versions_line("cold <start>", "ms", &versions, &points, &levels, &steps, &failed, &|y| {
+            axis_number(y)
+        })
+        .unwrap();
         assert!(svg.starts_with("<svg") && !svg.contains("http"), "{svg}");
         assert!(
             svg.contains("1.11.0") && svg.contains("+40 % at 1.6.0") && svg.contains("cold &lt;start&gt;")
         );
         // The y axis description and each of the 12 version labels.
         assert_eq!(svg.matches("rotate(270").count(), 13, "many versions turn their labels upright");
-        assert!(versions_line("t", "ms", &versions, &[None; 12], &[], &[], &|y| axis_number(y)).is_err());
+        assert!(versions_line("t", "ms", &versions, &[None; 12], &[], &[], &[], &|y| axis_number(y)).is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use crate::record::{Record, Status};
 use crate::stats;
 
-use super::charts::{self, Bar, Curve, Level, Series, StepMark, VersionPoint};
+use super::charts::{self, Bar, Curve, FailedMark, Level, Series, StepMark, VersionPoint};
 use super::history::{self, change_text, histories, point_text, step_at, step_line, History, MetricHistory};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER, LOAD_NOTE};
 use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
@@ -606,6 +606,11 @@ fn history_chart(o: &mut String, h: &History, m: &MetricHistory) {
             regression: s.regression,
         })
         .collect();
+    // Versions without a point of this metric because their cells failed.
+    let failed: Vec<FailedMark> = (0..h.versions.len())
+        .filter(|&i| m.points[i].is_none() && h.failures[i].is_some())
+        .map(|index| FailedMark { index })
+        .collect();
     chart_or_note(
         o,
         charts::versions_line(
@@ -615,10 +620,11 @@ fn history_chart(o: &mut String, h: &History, m: &MetricHistory) {
             &points,
             &levels,
             &steps,
+            &failed,
             &label,
         ),
         &format!(
-            "{} per SDK version{}; grey dashes are the fitted levels, vertical lines the steps (red a regression, green an improvement).",
+            "{} per SDK version{}; grey dashes are the fitted levels, vertical lines the steps (red a regression, green an improvement), a red cross a version whose cells failed.",
             m.metric.label(),
             if points.iter().flatten().any(|p| p.ci.is_some()) {
                 format!(", bars at the {:.0}% interval", CONFIDENCE * 100.0)
