@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::docker::DockerEngine;
-use crate::orchestrate::{self, Event, RunError, RunOptions};
+use crate::engine::native::NativeEngine;
+use crate::orchestrate::{self, Event, Lab, RunError, RunOptions};
 use crate::recipe::base::BaseSource;
 use crate::recipe::RecipeBook;
 use crate::record::store::{read_records, RECORDS_FILE};
@@ -75,6 +76,17 @@ pub enum Command {
         /// "gradio-*/mcp-echo-*"). May be given several times.
         #[arg(long, value_name = "PATTERN")]
         only: Vec<String>,
+        /// Where cells run: `docker` (containers through the Docker engine), `native` (host
+        /// processes in lab cgroups, servers installed from the same lockfiles into a
+        /// content-hashed cache with the host's interpreters; stdio only), or `auto` (docker
+        /// when an engine answers, otherwise native, with a notice).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "docker", "native"])]
+        engine: String,
+        /// Run several cells at once, each on its own CPUs, no two sharing a physical core
+        /// (recorded in each cell's placement). On a host with too few cores for two cells this
+        /// runs one at a time and says so.
+        #[arg(long)]
+        parallel: bool,
     },
     /// Show the summary table of a finished run, from its records.
     ///
@@ -542,7 +554,19 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 Ok(0)
             })
         }
-        Command::Run { scenario, resume, results, run_id, checkout, json, duration, warmup, only } => {
+        Command::Run {
+            scenario,
+            resume,
+            results,
+            run_id,
+            checkout,
+            json,
+            duration,
+            warmup,
+            only,
+            engine,
+            parallel,
+        } => {
             let mut adjust = |s: &mut Scenario| {
                 s.override_load_times(warmup, duration);
                 if !only.is_empty() {
@@ -551,7 +575,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             };
             let scenario = match &scenario {
                 Some(path) => {
-                    let mut scenario = Scenario::load(path).map_err(|e| Exit::new(2, e.to_string()))?;
+                    let mut scenario = checkout.scenario(path)?;
                     adjust(&mut scenario);
                     if !scenario.only.is_empty() && scenario.cells().is_empty() {
                         return Err(Exit::new(
@@ -568,22 +592,45 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 None => None,
             };
             let recipes = checkout.recipes()?;
-            let opts = run_options(results, run_id, checkout.ca_bundle)?;
+            let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
+            opts.parallel = parallel;
             let summary = tokio_runtime().block_on(async {
-                let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
-                let mut ui = Progress::new();
-                let r = match (&scenario, &resume) {
-                    (Some(scenario), _) => {
-                        orchestrate::run(&engine, scenario, &recipes, &opts, &mut |e| ui.event(e)).await
-                    }
-                    (None, Some(dir)) => {
-                        orchestrate::resume(&engine, dir, &recipes, &opts, &mut adjust, &mut |e| ui.event(e))
+                let docker = match engine.as_str() {
+                    "native" => None,
+                    _ => match DockerEngine::connect().await {
+                        Ok(d) => Some(d),
+                        Err(e) if engine == "docker" => return Err(Exit::new(3, error_chain(&e))),
+                        Err(e) => {
+                            let native = NativeEngine::new().map_err(|n| {
+                                Exit::new(
+                                    3,
+                                    format!(
+                                        "{}\nand the native engine cannot run here either: {}",
+                                        error_chain(&e),
+                                        error_chain(&n)
+                                    ),
+                                )
+                            })?;
+                            eprintln!(
+                                "notice: no container engine answers ({}), so this run uses the native engine: \
+                                 servers run as host processes in lab cgroups, installed from the same lockfiles \
+                                 into {} with this host's interpreters (recorded in each record's environment). \
+                                 Start Docker (`scripts/engine.sh`) or pass --engine docker to insist on containers.",
+                                e.to_string().lines().next().unwrap_or(""),
+                                crate::engine::native::cache::cache_root().display()
+                            );
+                            return run_with(Lab::<DockerEngine>::Native(&native), &scenario, &resume, &recipes, &opts, &mut adjust).await;
+                        }
+                    },
+                };
+                match docker {
+                    Some(d) => run_with(Lab::Containers(&d), &scenario, &resume, &recipes, &opts, &mut adjust).await,
+                    None => {
+                        let native = NativeEngine::new().map_err(|e| Exit::new(3, error_chain(&e)))?;
+                        run_with(Lab::<DockerEngine>::Native(&native), &scenario, &resume, &recipes, &opts, &mut adjust)
                             .await
                     }
-                    (None, None) => unreachable!("clap requires a scenario or --resume"),
-                };
-                ui.finish();
-                r.map_err(Exit::from)
+                }
             })?;
             if resume.is_some() {
                 eprintln!(
@@ -655,6 +702,7 @@ fn run_options(
         ca_bundle: ca,
         work_dir: std::env::temp_dir().join("benchlab-work"),
         lab_volume_bytes: 64 << 20,
+        parallel: false,
     })
 }
 
@@ -834,6 +882,25 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<
     Ok(if records.iter().all(|r| r.as_expected()) { 0 } else { 1 })
 }
 
+/// Runs a scenario or resumes a run folder, with progress on stderr.
+async fn run_with<E: crate::engine::Engine>(
+    lab: Lab<'_, E>,
+    scenario: &Option<Scenario>,
+    resume: &Option<PathBuf>,
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+    adjust: &mut dyn FnMut(&mut Scenario),
+) -> Result<orchestrate::RunSummary, Exit> {
+    let mut ui = Progress::new();
+    let r = match (scenario, resume) {
+        (Some(scenario), _) => orchestrate::run(lab, scenario, recipes, opts, &mut |e| ui.event(e)).await,
+        (None, Some(dir)) => orchestrate::resume(lab, dir, recipes, opts, adjust, &mut |e| ui.event(e)).await,
+        (None, None) => unreachable!("clap requires a scenario or --resume"),
+    };
+    ui.finish();
+    r.map_err(Exit::from)
+}
+
 /// Every records file under a results folder (`<results>/<scenario>/<run>/records.jsonl`).
 fn glob_runs(results: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -863,11 +930,13 @@ pub fn eta_text(seconds: f64) -> String {
 struct Progress {
     bar: Option<ProgressBar>,
     tty: bool,
+    /// Cells run at once: plain lines, not one bar.
+    parallel: bool,
 }
 
 impl Progress {
     fn new() -> Self {
-        Progress { bar: None, tty: std::io::stderr().is_terminal() }
+        Progress { bar: None, tty: std::io::stderr().is_terminal(), parallel: false }
     }
 
     fn spinner(&mut self, msg: String) {
@@ -937,7 +1006,7 @@ impl Progress {
                 self.finish_bar();
                 let eta = eta_s.map(|s| format!(" (about {} left)", eta_text(s))).unwrap_or_default();
                 let msg = format!("cell {}/{total} {cell_id}{eta}", index + 1);
-                if self.tty {
+                if self.tty && !self.parallel {
                     let b = ProgressBar::new(1);
                     b.set_style(
                         ProgressStyle::with_template(
@@ -958,6 +1027,10 @@ impl Progress {
                     b.set_position(done);
                     b.set_message(phase);
                 }
+            }
+            Event::Parallel { slots, why } => {
+                self.parallel = slots > 1;
+                self.line(format!("--parallel: {why}"))
             }
             Event::LeftoversRemoved { run_id, owner, removed } => self.line(format!(
                 "removed {removed} container(s) and volume(s) left by benchlab {owner} (run {run_id}), which \

@@ -78,6 +78,11 @@ pub enum Event {
     },
     /// At start: containers and volumes left by a benchlab that died without cleaning up
     /// (`kill -9`, a crash) were found by their owner label and removed.
+    /// `--parallel`: how many cells run at once, and why not more.
+    Parallel {
+        slots: usize,
+        why: String,
+    },
     LeftoversRemoved {
         /// The run the dead benchlab was writing.
         run_id: String,
@@ -102,6 +107,8 @@ pub struct RunOptions {
     pub work_dir: PathBuf,
     /// Size of the shared /lab tmpfs.
     pub lab_volume_bytes: u64,
+    /// Run cells at once on disjoint CPU slots that share no physical core (`--parallel`).
+    pub parallel: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -415,21 +422,35 @@ pub struct RunSummary {
     pub env_changes: Vec<String>,
 }
 
+/// Where cells run: in containers of an engine, or natively on the host (`engine::native`:
+/// lab cgroups, servers installed from the same lockfiles into a content-hashed cache).
+pub enum Lab<'a, E: Engine> {
+    Containers(&'a E),
+    Native(&'a crate::engine::native::NativeEngine),
+}
+
+impl<E: Engine> Clone for Lab<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E: Engine> Copy for Lab<'_, E> {}
+
 /// Runs a scenario end to end.
 pub async fn run<E: Engine>(
-    engine: &E,
+    lab: Lab<'_, E>,
     scenario: &Scenario,
     recipes: &RecipeBook,
     opts: &RunOptions,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<RunSummary, RunError> {
-    run_cells(engine, scenario, recipes, opts, None, emit).await
+    run_cells(lab, scenario, recipes, opts, None, emit).await
 }
 
 /// Runs a scenario's cells; with `earlier` (a resumed run's records), only the cells that have no
 /// ok record among them, checking each new record's environment against the earlier ones.
 async fn run_cells<E: Engine>(
-    engine: &E,
+    lab: Lab<'_, E>,
     scenario: &Scenario,
     recipes: &RecipeBook,
     opts: &RunOptions,
@@ -461,7 +482,10 @@ async fn run_cells<E: Engine>(
     let ctx = RunContext {
         run_id: run_id.clone(),
         host: crate::record::manifest::read_host(Path::new("/")),
-        engine: engine.describe().await?,
+        engine: match lab {
+            Lab::Containers(engine) => engine.describe().await?,
+            Lab::Native(native) => native.describe(),
+        },
         benchlab: BenchlabManifest {
             version: env!("CARGO_PKG_VERSION").into(),
             binary_sha256: lab_binary.1.clone(),
@@ -470,7 +494,13 @@ async fn run_cells<E: Engine>(
     };
     // Before anything is made: remove what a benchlab killed without cleaning up left behind,
     // and register this one, so its own leftovers can be found if it dies the same way.
-    let _owner = sweep_leftovers(engine, &opts.work_dir, &run_id, emit).await?;
+    let _owner = match lab {
+        Lab::Containers(engine) => Some(sweep_leftovers(engine, &opts.work_dir, &run_id, emit).await?),
+        Lab::Native(native) => {
+            native.remove_leftovers();
+            None
+        }
+    };
     // Containers mount this frozen copy, so the binary that runs is the one the records name
     // even if the executable is rebuilt while the run goes on.
     let opts = &RunOptions { benchlab_exe: lab_binary.0, ..opts.clone() };
@@ -478,12 +508,20 @@ async fn run_cells<E: Engine>(
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
     let mut images: Vec<(ImagePlan, ReadyImage)> = Vec::new();
+    let mut native_facts: HashMap<String, ImageFacts> = HashMap::new();
     let mut eta = Eta::default();
     for (index, plan) in distinct.iter().enumerate() {
         let progress =
             ImageProgress { index, total: distinct.len(), eta_s: eta.left(distinct.len() - index) };
         let started = Instant::now();
-        let ready = ensure_image(engine, plan, opts, &mut bases, progress, emit).await?;
+        let ready = match lab {
+            Lab::Containers(engine) => ensure_image(engine, plan, opts, &mut bases, progress, emit).await?,
+            Lab::Native(native) => {
+                let (ready, facts) = prepare_native(native, plan, opts, progress, emit).await?;
+                native_facts.insert(ready.id.clone(), facts);
+                ready
+            }
+        };
         if ready.built {
             eta.add(started.elapsed().as_secs_f64());
         }
@@ -498,39 +536,92 @@ async fn run_cells<E: Engine>(
     keep_scenario_copy(&run_dir, &scenario.source)?;
     let mut records = Vec::new();
     let mut env_changes = Vec::new();
-    let mut image_facts: HashMap<String, ImageFacts> = HashMap::new();
+    let image_facts: std::sync::Mutex<HashMap<String, ImageFacts>> = std::sync::Mutex::new(native_facts);
+    let slots = parallel_slots(scenario, &cells, opts.parallel);
+    if opts.parallel {
+        emit(Event::Parallel { slots: slots.len(), why: parallel_note(scenario, &cells, slots.len()) });
+    }
+    let total = cells.len();
+    let emit = std::sync::Mutex::new(emit);
+    let send = |e: Event| (emit.lock().expect("the event sink is not poisoned"))(e);
     let mut cell_eta = Eta::default();
-    for (index, cell) in cells.iter().enumerate() {
-        let cell_started = Instant::now();
-        emit(Event::CellStarted {
-            index,
-            total: cells.len(),
-            cell_id: cell.id.clone(),
-            eta_s: cell_eta.left(cells.len() - index),
-        });
-        let ready =
-            &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
-        let record = tokio::select! {
-            record = run_cell(engine, &ctx, cell, index, ready, opts, &mut image_facts, emit) => record,
-            signal = interrupted() => {
-                // The cell in flight is abandoned, not recorded: its containers and volume go by
-                // the run's label; every record already written stays as it is.
-                let removed = engine.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await.unwrap_or(0);
-                return Err(RunError::Interrupted {
-                    signal,
-                    run_dir: run_dir.clone(),
-                    done: records.len(),
-                    total: cells.len(),
-                    cell: cell.id.clone(),
-                    removed,
+    let mut free: Vec<usize> = (0..slots.len().max(1)).collect();
+    let mut pending = cells.iter().enumerate();
+    let mut running = futures_util::stream::FuturesUnordered::new();
+    let work = async {
+        loop {
+            // Start a cell on every free slot, then wait for one to finish.
+            while let Some(slot) = free.pop() {
+                let Some((index, cell)) = pending.next() else {
+                    free.push(slot);
+                    break;
+                };
+                let mut cell = cell.clone();
+                if let Some(p) = slots.get(slot).filter(|_| slots.len() > 1) {
+                    cell.placement = crate::record::Placement {
+                        parallel: Some(crate::record::ParallelSlot { slot: slot as u32, slots: slots.len() as u32 }),
+                        ..p.clone()
+                    };
+                }
+                send(Event::CellStarted {
+                    index,
+                    total,
+                    cell_id: cell.id.clone(),
+                    eta_s: cell_eta.left(total - index).map(|s| s / slots.len().max(1) as f64),
+                });
+                let ready =
+                    &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
+                let (ctx, facts, send) = (&ctx, &image_facts, &send);
+                running.push(async move {
+                    let started = Instant::now();
+                    let mut sink = |e: Event| send(e);
+                    let record = match lab {
+                        Lab::Containers(engine) => {
+                            run_cell(engine, ctx, &cell, index, ready, opts, facts, &mut sink).await
+                        }
+                        Lab::Native(native) => {
+                            let env = NATIVE_ENVS
+                                .lock()
+                                .expect("not poisoned")
+                                .get(&ready.id)
+                                .cloned()
+                                .expect("every native server is prepared");
+                            let facts = facts.lock().expect("not poisoned").get(&ready.id).cloned().unwrap_or_default();
+                            run_cell_native(native, ctx, &cell, &env, ready, &facts, opts, &mut sink).await
+                        }
+                    };
+                    (slot, record, started.elapsed().as_secs_f64())
                 });
             }
-        };
-        let stored = store.append(record)?;
-        env_changes.extend(environment_changes(&earlier, &stored));
-        emit(Event::CellFinished { record: Box::new(stored.clone()) });
-        records.push(stored);
-        cell_eta.add(cell_started.elapsed().as_secs_f64());
+            let Some((slot, record, seconds)) = futures_util::StreamExt::next(&mut running).await else { break };
+            free.push(slot);
+            let stored = store.append(record)?;
+            env_changes.extend(environment_changes(&earlier, &stored));
+            send(Event::CellFinished { record: Box::new(stored.clone()) });
+            records.push(stored);
+            cell_eta.add(seconds);
+        }
+        Ok::<(), RunError>(())
+    };
+    tokio::select! {
+        r = work => r?,
+        signal = interrupted() => {
+            // The cells in flight are abandoned, not recorded: their containers and volumes go
+            // by the run's label; every record already written stays as it is.
+            let removed = match lab {
+                Lab::Containers(engine) => engine.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await.unwrap_or(0),
+                // The cell's processes and cgroup go with its dropped future.
+                Lab::Native(native) => native.remove_leftovers(),
+            };
+            return Err(RunError::Interrupted {
+                signal,
+                run_dir: run_dir.clone(),
+                done: records.len(),
+                total,
+                cell: "in flight".into(),
+                removed,
+            });
+        }
     }
     Ok(RunSummary { run_id, run_dir, records, images_built: built, skipped, env_changes })
 }
@@ -539,7 +630,7 @@ async fn run_cells<E: Engine>(
 /// the same run id, and only the cells with no ok record yet. `adjust` may change the scenario as
 /// it was loaded (the CLI's --duration/--warmup/--only).
 pub async fn resume<E: Engine>(
-    engine: &E,
+    lab: Lab<'_, E>,
     run_dir: &Path,
     recipes: &RecipeBook,
     opts: &RunOptions,
@@ -580,7 +671,7 @@ pub async fn resume<E: Engine>(
         false => Vec::new(),
     };
     let opts = RunOptions { results_dir: results_dir.to_path_buf(), run_id: Some(run_id), ..opts.clone() };
-    run_cells(engine, &scenario, recipes, &opts, Some(earlier), emit).await
+    run_cells(lab, &scenario, recipes, &opts, Some(earlier), emit).await
 }
 
 /// Whether a record is of this planned cell (same id, same repeat).
@@ -786,7 +877,7 @@ async fn run_cell<E: Engine>(
     index: usize,
     image: &ReadyImage,
     opts: &RunOptions,
-    image_facts: &mut HashMap<String, ImageFacts>,
+    image_facts: &std::sync::Mutex<HashMap<String, ImageFacts>>,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Record {
     let name = format!("benchlab-{}-{index}", short(&ctx.run_id));
@@ -830,7 +921,7 @@ async fn run_cell<E: Engine>(
         }
         Err(e) => (DriverOutcome::default(), Some(Failure::new(FailureReason::EngineError, e.to_string()))),
     };
-    let facts = image_facts.get(&image.id).cloned().unwrap_or_default();
+    let facts = image_facts.lock().expect("not poisoned").get(&image.id).cloned().unwrap_or_default();
     build_record(ctx, cell, image, &facts, outcome, failure_override)
 }
 
@@ -848,7 +939,7 @@ async fn cell_in_containers<E: Engine>(
     volume: &str,
     run_id: &str,
     created: &mut Vec<String>,
-    image_facts: &mut HashMap<String, ImageFacts>,
+    image_facts: &std::sync::Mutex<HashMap<String, ImageFacts>>,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<(DriverOutcome, bool), EngineError> {
     let mut labels = BTreeMap::new();
@@ -878,9 +969,10 @@ async fn cell_in_containers<E: Engine>(
         })
         .await?;
     created.push(server.clone());
-    if !image_facts.contains_key(&image.id) {
+    let known = image_facts.lock().expect("not poisoned").contains_key(&image.id);
+    if !known {
         let facts = read_image_facts(engine, &server).await?;
-        image_facts.insert(image.id.clone(), facts);
+        image_facts.lock().expect("not poisoned").insert(image.id.clone(), facts);
     }
     engine.start(&server).await?;
 
@@ -1095,6 +1187,147 @@ fn build_record(
         prev_hash: None,
         hash: String::new(),
     }
+}
+
+/// The native engine's counterpart of [`ensure_image`]: installs (or finds in the cache) the
+/// server from its lockfile; the cache entry stands for the image in the record.
+async fn prepare_native(
+    native: &crate::engine::native::NativeEngine,
+    plan: &ImagePlan,
+    opts: &RunOptions,
+    progress: ImageProgress,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Result<(ReadyImage, ImageFacts), RunError> {
+    let started = Instant::now();
+    let label = format!("native {} {} ({})", plan.family, plan.version, plan.runtime_name);
+    if plan.build.is_some() {
+        emit(Event::ImageBuilding { reference: label.clone(), progress });
+    }
+    let env = native
+        .prepare(plan, &opts.ca_bundle, &mut |line| emit(Event::BuildLog { line: line.to_string() }))
+        .await?;
+    emit(Event::Ready {
+        what: "native server",
+        reference: format!("{label} in {}", env.dir.display()),
+        cached: env.cached,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    let ready = ReadyImage {
+        reference: format!("native:{}", env.dir.display()),
+        id: env.input_hash.clone(),
+        input_hash: env.input_hash.clone(),
+        base: BaseManifest {
+            reference: format!("host:{}", env.interpreter),
+            image_id: String::new(),
+            suite: None,
+            rootfs_sha256: None,
+        },
+        built: !env.cached,
+    };
+    let facts = ImageFacts {
+        runtime_version: Some(env.runtime_version.clone()),
+        packages: env.packages.clone(),
+        system_packages: Vec::new(),
+    };
+    NATIVE_ENVS.lock().expect("not poisoned").insert(env.input_hash.clone(), env);
+    Ok((ready, facts))
+}
+
+/// The native servers prepared in this process, by input hash.
+static NATIVE_ENVS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, crate::engine::native::NativeEnv>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Runs one cell natively and makes its record.
+#[allow(clippy::too_many_arguments)]
+async fn run_cell_native(
+    native: &crate::engine::native::NativeEngine,
+    ctx: &RunContext,
+    cell: &PlannedCell,
+    env: &crate::engine::native::NativeEnv,
+    image: &ReadyImage,
+    facts: &ImageFacts,
+    opts: &RunOptions,
+    emit: &mut (dyn FnMut(Event) + Send),
+) -> Record {
+    let spec = DriverSpec {
+        lab_dir: PathBuf::new(),
+        server: cell.image.launch.clone(),
+        http: cell.image.http.clone(),
+        suite: cell.suite.clone(),
+        workload: cell.workload.clone(),
+        timeouts: cell.timeouts,
+    };
+    let limits = crate::engine::native::CellLimits {
+        server_cpus: cell.placement.server_cpus.clone(),
+        driver_cpus: cell.placement.driver_cpus.clone(),
+        memory_limit: Some(cell.placement.memory_limit_bytes),
+        pids_limit: cell.sandbox.pids_limit,
+    };
+    let cell_id = cell.id.clone();
+    let mut on_event = |e: DriverEvent| {
+        if let DriverEvent::Progress { phase, done, total } = e {
+            emit(Event::CellProgress { cell_id: cell_id.clone(), phase, done, total })
+        }
+    };
+    let result = match &cell.image.http {
+        Some(_) => Err(EngineError::op(
+            "run",
+            &cell.id,
+            "the native engine runs stdio servers only; use --engine docker for HTTP cells",
+        )),
+        None => {
+            native.run_cell(env, spec, &limits, &opts.benchlab_exe, cell_time_limit(cell), &mut on_event).await
+        }
+    };
+    let (outcome, failure) = match result {
+        Ok(run) => {
+            let oom = run.oom_killed.then(|| {
+                Failure::new(
+                    FailureReason::Oom,
+                    format!(
+                        "the server's cgroup was killed for exceeding its memory limit ({} MiB)",
+                        cell.placement.memory_limit_bytes >> 20
+                    ),
+                )
+            });
+            (run.outcome, oom)
+        }
+        Err(e) => (DriverOutcome::default(), Some(Failure::new(FailureReason::EngineError, e.to_string()))),
+    };
+    let mut cell = cell.clone();
+    // Natively there is no container sandbox: the record says what confined the server.
+    cell.sandbox = Sandbox::none();
+    build_record(ctx, &cell, image, facts, outcome, failure)
+}
+
+/// The CPU slots a run's cells share: one (the scenario's own placement) unless `--parallel`
+/// and the host has cores for more, and every cell has the scenario's placement mode.
+fn parallel_slots(scenario: &Scenario, cells: &[PlannedCell], parallel: bool) -> Vec<crate::record::Placement> {
+    let mixed = cells.iter().any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared));
+    if !parallel || mixed {
+        return Vec::new();
+    }
+    placement::slots(&scenario.placement, &placement::available_cpus())
+}
+
+fn parallel_note(scenario: &Scenario, cells: &[PlannedCell], slots: usize) -> String {
+    let cpus = placement::available_cpus();
+    if scenario.placement.server_cpus.is_some() || scenario.placement.driver_cpus.is_some() {
+        return "the scenario names its cpusets, so its cells run one at a time".into();
+    }
+    if cells.iter().any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared)) {
+        return "the cells have different placement modes, so they run one at a time".into();
+    }
+    let need = match scenario.placement.mode {
+        crate::scenario::PlacementMode::Split => "two physical cores (server and driver apart)",
+        crate::scenario::PlacementMode::Shared => "one physical core",
+    };
+    format!(
+        "{} CPU(s) here ({}); a cell needs {need} and no two cells share a core, so {} cell(s) run at once",
+        cpus.len(),
+        placement::format_cpu_list(&cpus),
+        slots.max(1)
+    )
 }
 
 /// Whether an image is in the engine already, without making anything.
@@ -1446,8 +1679,8 @@ mod tests {
         with_base(&engine, &base);
         let p = plan(base, b"sdk==1.0");
         let mut bases = HashMap::new();
-        let first = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
-        let second = ensure_image(&engine, &p, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
+        let first = ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
+        let second = ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
         assert_eq!(first.id, second.id);
         assert!(first.built && !second.built);
         let builds: Vec<String> = engine.calls().into_iter().filter(|c| c.starts_with("build ")).collect();
@@ -1459,7 +1692,7 @@ mod tests {
         // A changed lockfile is another image.
         let changed = plan(p.base.clone(), b"sdk==1.1");
         let third =
-            ensure_image(&engine, &changed, &options(d.path()), &mut bases, &mut |_| {}).await.unwrap();
+            ensure_image(&engine, &changed, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
         assert_ne!(third.input_hash, first.input_hash);
         assert_eq!(engine.calls().iter().filter(|c| c.starts_with("build ")).count(), 2);
     }
@@ -1474,7 +1707,7 @@ mod tests {
         let reference = p.reference(&p.input_hash("sha256:base", "sha256:base"));
         engine.add_image(&reference, "sha256:stale", &[(LABEL_INPUT_HASH, "something else")]);
         let ready =
-            ensure_image(&engine, &p, &options(d.path()), &mut HashMap::new(), &mut |_| {}).await.unwrap();
+            ensure_image(&engine, &p, &options(d.path()), &mut HashMap::new(), ImageProgress::default(), &mut |_| {}).await.unwrap();
         assert_ne!(ready.id, "sha256:stale");
         assert!(engine.calls().contains(&format!("build {reference}")));
     }
@@ -1556,7 +1789,7 @@ mod tests {
         engine.fail("pull", "no registry reachable");
         let base = BaseSource::Registry { reference: format!("debian@sha256:{}", "a".repeat(64)) };
         let err =
-            ensure_image(&engine, &plan(base, b"x"), &options(d.path()), &mut HashMap::new(), &mut |_| {})
+            ensure_image(&engine, &plan(base, b"x"), &options(d.path()), &mut HashMap::new(), ImageProgress::default(), &mut |_| {})
                 .await
                 .unwrap_err()
                 .to_string();

@@ -118,6 +118,7 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
         driver_cpus: format_cpu_list(&driver),
         shared: spec.mode == PlacementMode::Shared,
         memory_limit_bytes: spec.memory.0,
+        parallel: None,
     })
 }
 
@@ -180,6 +181,7 @@ fn slots_with(spec: &PlacementSpec, available: &[u32], core: impl Fn(u32) -> (u3
                 driver_cpus: format_cpu_list(&driver[..1]),
                 shared: spec.mode == PlacementMode::Shared,
                 memory_limit_bytes: spec.memory.0,
+                parallel: None,
             }
         })
         .collect()

@@ -31,6 +31,7 @@ fn record(i: usize) -> Record {
         driver_cpus: "0".into(),
         shared: i % 4 == 3,
         memory_limit_bytes: 512 << 20,
+        parallel: (i % 5 == 4).then_some(benchlab::record::ParallelSlot { slot: (i % 2) as u32, slots: 2 }),
     };
     let summary = LatencySummary {
         count: 3 + i as u64,

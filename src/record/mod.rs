@@ -129,6 +129,20 @@ pub struct Placement {
     pub shared: bool,
     /// The server container's memory limit (swap disabled), bytes.
     pub memory_limit_bytes: u64,
+    /// Set when the cell ran under `--parallel`, beside other cells on disjoint CPU sets that
+    /// share no physical core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelSlot>,
+}
+
+/// Which of a `--parallel` run's CPU slots a cell ran in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelSlot {
+    /// 0-based slot index.
+    pub slot: u32,
+    /// How many cells could run at once.
+    pub slots: u32,
 }
 
 /// What one cell is: the server, transport, suite, workload and limits.
@@ -408,6 +422,7 @@ pub(crate) mod tests {
             driver_cpus: "0".into(),
             shared: false,
             memory_limit_bytes: 1 << 30,
+            parallel: None,
         };
         let summary = LatencySummary {
             count: 3,
