@@ -439,19 +439,27 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let cpus = crate::placement::available_cpus();
             let cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
             let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
-            let images = orchestrate::distinct_images(&cells);
+            let mut images: Vec<(bool, crate::recipe::ImagePlan)> = Vec::new();
+            for c in &cells {
+                let native = c.engine == Some(crate::scenario::EngineKind::Native);
+                if !images.iter().any(|(n, p)| *n == native && p.same_image(&c.image)) {
+                    images.push((native, c.image.clone()));
+                }
+            }
             let states = tokio_runtime().block_on(async {
                 let mut out = Vec::new();
                 let engine = DockerEngine::connect().await.ok();
-                for p in &images {
-                    let state = match &engine {
-                        Some(e) => {
+                for (native, p) in &images {
+                    let state = match (&engine, native) {
+                        (_, true) => crate::plan::ImageState::Native,
+                        (Some(e), false) => {
                             orchestrate::image_state(e, p).await.unwrap_or(crate::plan::ImageState::Unknown)
                         }
-                        None => crate::plan::ImageState::Unknown,
+                        (None, false) => crate::plan::ImageState::Unknown,
                     };
                     out.push((
                         crate::plan::PlannedImage {
+                            engine: if *native { "native" } else { "docker" }.into(),
                             family: p.family.clone(),
                             version: p.version.clone(),
                             runtime: p.runtime_name.clone(),
@@ -595,22 +603,24 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
             opts.parallel = parallel;
             let summary = tokio_runtime().block_on(async {
+                // Native cells need root and cgroups; a scenario may name either engine per server.
+                let native = NativeEngine::new();
                 let docker = match engine.as_str() {
                     "native" => None,
                     _ => match DockerEngine::connect().await {
                         Ok(d) => Some(d),
                         Err(e) if engine == "docker" => return Err(Exit::new(3, error_chain(&e))),
                         Err(e) => {
-                            let native = NativeEngine::new().map_err(|n| {
-                                Exit::new(
+                            if let Err(n) = &native {
+                                return Err(Exit::new(
                                     3,
                                     format!(
                                         "{}\nand the native engine cannot run here either: {}",
                                         error_chain(&e),
-                                        error_chain(&n)
+                                        error_chain(n)
                                     ),
-                                )
-                            })?;
+                                ));
+                            }
                             eprintln!(
                                 "notice: no container engine answers ({}), so this run uses the native engine: \
                                  servers run as host processes in lab cgroups, installed from the same lockfiles \
@@ -619,18 +629,16 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                                 e.to_string().lines().next().unwrap_or(""),
                                 crate::engine::native::cache::cache_root().display()
                             );
-                            return run_with(Lab::<DockerEngine>::Native(&native), &scenario, &resume, &recipes, &opts, &mut adjust).await;
+                            None
                         }
                     },
                 };
-                match docker {
-                    Some(d) => run_with(Lab::Containers(&d), &scenario, &resume, &recipes, &opts, &mut adjust).await,
-                    None => {
-                        let native = NativeEngine::new().map_err(|e| Exit::new(3, error_chain(&e)))?;
-                        run_with(Lab::<DockerEngine>::Native(&native), &scenario, &resume, &recipes, &opts, &mut adjust)
-                            .await
-                    }
-                }
+                let native = match (&native, engine.as_str()) {
+                    (Err(e), "native") => return Err(Exit::new(3, error_chain(e))),
+                    (n, _) => n.as_ref().ok(),
+                };
+                let lab = Lab { containers: docker.as_ref(), native };
+                run_with(lab, &scenario, &resume, &recipes, &opts, &mut adjust).await
             })?;
             if resume.is_some() {
                 eprintln!(

@@ -155,6 +155,8 @@ pub struct PlannedCell {
     pub env: BTreeMap<String, String>,
     /// Which repeat of its cell this is, when the scenario repeats cells.
     pub repeat: Option<crate::record::Repeat>,
+    /// The engine the server entry names, if any.
+    pub engine: Option<crate::scenario::EngineKind>,
 }
 
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
@@ -218,6 +220,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 // Every cell, repeats included, runs in fresh containers.
                 fresh_container: true,
             }),
+            engine: s.engine.as_ref().map(|e| *e.get_ref()),
         });
     }
     Ok(out)
@@ -423,10 +426,12 @@ pub struct RunSummary {
 }
 
 /// Where cells run: in containers of an engine, or natively on the host (`engine::native`:
-/// lab cgroups, servers installed from the same lockfiles into a content-hashed cache).
-pub enum Lab<'a, E: Engine> {
-    Containers(&'a E),
-    Native(&'a crate::engine::native::NativeEngine),
+/// lab cgroups, servers installed from the same lockfiles into a content-hashed cache). A cell
+/// whose server names an engine runs there; the others run in containers when there is an
+/// engine, natively otherwise.
+pub struct Lab<'a, E: Engine> {
+    pub containers: Option<&'a E>,
+    pub native: Option<&'a crate::engine::native::NativeEngine>,
 }
 
 impl<E: Engine> Clone for Lab<'_, E> {
@@ -435,6 +440,37 @@ impl<E: Engine> Clone for Lab<'_, E> {
     }
 }
 impl<E: Engine> Copy for Lab<'_, E> {}
+
+/// One of the lab's backends, for one cell.
+#[derive(Clone, Copy)]
+enum Backend<'a, E: Engine> {
+    Containers(&'a E),
+    Native(&'a crate::engine::native::NativeEngine),
+}
+
+impl<'a, E: Engine> Lab<'a, E> {
+    /// The backend of a cell, or an error naming what is missing.
+    fn backend(&self, cell: &PlannedCell) -> Result<Backend<'a, E>, RunError> {
+        use crate::scenario::EngineKind;
+        let missing = |what: &str, hint: &str| RunError::Io {
+            what: format!("cell {}", cell.id),
+            source: std::io::Error::other(format!(
+                "it runs on the {what} engine, which is not available here: {hint}"
+            )),
+        };
+        match (cell.engine, self.containers, self.native) {
+            (Some(EngineKind::Docker) | None, Some(e), _) => Ok(Backend::Containers(e)),
+            (Some(EngineKind::Native) | None, _, Some(n)) => Ok(Backend::Native(n)),
+            (Some(EngineKind::Docker), None, _) => {
+                Err(missing("docker", "start one (`scripts/engine.sh`) or drop the server's `engine`"))
+            }
+            _ => Err(missing(
+                "native",
+                "run as root on a host with the cpuset, memory and pids cgroup controllers",
+            )),
+        }
+    }
+}
 
 /// Runs a scenario end to end.
 pub async fn run<E: Engine>(
@@ -470,7 +506,13 @@ async fn run_cells<E: Engine>(
     let before = cells.len();
     cells.retain(|c| !earlier.iter().any(|r| r.status == Status::Ok && same_cell(r, c)));
     let skipped = before - cells.len();
-    let distinct = distinct_images(&cells);
+    let mut distinct: Vec<(bool, ImagePlan)> = Vec::new();
+    for c in &cells {
+        let native = matches!(lab.backend(c)?, Backend::Native(_));
+        if !distinct.iter().any(|(n, d)| *n == native && d.same_image(&c.image)) {
+            distinct.push((native, c.image.clone()));
+        }
+    }
     emit(Event::Planned {
         run_id: run_id.clone(),
         run_dir: run_dir.clone(),
@@ -482,9 +524,10 @@ async fn run_cells<E: Engine>(
     let ctx = RunContext {
         run_id: run_id.clone(),
         host: crate::record::manifest::read_host(Path::new("/")),
-        engine: match lab {
-            Lab::Containers(engine) => engine.describe().await?,
-            Lab::Native(native) => native.describe(),
+        engine: match (lab.containers, lab.native) {
+            (Some(engine), _) => engine.describe().await?,
+            (None, Some(native)) => native.describe(),
+            (None, None) => unreachable!("a lab has at least one engine"),
         },
         benchlab: BenchlabManifest {
             version: env!("CARGO_PKG_VERSION").into(),
@@ -494,12 +537,12 @@ async fn run_cells<E: Engine>(
     };
     // Before anything is made: remove what a benchlab killed without cleaning up left behind,
     // and register this one, so its own leftovers can be found if it dies the same way.
-    let _owner = match lab {
-        Lab::Containers(engine) => Some(sweep_leftovers(engine, &opts.work_dir, &run_id, emit).await?),
-        Lab::Native(native) => {
-            native.remove_leftovers();
-            None
-        }
+    if let Some(native) = lab.native {
+        native.remove_leftovers();
+    }
+    let _owner = match lab.containers {
+        Some(engine) => Some(sweep_leftovers(engine, &opts.work_dir, &run_id, emit).await?),
+        None => None,
     };
     // Containers mount this frozen copy, so the binary that runs is the one the records name
     // even if the executable is rebuilt while the run goes on.
@@ -507,27 +550,28 @@ async fn run_cells<E: Engine>(
 
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
-    let mut images: Vec<(ImagePlan, ReadyImage)> = Vec::new();
+    let mut images: Vec<(bool, ImagePlan, ReadyImage)> = Vec::new();
     let mut native_facts: HashMap<String, ImageFacts> = HashMap::new();
     let mut eta = Eta::default();
-    for (index, plan) in distinct.iter().enumerate() {
+    for (index, (native, plan)) in distinct.iter().enumerate() {
         let progress =
             ImageProgress { index, total: distinct.len(), eta_s: eta.left(distinct.len() - index) };
         let started = Instant::now();
-        let ready = match lab {
-            Lab::Containers(engine) => ensure_image(engine, plan, opts, &mut bases, progress, emit).await?,
-            Lab::Native(native) => {
+        let ready = match (*native, lab.containers, lab.native) {
+            (false, Some(engine), _) => ensure_image(engine, plan, opts, &mut bases, progress, emit).await?,
+            (_, _, Some(native)) => {
                 let (ready, facts) = prepare_native(native, plan, opts, progress, emit).await?;
                 native_facts.insert(ready.id.clone(), facts);
                 ready
             }
+            _ => unreachable!("backends were checked when the images were listed"),
         };
         if ready.built {
             eta.add(started.elapsed().as_secs_f64());
         }
-        images.push((plan.clone(), ready));
+        images.push((*native, plan.clone(), ready));
     }
-    let built = images.iter().filter(|(_, ready)| ready.built).count();
+    let built = images.iter().filter(|(_, _, ready)| ready.built).count();
 
     let mut store = match early_store.take() {
         Some(s) => s,
@@ -559,7 +603,10 @@ async fn run_cells<E: Engine>(
                 let mut cell = cell.clone();
                 if let Some(p) = slots.get(slot).filter(|_| slots.len() > 1) {
                     cell.placement = crate::record::Placement {
-                        parallel: Some(crate::record::ParallelSlot { slot: slot as u32, slots: slots.len() as u32 }),
+                        parallel: Some(crate::record::ParallelSlot {
+                            slot: slot as u32,
+                            slots: slots.len() as u32,
+                        }),
                         ..p.clone()
                     };
                 }
@@ -569,31 +616,43 @@ async fn run_cells<E: Engine>(
                     cell_id: cell.id.clone(),
                     eta_s: cell_eta.left(total - index).map(|s| s / slots.len().max(1) as f64),
                 });
-                let ready =
-                    &images.iter().find(|(p, _)| p.same_image(&cell.image)).expect("every cell's image is ready").1;
+                let backend = lab.backend(&cell)?;
+                let native = matches!(backend, Backend::Native(_));
+                let ready = &images
+                    .iter()
+                    .find(|(n, p, _)| *n == native && p.same_image(&cell.image))
+                    .expect("every cell's image is ready")
+                    .2;
                 let (ctx, facts, send) = (&ctx, &image_facts, &send);
                 running.push(async move {
                     let started = Instant::now();
                     let mut sink = |e: Event| send(e);
-                    let record = match lab {
-                        Lab::Containers(engine) => {
+                    let record = match backend {
+                        Backend::Containers(engine) => {
                             run_cell(engine, ctx, &cell, index, ready, opts, facts, &mut sink).await
                         }
-                        Lab::Native(native) => {
+                        Backend::Native(native) => {
                             let env = NATIVE_ENVS
                                 .lock()
                                 .expect("not poisoned")
                                 .get(&ready.id)
                                 .cloned()
                                 .expect("every native server is prepared");
-                            let facts = facts.lock().expect("not poisoned").get(&ready.id).cloned().unwrap_or_default();
+                            let facts = facts
+                                .lock()
+                                .expect("not poisoned")
+                                .get(&ready.id)
+                                .cloned()
+                                .unwrap_or_default();
                             run_cell_native(native, ctx, &cell, &env, ready, &facts, opts, &mut sink).await
                         }
                     };
                     (slot, record, started.elapsed().as_secs_f64())
                 });
             }
-            let Some((slot, record, seconds)) = futures_util::StreamExt::next(&mut running).await else { break };
+            let Some((slot, record, seconds)) = futures_util::StreamExt::next(&mut running).await else {
+                break;
+            };
             free.push(slot);
             let stored = store.append(record)?;
             env_changes.extend(environment_changes(&earlier, &stored));
@@ -608,11 +667,14 @@ async fn run_cells<E: Engine>(
         signal = interrupted() => {
             // The cells in flight are abandoned, not recorded: their containers and volumes go
             // by the run's label; every record already written stays as it is.
-            let removed = match lab {
-                Lab::Containers(engine) => engine.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await.unwrap_or(0),
-                // The cell's processes and cgroup go with its dropped future.
-                Lab::Native(native) => native.remove_leftovers(),
-            };
+            let mut removed = 0;
+            if let Some(engine) = lab.containers {
+                removed += engine.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await.unwrap_or(0);
+            }
+            // A native cell's processes and cgroup go with its dropped future; stragglers here.
+            if let Some(native) = lab.native {
+                removed += native.remove_leftovers();
+            }
             return Err(RunError::Interrupted {
                 signal,
                 run_dir: run_dir.clone(),
@@ -1276,7 +1338,9 @@ async fn run_cell_native(
             "the native engine runs stdio servers only; use --engine docker for HTTP cells",
         )),
         None => {
-            native.run_cell(env, spec, &limits, &opts.benchlab_exe, cell_time_limit(cell), &mut on_event).await
+            native
+                .run_cell(env, spec, &limits, &opts.benchlab_exe, cell_time_limit(cell), &mut on_event)
+                .await
         }
     };
     let (outcome, failure) = match result {
@@ -1297,13 +1361,20 @@ async fn run_cell_native(
     let mut cell = cell.clone();
     // Natively there is no container sandbox: the record says what confined the server.
     cell.sandbox = Sandbox::none();
-    build_record(ctx, &cell, image, facts, outcome, failure)
+    let ctx = RunContext { engine: native.describe(), ..ctx.clone() };
+    build_record(&ctx, &cell, image, facts, outcome, failure)
 }
 
 /// The CPU slots a run's cells share: one (the scenario's own placement) unless `--parallel`
 /// and the host has cores for more, and every cell has the scenario's placement mode.
-fn parallel_slots(scenario: &Scenario, cells: &[PlannedCell], parallel: bool) -> Vec<crate::record::Placement> {
-    let mixed = cells.iter().any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared));
+fn parallel_slots(
+    scenario: &Scenario,
+    cells: &[PlannedCell],
+    parallel: bool,
+) -> Vec<crate::record::Placement> {
+    let mixed = cells
+        .iter()
+        .any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared));
     if !parallel || mixed {
         return Vec::new();
     }
@@ -1315,7 +1386,10 @@ fn parallel_note(scenario: &Scenario, cells: &[PlannedCell], slots: usize) -> St
     if scenario.placement.server_cpus.is_some() || scenario.placement.driver_cpus.is_some() {
         return "the scenario names its cpusets, so its cells run one at a time".into();
     }
-    if cells.iter().any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared)) {
+    if cells
+        .iter()
+        .any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared))
+    {
         return "the cells have different placement modes, so they run one at a time".into();
     }
     let need = match scenario.placement.mode {
@@ -1664,6 +1738,7 @@ mod tests {
             ca_bundle: ca,
             work_dir: dir.join("work"),
             lab_volume_bytes: 1 << 20,
+            parallel: false,
         }
     }
 
@@ -1679,8 +1754,14 @@ mod tests {
         with_base(&engine, &base);
         let p = plan(base, b"sdk==1.0");
         let mut bases = HashMap::new();
-        let first = ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
-        let second = ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
+        let first =
+            ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {})
+                .await
+                .unwrap();
+        let second =
+            ensure_image(&engine, &p, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {})
+                .await
+                .unwrap();
         assert_eq!(first.id, second.id);
         assert!(first.built && !second.built);
         let builds: Vec<String> = engine.calls().into_iter().filter(|c| c.starts_with("build ")).collect();
@@ -1691,8 +1772,16 @@ mod tests {
         );
         // A changed lockfile is another image.
         let changed = plan(p.base.clone(), b"sdk==1.1");
-        let third =
-            ensure_image(&engine, &changed, &options(d.path()), &mut bases, ImageProgress::default(), &mut |_| {}).await.unwrap();
+        let third = ensure_image(
+            &engine,
+            &changed,
+            &options(d.path()),
+            &mut bases,
+            ImageProgress::default(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
         assert_ne!(third.input_hash, first.input_hash);
         assert_eq!(engine.calls().iter().filter(|c| c.starts_with("build ")).count(), 2);
     }
@@ -1706,8 +1795,16 @@ mod tests {
         let p = plan(base, b"sdk==1.0");
         let reference = p.reference(&p.input_hash("sha256:base", "sha256:base"));
         engine.add_image(&reference, "sha256:stale", &[(LABEL_INPUT_HASH, "something else")]);
-        let ready =
-            ensure_image(&engine, &p, &options(d.path()), &mut HashMap::new(), ImageProgress::default(), &mut |_| {}).await.unwrap();
+        let ready = ensure_image(
+            &engine,
+            &p,
+            &options(d.path()),
+            &mut HashMap::new(),
+            ImageProgress::default(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
         assert_ne!(ready.id, "sha256:stale");
         assert!(engine.calls().contains(&format!("build {reference}")));
     }
@@ -1788,11 +1885,17 @@ mod tests {
         let engine = FakeEngine::new();
         engine.fail("pull", "no registry reachable");
         let base = BaseSource::Registry { reference: format!("debian@sha256:{}", "a".repeat(64)) };
-        let err =
-            ensure_image(&engine, &plan(base, b"x"), &options(d.path()), &mut HashMap::new(), ImageProgress::default(), &mut |_| {})
-                .await
-                .unwrap_err()
-                .to_string();
+        let err = ensure_image(
+            &engine,
+            &plan(base, b"x"),
+            &options(d.path()),
+            &mut HashMap::new(),
+            ImageProgress::default(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("cannot be pulled") && err.contains("benchlab base --suite bookworm"), "{err}");
         assert!(
             !engine.calls().iter().any(|c| c.starts_with("build ")),

@@ -25,11 +25,15 @@ pub enum ImageState {
     BuildWithBase,
     /// No engine answered: unknown.
     Unknown,
+    /// A native cell's server: installed into the native cache at run time (or found there).
+    Native,
 }
 
 /// One image of the plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlannedImage {
+    /// `docker` or `native`.
+    pub engine: String,
     pub family: String,
     pub version: String,
     pub runtime: String,
@@ -125,6 +129,7 @@ fn build_seconds(state: ImageState, runtime_kind: &str) -> f64 {
     match state {
         ImageState::Cached => 0.0,
         ImageState::Build | ImageState::Unknown => one,
+        ImageState::Native => one / 2.0,
         ImageState::BuildWithBase => one + 90.0,
     }
 }
@@ -175,9 +180,11 @@ impl PlanView {
             self.workloads.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
         );
         let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["family", "version", "runtime", "image"]);
+        t.load_preset(UTF8_FULL_CONDENSED)
+            .set_header(vec!["engine", "family", "version", "runtime", "image"]);
         for i in &self.images {
             t.add_row(vec![
+                i.engine.clone(),
                 i.family.clone(),
                 i.version.clone(),
                 i.runtime.clone(),
@@ -186,6 +193,7 @@ impl PlanView {
                     ImageState::Build => "to build".into(),
                     ImageState::BuildWithBase => "to build (base first)".into(),
                     ImageState::Unknown => "unknown (no engine)".into(),
+                    ImageState::Native => "native cache (installed at run if missing)".into(),
                 },
             ]);
         }

@@ -250,12 +250,35 @@ pub struct ServerEntry {
     /// `split` or `shared`: this server's placement mode instead of the scenario's (a matrix's
     /// `placements` axis sets it).
     pub placement: Option<Spanned<PlacementMode>>,
+    /// `docker` or `native`: where this server's cells run, whatever `run --engine` says (a
+    /// matrix's `engines` axis sets it; comparing both shows what the container costs).
+    pub engine: Option<Spanned<EngineKind>>,
+}
+
+/// Where a cell runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// Containers through the Docker engine.
+    Docker,
+    /// Host processes in lab cgroups (`engine::native`).
+    Native,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Docker => "docker",
+            EngineKind::Native => "native",
+        }
+    }
 }
 
 /// A version matrix: one `[[server]]` per combination of its axes, expanded and validated
 /// before anything is built. `versions` is a list or a release range (`"1.1.2..1.x"`) expanded
 /// against `lockfiles/<family>/releases.toml`; `id` is a template over `{version}`, `{runtime}`,
-/// `{transport}`, `{placement}` and `{api}` that must name every axis with more than one value.
+/// `{transport}`, `{placement}`, `{engine}` and `{api}` that must name every axis with more than
+/// one value.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMatrix {
@@ -267,6 +290,7 @@ struct RawMatrix {
     runtimes: Option<Spanned<Vec<String>>>,
     transports: Option<Spanned<Vec<Transport>>>,
     placements: Option<Spanned<Vec<PlacementMode>>>,
+    engines: Option<Spanned<Vec<EngineKind>>>,
     api: Option<Spanned<String>>,
     suite: Option<String>,
     #[serde(default)]
@@ -350,12 +374,18 @@ impl RawMatrix {
             Some(p) => p.get_ref().iter().copied().map(Some).collect(),
             None => vec![None],
         };
+        let engines: Vec<Option<EngineKind>> = match &self.engines {
+            Some(e) if e.get_ref().is_empty() => return Err((e.span(), "`engines` is empty".into())),
+            Some(e) => e.get_ref().iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
         let template = self.id.get_ref();
         let axes = [
             ("{version}", versions.len(), Some(vspan.clone())),
             ("{runtime}", runtimes.len(), span_of(&self.runtimes)),
             ("{transport}", transports.len(), self.transports.as_ref().map(|x| x.span())),
             ("{placement}", placements.len(), self.placements.as_ref().map(|x| x.span())),
+            ("{engine}", engines.len(), self.engines.as_ref().map(|x| x.span())),
         ];
         for (key, n, _) in &axes {
             if *n > 1 && !template.contains(key) {
@@ -370,8 +400,11 @@ impl RawMatrix {
         for version in &versions {
             for runtime in &runtimes {
                 for transport in &transports {
-                    for placement in &placements {
+                    for (placement, engine) in
+                        placements.iter().flat_map(|p| engines.iter().map(move |e| (p, e)))
+                    {
                         let id = template
+                            .replace("{engine}", engine.map_or("default", |e| e.as_str()))
                             .replace("{version}", version)
                             .replace("{runtime}", runtime.as_deref().unwrap_or("default"))
                             .replace("{transport}", transport.map_or("stdio", |t| t.as_str()))
@@ -401,6 +434,8 @@ impl RawMatrix {
                             source_runtime: None,
                             placement: placement
                                 .map(|p| Spanned::new(self.placements.as_ref().expect("listed").span(), p)),
+                            engine: engine
+                                .map(|e| Spanned::new(self.engines.as_ref().expect("listed").span(), e)),
                         });
                     }
                 }

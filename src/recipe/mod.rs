@@ -118,8 +118,9 @@ pub struct VersionSpec {
     /// Runtimes this version is locked for: `lockfiles/<family>/<version>-<runtime>/`.
     pub runtimes: Vec<String>,
     /// Other API generations this version also serves (a sweep keeps one server source across
-    /// releases, so that its line shows the SDK and not the source).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// releases, so that its line shows the SDK and not the source). Not part of the image's
+    /// inputs: the sources of the API a cell runs are.
+    #[serde(default, skip_serializing)]
     pub also: Vec<String>,
 }
 

@@ -130,7 +130,10 @@ pub struct SeriesKey {
     pub workload: String,
     pub kind: String,
     pub tool: Option<String>,
+    /// Placement: server and driver cpusets, and whether they share CPUs.
     pub server_cpus: String,
+    pub driver_cpus: String,
+    pub shared: bool,
     /// The server's extra environment, `K=V` joined by spaces (empty when none).
     pub env: String,
 }
@@ -147,11 +150,14 @@ impl SeriesKey {
             kind: c.workload.kind().to_string(),
             tool: c.workload.tool().map(str::to_string),
             server_cpus: c.placement.server_cpus.clone(),
+            driver_cpus: c.placement.driver_cpus.clone(),
+            shared: c.placement.shared,
             env: c.server.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
         }
     }
 
-    /// `python-mcp on cpython-trixie, stdio, weekly suite, calls-1000 (add), cpus 1`.
+    /// `python-mcp on cpython-trixie, stdio, weekly suite, calls-1000 (add), cpus 1/0` (server/driver,
+    /// `shared` when they share CPUs).
     pub fn label(&self) -> String {
         let mut s = format!(
             "{} on {}, {}, {} suite, {}",
@@ -160,7 +166,10 @@ impl SeriesKey {
         if let Some(t) = &self.tool {
             s.push_str(&format!(" ({t})"));
         }
-        s.push_str(&format!(", cpus {}", self.server_cpus));
+        s.push_str(&format!(", cpus {}/{}", self.server_cpus, self.driver_cpus));
+        if self.shared {
+            s.push_str(" shared");
+        }
         if !self.env.is_empty() {
             s.push_str(&format!(", env {}", self.env));
         }
@@ -1070,7 +1079,7 @@ mod tests {
         assert_eq!(cold.versions, ["1.2.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0"]);
         assert_eq!(cold.failures[4].as_deref(), Some("crash"));
         assert!(cold.metrics.iter().all(|m| m.points[4].is_none()), "a failed version has no points");
-        assert_eq!(cold.label, "python-mcp on cpython-trixie, stdio, weekly suite, cold_start, cpus 1");
+        assert_eq!(cold.label, "python-mcp on cpython-trixie, stdio, weekly suite, cold_start, cpus 1/0");
         let metrics: Vec<HistoryMetric> = cold.metrics.iter().map(|m| m.metric).collect();
         assert_eq!(metrics, [HistoryMetric::ColdStart, HistoryMetric::RssAfterInitialize]);
         let pts = &cold.metrics[0].points;
