@@ -545,9 +545,9 @@ fn history_of_a_version_sweep_in_table_and_markdown() {
     assert_eq!(
         labels,
         [
-            "python-mcp on cpython-trixie, stdio, pulse suite, cold_start, cpus 1",
-            "python-mcp on cpython-trixie, stdio, pulse suite, serial_calls (calculate_tax), cpus 1",
-            "ts-sdk on bun-1.1.38, stdio, pulse suite, cold_start, cpus 1",
+            "python-mcp on cpython-trixie, stdio, pulse suite, cold_start, cpus 1/0",
+            "python-mcp on cpython-trixie, stdio, pulse suite, serial_calls (calculate_tax), cpus 1/0",
+            "ts-sdk on bun-1.1.38, stdio, pulse suite, cold_start, cpus 1/0",
         ]
     );
     assert_eq!(
