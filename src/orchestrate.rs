@@ -157,6 +157,11 @@ pub struct PlannedCell {
     pub repeat: Option<crate::record::Repeat>,
     /// The engine the server entry names, if any.
     pub engine: Option<crate::scenario::EngineKind>,
+    /// What the server entry asked of the recipes (re-resolved when a native host lacks the
+    /// runtime's interpreter).
+    pub want: ServerWant,
+    /// Departures from the scenario this cell had to make, for the record's environment.
+    pub deviations: Vec<String>,
 }
 
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
@@ -221,6 +226,8 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 fresh_container: true,
             }),
             engine: s.engine.as_ref().map(|e| *e.get_ref()),
+            want,
+            deviations: Vec::new(),
         });
     }
     Ok(out)
@@ -494,6 +501,13 @@ async fn run_cells<E: Engine>(
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<RunSummary, RunError> {
     let mut cells = plan(scenario, recipes, &placement::available_cpus())?;
+    if let Some(native) = lab.native {
+        for c in &mut cells {
+            if matches!(lab.backend(c)?, Backend::Native(_)) {
+                native_runtime(native, recipes, c).await?;
+            }
+        }
+    }
     let run_id = opts.run_id.clone().unwrap_or_else(|| new_run_id(&scenario.name));
     let run_dir = opts.results_dir.join(&scenario.name).join(&run_id);
     // A run folder that exists already is locked before anything is built, so a second benchlab
@@ -1176,13 +1190,16 @@ fn build_record(
         placement: cell.placement.clone(),
         benchlab: ctx.benchlab.clone(),
         scenario_sha256: ctx.scenario_sha256.clone(),
-        deviations: runtime_deviation(
-            &cell.image.runtime_kind,
-            cell.source_runtime.as_deref(),
-            &runtime_version,
-        )
-        .into_iter()
-        .collect(),
+        deviations: cell
+            .deviations
+            .iter()
+            .cloned()
+            .chain(runtime_deviation(
+                &cell.image.runtime_kind,
+                cell.source_runtime.as_deref(),
+                &runtime_version,
+            ))
+            .collect(),
         sandbox: Some(sandbox_manifest(&cell.sandbox)),
     };
     let failure = failure_override.or(outcome.failure.clone());
@@ -1249,6 +1266,69 @@ fn build_record(
         prev_hash: None,
         hash: String::new(),
     }
+}
+
+/// The CPython minor version of each Debian suite a recipe runtime names (its `python3`).
+const SUITE_PYTHON: &[(&str, &str)] = &[("bullseye", "3.9"), ("bookworm", "3.11"), ("trixie", "3.13")];
+
+/// Natively a CPython server runs on the host's interpreter, and a lock's compiled wheels fit
+/// one minor version: when the cell's runtime is for another minor than the host's, the cell
+/// takes the family's runtime whose suite has the host's minor (its own lock), and the record
+/// says so. Without such a runtime the cell cannot run natively, and the error says why.
+async fn native_runtime(
+    _native: &crate::engine::native::NativeEngine,
+    recipes: &RecipeBook,
+    cell: &mut PlannedCell,
+) -> Result<(), RunError> {
+    if cell.image.runtime_kind != "cpython" {
+        return Ok(());
+    }
+    let Some(suite) = cell.image.base.suite() else { return Ok(()) };
+    let wanted = SUITE_PYTHON.iter().find(|(s, _)| *s == suite).map(|(_, v)| *v);
+    let host = host_python_minor().await?;
+    if wanted.is_none_or(|w| w == host) {
+        return Ok(());
+    }
+    let io = |m: String| RunError::Io {
+        what: format!("cell {} natively", cell.id),
+        source: std::io::Error::other(m),
+    };
+    let host_suite = SUITE_PYTHON.iter().find(|(_, v)| *v == host).map(|(s, _)| *s);
+    let mut tried = Vec::new();
+    for rt in recipes.runtimes_of(&cell.image.family) {
+        let mut want = cell.want.clone();
+        want.runtime = Some(rt.clone());
+        if let Ok(image) = recipes.resolve(&want) {
+            if image.runtime_kind == "cpython" && image.base.suite() == host_suite {
+                cell.deviations.push(format!(
+                    "the scenario asks for {} (CPython {}); natively this host's python3 is {host}, so the cell ran the {rt} lock on it",
+                    cell.image.runtime_name,
+                    wanted.unwrap_or("?"),
+                ));
+                cell.image = image;
+                return Ok(());
+            }
+        }
+        tried.push(rt);
+    }
+    Err(io(format!(
+        "{} needs CPython {} but this host's python3 is {host}, and {} has no lock for a runtime of CPython {host} (it has: {}); run it with --engine docker",
+        cell.image.runtime_name,
+        wanted.unwrap_or("?"),
+        cell.image.family,
+        tried.join(", ")
+    )))
+}
+
+/// The host interpreter's `major.minor`.
+async fn host_python_minor() -> Result<String, RunError> {
+    let python = crate::engine::native::cache::host_python()?;
+    let out = tokio::process::Command::new(&python)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .await
+        .map_err(|e| RunError::Io { what: format!("run {}", python.display()), source: e })?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The native engine's counterpart of [`ensure_image`]: installs (or finds in the cache) the

@@ -1121,4 +1121,103 @@ calls = 100
         assert_eq!(line_col("ab\ncd", 0), (1, 1));
         assert_eq!(line_col("ab\ncd", 4), (2, 2));
     }
+
+    const MATRIX: &str = r#"
+name = "m"
+[[matrix]]
+id = "mcp-{version}-{runtime}"
+family = "python-mcp"
+versions = "1.1.2..1.x"
+pick = "latest-patch"
+runtimes = ["cpython-bookworm", "cpython-trixie"]
+api = "lowlevel"
+
+[[workload]]
+kind = "cold_start"
+spawns = 2
+"#;
+
+    fn with_releases(versions: &[&str]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("python-mcp")).unwrap();
+        let list: Vec<String> = versions.iter().map(|v| format!("{v:?}")).collect();
+        std::fs::write(
+            d.path().join("python-mcp/releases.toml"),
+            format!("package = \"mcp\"\nlisted = \"2026-11-30\"\nversions = [{}]\n", list.join(", ")),
+        )
+        .unwrap();
+        d
+    }
+
+    #[test]
+    fn a_matrix_expands_ranges_and_axes_into_servers() {
+        let d = with_releases(&["1.0.0", "1.1.2", "1.1.3", "1.2.0", "1.2.1", "1.10.0", "2.0.0"]);
+        let s = Scenario::parse_in(Path::new("m.toml"), MATRIX.into(), d.path()).unwrap();
+        let ids: Vec<&str> = s.servers.iter().map(|x| x.id.get_ref().as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "mcp-1.1.2-cpython-bookworm",
+                "mcp-1.1.2-cpython-trixie",
+                "mcp-1.1.3-cpython-bookworm",
+                "mcp-1.1.3-cpython-trixie",
+                "mcp-1.2.1-cpython-bookworm",
+                "mcp-1.2.1-cpython-trixie",
+                "mcp-1.10.0-cpython-bookworm",
+                "mcp-1.10.0-cpython-trixie",
+            ]
+        );
+        assert!(s.servers.iter().all(|x| x.api.as_ref().map(|a| a.get_ref().as_str()) == Some("lowlevel")));
+        assert_eq!(s.cells().len(), 8);
+    }
+
+    #[test]
+    fn matrix_errors_point_at_the_field() {
+        // No release list yet: the error names the lock command, at the `versions` line.
+        let empty = tempfile::tempdir().unwrap();
+        let e = Scenario::parse_in(Path::new("m.toml"), MATRIX.into(), empty.path()).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:6:"), "{e}");
+        assert!(e.contains("benchlab lock python-mcp 1.1.2..1.x"), "{e}");
+        // Two runtimes but an id template without {runtime}: ids would collide.
+        let d = with_releases(&["1.1.2"]);
+        let src = MATRIX.replace("mcp-{version}-{runtime}", "mcp-{version}");
+        let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:4:") && e.contains("{runtime}"), "{e}");
+        // A bad pick and a bad range.
+        let src = MATRIX.replace("latest-patch", "newest");
+        let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:7:") && e.contains("unknown pick"), "{e}");
+        let src = MATRIX.replace("1.1.2..1.x", "1.1.2..one");
+        let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:6:") && e.contains("release range"), "{e}");
+        // A range that holds no release.
+        let src = MATRIX.replace("1.1.2..1.x", "3.0.0..3.x");
+        let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+        assert!(e.contains("no release of mcp"), "{e}");
+        // Unknown key in a matrix.
+        let src = MATRIX.replace("api = \"lowlevel\"", "apis = \"lowlevel\"");
+        let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:9:") && e.contains("apis"), "{e}");
+    }
+
+    #[test]
+    fn matrix_lists_engines_and_placements() {
+        let src = r#"
+name = "e"
+[[matrix]]
+id = "mcp-{engine}-{placement}"
+family = "python-mcp"
+versions = ["2.3.0"]
+engines = ["docker", "native"]
+placements = ["split", "shared"]
+[[workload]]
+kind = "cold_start"
+spawns = 1
+"#;
+        let s = Scenario::parse_in(Path::new("e.toml"), src.into(), Path::new("/nonexistent")).unwrap();
+        let ids: Vec<&str> = s.servers.iter().map(|x| x.id.get_ref().as_str()).collect();
+        assert_eq!(ids, ["mcp-docker-split", "mcp-native-split", "mcp-docker-shared", "mcp-native-shared"]);
+        assert_eq!(s.servers[1].engine.as_ref().map(|e| *e.get_ref()), Some(EngineKind::Native));
+        assert_eq!(s.servers[2].placement.as_ref().map(|p| *p.get_ref()), Some(PlacementMode::Shared));
+    }
 }

@@ -619,6 +619,13 @@ impl RecipeBook {
     }
 }
 
+impl RecipeBook {
+    /// A family's runtime names (none for unknown families and the null server).
+    pub fn runtimes_of(&self, family: &str) -> Vec<String> {
+        self.recipes.get(family).map(|r| r.runtimes.keys().cloned().collect()).unwrap_or_default()
+    }
+}
+
 /// Whether a lock folder holds a lock that still pins its input.
 pub fn is_locked(dir: &Path) -> bool {
     (dir.join("requirements.txt").is_file() || dir.join("package-lock.json").is_file())
