@@ -94,8 +94,10 @@ pub enum Command {
     Report {
         /// A run folder (holding records.jsonl) or a records.jsonl file.
         run: PathBuf,
-        /// Output format: table, json, markdown, csv, bencher (Bencher Metric Format) or html (a
-        /// self-contained page with SVG charts).
+        /// Output format: table, json, markdown, csv, bencher (Bencher Metric Format), html (a
+        /// self-contained page with SVG charts) or history (JSON of the history across SDK
+        /// versions of a sweep: points with intervals and the steps beyond noise). Table,
+        /// Markdown and HTML show that history too when the run holds one.
         #[arg(long, default_value = "table", value_parser = clap::value_parser!(report::Format))]
         format: report::Format,
         /// Write to FILE instead of stdout.

@@ -58,11 +58,21 @@ pub enum Format {
     Bencher,
     /// One self-contained page with SVG charts.
     Html,
+    /// The history across versions (series of one family × runtime at ≥ 3 SDK versions) as
+    /// JSON: points with 95 % intervals, fitted levels and the steps beyond noise.
+    History,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] =
-        [Format::Table, Format::Json, Format::Markdown, Format::Csv, Format::Bencher, Format::Html];
+    pub const ALL: [Format; 7] = [
+        Format::Table,
+        Format::Json,
+        Format::Markdown,
+        Format::Csv,
+        Format::Bencher,
+        Format::Html,
+        Format::History,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -72,6 +82,7 @@ impl Format {
             Format::Csv => "csv",
             Format::Bencher => "bencher",
             Format::Html => "html",
+            Format::History => "history",
         }
     }
 }
@@ -83,7 +94,7 @@ impl fmt::Display for Format {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown report format {0:?} (one of: table, json, markdown, csv, bencher, html)")]
+#[error("unknown report format {0:?} (one of: table, json, markdown, csv, bencher, html, history)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -103,6 +114,7 @@ pub fn render(format: Format, records: &[Record]) -> String {
         Format::Csv => csv(records),
         Format::Bencher => bencher_json(records),
         Format::Html => html(records),
+        Format::History => serde_json::to_string_pretty(&history_json(records)).expect("JSON serialises"),
     };
     if !out.ends_with('\n') {
         out.push('\n');
