@@ -1603,25 +1603,28 @@ pub async fn lock<E: Engine>(
         let (package, first) = recipes.range_locking(family, runtime).map_err(plan_err)?;
         let base = ensure_base(engine, &first.base, &opts.work_dir, emit).await?;
         emit(Event::Locking { what: format!("the releases of {package} (listing the package index)") });
+        // Every release with its publication time, from the index the tools use by default
+        // (pip's own idea of it; npm's registry): `{"1.2.0": "2025-01-03T16:23:39Z", ...}`.
         let script = match first.locker {
             "uv" => format!(
-                "set -e; python3 -m venv /tmp/lister; \
-                 PIP_CERT=/ca.pem /tmp/lister/bin/pip index versions --disable-pip-version-check {package} 2>/dev/null | sed -n 's/^Available versions: //p'"
+                "set -e; python3 -m venv /tmp/lister; SSL_CERT_FILE=/ca.pem /tmp/lister/bin/python -c '{}' {package}",
+                PYPI_RELEASES.replace('\'', "\"")
             ),
-            _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} versions --json"),
+            _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
         };
         let out = run_locker(engine, &base.image_id, script, Vec::new(), opts, "list releases", emit).await?;
         let text = out.join("\n");
-        let listed: Vec<String> = match first.locker {
-            "uv" => text.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
-            _ => serde_json::from_str(&text).map_err(|e| {
-                plan_err(format!("npm view {package} versions did not print a JSON list ({e}): {text}"))
-            })?,
-        };
+        let mut times: BTreeMap<String, String> = serde_json::from_str(&text).map_err(|e| {
+            plan_err(format!(
+                "the index listing of {package} is not a JSON object of release times ({e}): {text}"
+            ))
+        })?;
+        times.retain(|v, _| crate::recipe::releases::is_release(v));
         let releases = crate::recipe::releases::Releases {
             package: package.clone(),
             listed: crate::record::now_rfc3339()[..10].to_string(),
-            versions: crate::recipe::releases::Releases::normalise(listed),
+            versions: crate::recipe::releases::Releases::normalise(times.keys().cloned()),
+            uploaded: times,
         };
         if releases.versions.is_empty() {
             return Err(plan_err(format!("the package index listed no release of {package}")));
@@ -1639,7 +1642,8 @@ pub async fn lock<E: Engine>(
         }
         for v in &chosen {
             for job in recipes.lock_jobs(family, v, runtime).map_err(plan_err)? {
-                recipes.write_lock_input(family, v, &job.runtime).map_err(plan_err)?;
+                let before = releases.uploaded.get(v).and_then(|t| crate::recipe::releases::end_of_day(t));
+                recipes.write_lock_input(family, v, &job.runtime, before.as_deref()).map_err(plan_err)?;
                 // Fresh locks are kept: a range is locked in one go and again only where needed.
                 if crate::recipe::is_locked(&job.dir) {
                     continue;
@@ -1677,13 +1681,18 @@ pub async fn lock<E: Engine>(
         for job in &jobs {
             let folder = format!("{}-{}", job.version, job.runtime);
             let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
-            script.push_str(&format!("echo 'locking {folder}'; cd /lock/{folder}; "));
+            script.push_str(&format!(
+                "echo 'locking {folder}'; cd /lock/{folder}; \
+                 before=''; [ -f {f} ] && before=$(cat {f}); ",
+                f = crate::recipe::releases::EXCLUDE_NEWER_FILE
+            ));
             script.push_str(&match first.locker {
                 "uv" => format!(
                     "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
+                     ${{before:+--exclude-newer $before}} \
                      --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
                 ),
-                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn; ".to_string(),
+                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
             });
         }
         let started = Instant::now();
@@ -1704,6 +1713,19 @@ pub async fn lock<E: Engine>(
     }
     Ok(done)
 }
+
+/// Prints `{version: first upload time}` of the package named by argv[1], from the JSON API of
+/// pip's default index (pip names it; the lab does not).
+const PYPI_RELEASES: &str = r#"import json, ssl, sys, urllib.request
+from pip._internal.models.index import PyPI
+ctx = ssl.create_default_context(cafile="/ca.pem")
+data = json.load(urllib.request.urlopen(PyPI.url + "pypi/" + sys.argv[1] + "/json", context=ctx))
+out = {}
+for version, files in data["releases"].items():
+    times = sorted(f["upload_time_iso_8601"] for f in files)
+    if times:
+        out[version] = times[0]
+print(json.dumps(out))"#;
 
 /// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
 /// returns its standard output lines, or an error with the tail of its output.

@@ -567,11 +567,27 @@ impl RecipeBook {
     /// Writes a range release's lock input (requirements.in or package.json) from its range's
     /// template of the same runtime, with the SDK package pinned to the release; an existing
     /// input is left alone.
-    pub fn write_lock_input(&self, family: &str, version: &str, runtime: &str) -> Result<PathBuf, String> {
+    ///
+    /// `before` (the end of the release's publication day) goes into the folder's
+    /// `exclude-newer` file: the locker resolves no dependency published after it, so an old
+    /// release gets the dependencies it shipped with, not today's (which may no longer work
+    /// with it).
+    pub fn write_lock_input(
+        &self,
+        family: &str,
+        version: &str,
+        runtime: &str,
+        before: Option<&str>,
+    ) -> Result<PathBuf, String> {
         let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown family {family:?}"))?;
         let dir = self.lockfiles_dir.join(family).join(format!("{version}-{runtime}"));
         if dir.join("requirements.in").is_file() || dir.join("package.json").is_file() {
             return Ok(dir);
+        }
+        if let Some(b) = before {
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::write(dir.join(releases::EXCLUDE_NEWER_FILE), format!("{b}\n"))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         let range = recipe
             .ranges

@@ -174,6 +174,25 @@ pub struct Releases {
     pub listed: String,
     /// Every final release, oldest first.
     pub versions: Vec<String>,
+    /// When each release was published (RFC 3339, UTC), as the index says: a range release is
+    /// locked with dependencies no newer than the end of that day.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub uploaded: std::collections::BTreeMap<String, String>,
+}
+
+/// The file in a lock folder that bounds its resolution in time (`uv pip compile --exclude-newer`,
+/// `npm install --before`): the end of the day its SDK release was published.
+pub const EXCLUDE_NEWER_FILE: &str = "exclude-newer";
+
+/// The end of the UTC day of an RFC 3339 time: `2025-01-03T16:23:39Z` → `2025-01-03T23:59:59Z`.
+pub fn end_of_day(time: &str) -> Option<String> {
+    let day = time.get(..10)?;
+    let ok = day.len() == 10
+        && day
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    ok.then(|| format!("{day}T23:59:59Z"))
 }
 
 impl Releases {
@@ -255,5 +274,11 @@ mod tests {
         assert!(Range::parse("2..1.0").unwrap_err().contains("ends before"));
         assert!(Range::parse("1.x..2").is_err());
         assert!(Range::parse("1.0..1.y").is_err());
+    }
+
+    #[test]
+    fn a_release_day_ends_at_midnight_utc() {
+        assert_eq!(end_of_day("2025-01-03T16:23:39.532156Z").as_deref(), Some("2025-01-03T23:59:59Z"));
+        assert_eq!(end_of_day("yesterday"), None);
     }
 }
