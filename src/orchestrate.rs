@@ -1128,9 +1128,13 @@ async fn cell_in_containers<E: Engine>(
 
 /// A generous bound on a whole cell, from its own limits.
 fn cell_time_limit(cell: &PlannedCell) -> Duration {
-    let t = &cell.timeouts;
+    time_limit(&cell.timeouts, &cell.workload)
+}
+
+/// A generous bound on a whole cell's run from its limits and workload (every engine's).
+pub fn time_limit(t: &Timeouts, workload: &crate::scenario::Workload) -> Duration {
     let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
-    let ms = match &cell.workload {
+    let ms = match workload {
         crate::scenario::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
         crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
             per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms

@@ -387,14 +387,5 @@ fn push_tail(tail: &mut Vec<String>, line: String) {
 
 /// A generous bound on a whole cell, from its own limits (as the container path computes it).
 pub fn time_limit(spec: &DriverSpec) -> Duration {
-    let t = &spec.timeouts;
-    let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
-    let ms = match &spec.workload {
-        crate::scenario::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
-        crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
-            per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
-        }
-        w => per_session + w.load_time_ms() + 2 * t.call_ms,
-    };
-    Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
+    crate::orchestrate::time_limit(&spec.timeouts, &spec.workload)
 }
