@@ -1640,6 +1640,26 @@ pub async fn lock<E: Engine>(
         releases
             .save(&family_dir, &command)
             .map_err(|e| RunError::Io { what: format!("write {}", family_dir.display()), source: e })?;
+        // An index that re-published (or mirrored) releases reports times that run backwards
+        // against the versions: the day bounds are then the index's word, not the release days.
+        let backwards: Vec<String> = releases
+            .versions
+            .windows(2)
+            .filter(|w| range.contains(&w[0]) && range.contains(&w[1]))
+            .filter_map(|w| {
+                let (a, b) = (releases.uploaded.get(&w[0])?, releases.uploaded.get(&w[1])?);
+                (b < a).then(|| format!("{} ({a}) > {} ({b})", w[0], w[1]))
+            })
+            .collect();
+        if !backwards.is_empty() {
+            emit(Event::BuildLog {
+                line: format!(
+                    "warning: the index's publication times of {package} run backwards at {} place(s) (e.g. {}); each release is still locked as of its own listed day",
+                    backwards.len(),
+                    backwards[0]
+                ),
+            });
+        }
         let chosen = range.select(&releases.versions, pick);
         if chosen.is_empty() {
             return Err(plan_err(format!("no release of {package} falls in {versions}")));
