@@ -1347,14 +1347,20 @@ async fn prepare_native(
     let started = Instant::now();
     let label = format!("native {} {} ({})", plan.family, plan.version, plan.runtime_name);
     if plan.build.is_some() {
-        emit(Event::ImageBuilding { reference: label.clone(), progress });
+        emit(Event::ImageBuilding {
+            reference: format!("{label}: installing or finding in the cache"),
+            progress,
+        });
     }
     let env = native
         .prepare(plan, &opts.ca_bundle, &mut |line| emit(Event::BuildLog { line: line.to_string() }))
         .await?;
     emit(Event::Ready {
         what: "native server",
-        reference: format!("{label} in {}", env.dir.display()),
+        reference: match env.dir.as_os_str().is_empty() {
+            true => label.clone(),
+            false => format!("{label} in {}", env.dir.display()),
+        },
         cached: env.cached,
         seconds: started.elapsed().as_secs_f64(),
     });
