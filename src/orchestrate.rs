@@ -604,6 +604,8 @@ async fn run_cells<E: Engine>(
     let send = |e: Event| (emit.lock().expect("the event sink is not poisoned"))(e);
     let mut cell_eta = Eta::default();
     let mut free: Vec<usize> = (0..slots.len().max(1)).collect();
+    // The cells running now, by slot: what an interruption abandons.
+    let in_flight = std::sync::Mutex::new(BTreeMap::<usize, String>::new());
     let mut pending = cells.iter().enumerate();
     let mut running = futures_util::stream::FuturesUnordered::new();
     let work = async {
@@ -624,6 +626,7 @@ async fn run_cells<E: Engine>(
                         ..p.clone()
                     };
                 }
+                in_flight.lock().expect("not poisoned").insert(slot, cell.id.clone());
                 send(Event::CellStarted {
                     index,
                     total,
@@ -668,6 +671,7 @@ async fn run_cells<E: Engine>(
                 break;
             };
             free.push(slot);
+            in_flight.lock().expect("not poisoned").remove(&slot);
             let stored = store.append(record)?;
             env_changes.extend(environment_changes(&earlier, &stored));
             send(Event::CellFinished { record: Box::new(stored.clone()) });
@@ -694,7 +698,7 @@ async fn run_cells<E: Engine>(
                 run_dir: run_dir.clone(),
                 done: records.len(),
                 total,
-                cell: "in flight".into(),
+                cell: in_flight.lock().expect("not poisoned").values().cloned().collect::<Vec<_>>().join(", "),
                 removed,
             });
         }
