@@ -107,7 +107,7 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
 }
 
 /// `root` and its descendants, from the parent links in a /proc-like folder.
-fn tree_pids(proc_root: &Path, root: u32) -> std::io::Result<Vec<u32>> {
+pub fn tree_pids(proc_root: &Path, root: u32) -> std::io::Result<Vec<u32>> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir(proc_root)? {
         let entry = entry?;

@@ -345,34 +345,11 @@ impl Drop for TreeGuard {
 /// SIGKILLs `root`'s descendants (from /proc's parent links), then `root` itself; a process
 /// that exited already is skipped (its pid is not in the tree any more).
 fn kill_tree(root: u32) {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    if !parents.iter().any(|(p, _)| *p == root) {
+    let proc_root = std::path::Path::new("/proc");
+    if !proc_root.join(root.to_string()).join("stat").exists() {
         return;
     }
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
+    let Ok(tree) = crate::shim::tree_pids(proc_root, root) else { return };
     for pid in tree.iter().rev() {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::SIGKILL);
     }
