@@ -9,7 +9,6 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use serde::Serialize;
 
 use crate::cli::Exit;
-use crate::driver::workload::UNGATED;
 use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, ServerLaunch, Timeouts};
 use crate::engine::native::{CellLimits, NativeEngine, NativeRun};
 use crate::mcp::suite::Suite;
@@ -164,8 +163,9 @@ fn choose_cpus(args: &MeasureArgs, allowed: &[u32]) -> Result<(String, String), 
     Ok((server, driver))
 }
 
-/// The suite name the driver gets and the tool it calls.
-fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String), Exit> {
+/// What the driver gets: the suite (a label when ungated), the tool it calls, and the arguments
+/// of an ungated run (no suite named: the gate is off).
+fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_json::Value>), Exit> {
     match &args.suite {
         Some(name) => {
             let suite = Suite::from_name(name)
@@ -183,21 +183,21 @@ fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String), Exit> {
                     format!("suite {name} has no tool {tool:?} (it has: {})", suite.tools().join(", ")),
                 ));
             }
-            Ok((name.clone(), tool))
+            Ok((name.clone(), tool, None))
         }
         None => {
-            let suite = match &args.args {
-                None => UNGATED.to_string(),
+            let call_args = match &args.args {
+                None => serde_json::json!({}),
                 Some(json) => {
                     let v: serde_json::Value = serde_json::from_str(json)
                         .map_err(|e| exit(2, format!("--args is not JSON: {e}")))?;
                     if !v.is_object() {
                         return Err(exit(2, "--args must be a JSON object, e.g. '{\"message\": \"hi\"}'"));
                     }
-                    format!("{UNGATED}:{v}")
+                    v
                 }
             };
-            Ok((suite, args.tool.clone().unwrap_or_default()))
+            Ok(("none".into(), args.tool.clone().unwrap_or_default(), Some(call_args)))
         }
     }
 }
@@ -206,7 +206,7 @@ fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String), Exit> {
 pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
     let allowed = crate::placement::available_cpus();
     let (server_cpus, driver_cpus) = choose_cpus(&args, &allowed)?;
-    let (suite, tool) = suite_and_tool(&args)?;
+    let (suite, tool, ungated) = suite_and_tool(&args)?;
     let exe = std::env::current_exe().map_err(|e| exit(3, format!("find the benchlab executable: {e}")))?;
     let cwd = std::env::current_dir().map_err(|e| exit(3, format!("read the working folder: {e}")))?;
     let engine = if args.no_cgroup {
@@ -252,6 +252,7 @@ pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
         suite: suite.clone(),
         workload,
         timeouts,
+        ungated: ungated.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -488,17 +489,17 @@ mod tests {
     fn the_gate_is_off_without_a_suite() {
         assert_eq!(
             suite_and_tool(&args(&["--", "s"])).unwrap_or_else(|e| panic!("{}", e.message)),
-            ("none".into(), String::new())
+            ("none".into(), String::new(), Some(serde_json::json!({})))
         );
         assert_eq!(
             suite_and_tool(&args(&["--tool", "echo", "--args", "{\"m\": 1}", "--", "s"]))
                 .unwrap_or_else(|e| panic!("{}", e.message)),
-            ("none:{\"m\":1}".into(), "echo".into())
+            ("none".into(), "echo".into(), Some(serde_json::json!({"m": 1})))
         );
         assert_eq!(
             suite_and_tool(&args(&["--suite", "weekly", "--", "s"]))
                 .unwrap_or_else(|e| panic!("{}", e.message)),
-            ("weekly".into(), "add_numbers".into())
+            ("weekly".into(), "add_numbers".into(), None)
         );
         assert!(suite_and_tool(&args(&["--suite", "weekly", "--args", "{}", "--", "s"])).is_err());
         assert!(suite_and_tool(&args(&["--args", "[1]", "--", "s"])).is_err());

@@ -164,6 +164,21 @@ pub struct PlannedCell {
     pub deviations: Vec<String>,
 }
 
+impl PlannedCell {
+    /// What the driver needs for this cell, with the shim's socket in `lab_dir`.
+    fn driver_spec(&self, lab_dir: PathBuf) -> DriverSpec {
+        DriverSpec {
+            lab_dir,
+            server: self.image.launch.clone(),
+            http: self.image.http.clone(),
+            suite: self.suite.clone(),
+            workload: self.workload.clone(),
+            timeouts: self.timeouts,
+            ungated: None,
+        }
+    }
+}
+
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
 pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<Vec<PlannedCell>, RunError> {
     let placement = placement::choose(&scenario.placement, cpus)?;
@@ -501,11 +516,20 @@ async fn run_cells<E: Engine>(
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<RunSummary, RunError> {
     let mut cells = plan(scenario, recipes, &placement::available_cpus())?;
-    if let Some(native) = lab.native {
-        for c in &mut cells {
-            if matches!(lab.backend(c)?, Backend::Native(_)) {
-                native_runtime(native, recipes, c).await?;
+    // Native cells are checked before anything is built: stdio only, and a CPython runtime the
+    // host's interpreter can run (the host is asked once).
+    let mut host_python = None;
+    for c in &mut cells {
+        if matches!(lab.backend(c)?, Backend::Native(_)) {
+            if c.image.http.is_some() {
+                return Err(RunError::Io {
+                    what: format!("cell {}", c.id),
+                    source: std::io::Error::other(
+                        "the native engine runs stdio servers only; use --engine docker for HTTP cells",
+                    ),
+                });
             }
+            native_runtime(recipes, c, &mut host_python).await?;
         }
     }
     let run_id = opts.run_id.clone().unwrap_or_else(|| new_run_id(&scenario.name));
@@ -564,28 +588,29 @@ async fn run_cells<E: Engine>(
 
     // Every image first: a build failure stops the run before anything is measured.
     let mut bases = HashMap::new();
-    let mut images: Vec<(bool, ImagePlan, ReadyImage)> = Vec::new();
-    let mut native_facts: HashMap<String, ImageFacts> = HashMap::new();
+    // Each image with the native install that stands for it, for native cells.
+    let mut images: Vec<(bool, ImagePlan, ReadyImage, Option<crate::engine::native::NativeEnv>)> = Vec::new();
     let mut eta = Eta::default();
     for (index, (native, plan)) in distinct.iter().enumerate() {
         let progress =
             ImageProgress { index, total: distinct.len(), eta_s: eta.left(distinct.len() - index) };
         let started = Instant::now();
-        let ready = match (*native, lab.containers, lab.native) {
-            (false, Some(engine), _) => ensure_image(engine, plan, opts, &mut bases, progress, emit).await?,
+        let (ready, env) = match (*native, lab.containers, lab.native) {
+            (false, Some(engine), _) => {
+                (ensure_image(engine, plan, opts, &mut bases, progress, emit).await?, None)
+            }
             (_, _, Some(native)) => {
-                let (ready, facts) = prepare_native(native, plan, opts, progress, emit).await?;
-                native_facts.insert(ready.id.clone(), facts);
-                ready
+                let (ready, env) = prepare_native(native, plan, opts, progress, emit).await?;
+                (ready, Some(env))
             }
             _ => unreachable!("backends were checked when the images were listed"),
         };
         if ready.built {
             eta.add(started.elapsed().as_secs_f64());
         }
-        images.push((*native, plan.clone(), ready));
+        images.push((*native, plan.clone(), ready, env));
     }
-    let built = images.iter().filter(|(_, _, ready)| ready.built).count();
+    let built = images.iter().filter(|(_, _, ready, _)| ready.built).count();
 
     let mut store = match early_store.take() {
         Some(s) => s,
@@ -594,11 +619,15 @@ async fn run_cells<E: Engine>(
     keep_scenario_copy(&run_dir, &scenario.source)?;
     let mut records = Vec::new();
     let mut env_changes = Vec::new();
-    let image_facts: std::sync::Mutex<HashMap<String, ImageFacts>> = std::sync::Mutex::new(native_facts);
-    let slots = parallel_slots(scenario, &cells, opts.parallel);
-    if opts.parallel {
-        emit(Event::Parallel { slots: slots.len(), why: parallel_note(scenario, &cells, slots.len()) });
-    }
+    let image_facts: std::sync::Mutex<HashMap<String, ImageFacts>> = Default::default();
+    let slots = match opts.parallel {
+        true => {
+            let (slots, why) = parallel_slots(scenario, &cells);
+            emit(Event::Parallel { slots: slots.len(), why });
+            slots
+        }
+        false => Vec::new(),
+    };
     let total = cells.len();
     let emit = std::sync::Mutex::new(emit);
     let send = |e: Event| (emit.lock().expect("the event sink is not poisoned"))(e);
@@ -635,11 +664,10 @@ async fn run_cells<E: Engine>(
                 });
                 let backend = lab.backend(&cell)?;
                 let native = matches!(backend, Backend::Native(_));
-                let ready = &images
+                let (_, _, ready, env) = images
                     .iter()
-                    .find(|(n, p, _)| *n == native && p.same_image(&cell.image))
-                    .expect("every cell's image is ready")
-                    .2;
+                    .find(|(n, p, _, _)| *n == native && p.same_image(&cell.image))
+                    .expect("every cell's image is ready");
                 let (ctx, facts, send) = (&ctx, &image_facts, &send);
                 running.push(async move {
                     let started = Instant::now();
@@ -649,19 +677,8 @@ async fn run_cells<E: Engine>(
                             run_cell(engine, ctx, &cell, index, ready, opts, facts, &mut sink).await
                         }
                         Backend::Native(native) => {
-                            let env = NATIVE_ENVS
-                                .lock()
-                                .expect("not poisoned")
-                                .get(&ready.id)
-                                .cloned()
-                                .expect("every native server is prepared");
-                            let facts = facts
-                                .lock()
-                                .expect("not poisoned")
-                                .get(&ready.id)
-                                .cloned()
-                                .unwrap_or_default();
-                            run_cell_native(native, ctx, &cell, &env, ready, &facts, opts, &mut sink).await
+                            let env = env.as_ref().expect("every native cell's server is prepared");
+                            run_cell_native(native, ctx, &cell, env, ready, opts, &mut sink).await
                         }
                     };
                     (slot, record, started.elapsed().as_secs_f64())
@@ -1056,14 +1073,7 @@ async fn cell_in_containers<E: Engine>(
     }
     engine.start(&server).await?;
 
-    let spec = DriverSpec {
-        lab_dir: "/lab".into(),
-        server: cell.image.launch.clone(),
-        http: cell.image.http.clone(),
-        suite: cell.suite.clone(),
-        workload: cell.workload.clone(),
-        timeouts: cell.timeouts,
-    };
+    let spec = cell.driver_spec("/lab".into());
     let spec_json = serde_json::to_string(&spec).expect("specs serialise");
     let driver = engine
         .create_container(&ContainerSpec {
@@ -1284,16 +1294,19 @@ const SUITE_PYTHON: &[(&str, &str)] = &[("bullseye", "3.9"), ("bookworm", "3.11"
 /// takes the family's runtime whose suite has the host's minor (its own lock), and the record
 /// says so. Without such a runtime the cell cannot run natively, and the error says why.
 async fn native_runtime(
-    _native: &crate::engine::native::NativeEngine,
     recipes: &RecipeBook,
     cell: &mut PlannedCell,
+    host_python: &mut Option<String>,
 ) -> Result<(), RunError> {
     if cell.image.runtime_kind != "cpython" {
         return Ok(());
     }
     let Some(suite) = cell.image.base.suite() else { return Ok(()) };
     let wanted = SUITE_PYTHON.iter().find(|(s, _)| *s == suite).map(|(_, v)| *v);
-    let host = host_python_minor().await?;
+    let host = match host_python {
+        Some(h) => h.clone(),
+        None => host_python.insert(host_python_minor().await?).clone(),
+    };
     if wanted.is_none_or(|w| w == host) {
         return Ok(());
     }
@@ -1347,7 +1360,7 @@ async fn prepare_native(
     opts: &RunOptions,
     progress: ImageProgress,
     emit: &mut (dyn FnMut(Event) + Send),
-) -> Result<(ReadyImage, ImageFacts), RunError> {
+) -> Result<(ReadyImage, crate::engine::native::NativeEnv), RunError> {
     let started = Instant::now();
     let label = format!("native {} {} ({})", plan.family, plan.version, plan.runtime_name);
     if plan.build.is_some() {
@@ -1380,18 +1393,8 @@ async fn prepare_native(
         },
         built: !env.cached,
     };
-    let facts = ImageFacts {
-        runtime_version: Some(env.runtime_version.clone()),
-        packages: env.packages.clone(),
-        system_packages: Vec::new(),
-    };
-    NATIVE_ENVS.lock().expect("not poisoned").insert(env.input_hash.clone(), env);
-    Ok((ready, facts))
+    Ok((ready, env))
 }
-
-/// The native servers prepared in this process, by input hash.
-static NATIVE_ENVS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, crate::engine::native::NativeEnv>>> =
-    std::sync::LazyLock::new(Default::default);
 
 /// Runs one cell natively and makes its record.
 #[allow(clippy::too_many_arguments)]
@@ -1401,18 +1404,11 @@ async fn run_cell_native(
     cell: &PlannedCell,
     env: &crate::engine::native::NativeEnv,
     image: &ReadyImage,
-    facts: &ImageFacts,
     opts: &RunOptions,
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Record {
-    let spec = DriverSpec {
-        lab_dir: PathBuf::new(),
-        server: cell.image.launch.clone(),
-        http: cell.image.http.clone(),
-        suite: cell.suite.clone(),
-        workload: cell.workload.clone(),
-        timeouts: cell.timeouts,
-    };
+    // The native engine makes its own lab folder and launches the server from its cache entry.
+    let spec = cell.driver_spec(PathBuf::new());
     let limits = crate::engine::native::CellLimits {
         server_cpus: cell.placement.server_cpus.clone(),
         driver_cpus: cell.placement.driver_cpus.clone(),
@@ -1425,18 +1421,9 @@ async fn run_cell_native(
             emit(Event::CellProgress { cell_id: cell_id.clone(), phase, done, total })
         }
     };
-    let result = match &cell.image.http {
-        Some(_) => Err(EngineError::op(
-            "run",
-            &cell.id,
-            "the native engine runs stdio servers only; use --engine docker for HTTP cells",
-        )),
-        None => {
-            native
-                .run_cell(env, spec, &limits, &opts.benchlab_exe, cell_time_limit(cell), &mut on_event)
-                .await
-        }
-    };
+    // HTTP cells never get here: run_cells refuses them before anything is built.
+    let result =
+        native.run_cell(env, spec, &limits, &opts.benchlab_exe, cell_time_limit(cell), &mut on_event).await;
     let (outcome, failure) = match result {
         Ok(run) => {
             let oom = run.oom_killed.then(|| {
@@ -1456,46 +1443,36 @@ async fn run_cell_native(
     // Natively there is no container sandbox: the record says what confined the server.
     cell.sandbox = Sandbox::none();
     let ctx = RunContext { engine: native.describe(), ..ctx.clone() };
-    build_record(&ctx, &cell, image, facts, outcome, failure)
+    // What an image says of itself, the cache entry says natively.
+    let facts = ImageFacts {
+        runtime_version: Some(env.runtime_version.clone()),
+        packages: env.packages.clone(),
+        system_packages: Vec::new(),
+    };
+    build_record(&ctx, &cell, image, &facts, outcome, failure)
 }
 
-/// The CPU slots a run's cells share: one (the scenario's own placement) unless `--parallel`
-/// and the host has cores for more, and every cell has the scenario's placement mode.
-fn parallel_slots(
-    scenario: &Scenario,
-    cells: &[PlannedCell],
-    parallel: bool,
-) -> Vec<crate::record::Placement> {
-    let mixed = cells
-        .iter()
-        .any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared));
-    if !parallel || mixed {
-        return Vec::new();
-    }
-    placement::slots(&scenario.placement, &placement::available_cpus())
-}
-
-fn parallel_note(scenario: &Scenario, cells: &[PlannedCell], slots: usize) -> String {
+/// The CPU slots `--parallel` runs cells in, and the reason for their number: one slot (the
+/// cells' own placements) when the scenario names its cpusets or its cells mix placement modes,
+/// otherwise as many as the host's cores allow.
+fn parallel_slots(scenario: &Scenario, cells: &[PlannedCell]) -> (Vec<crate::record::Placement>, String) {
     let cpus = placement::available_cpus();
     if scenario.placement.server_cpus.is_some() || scenario.placement.driver_cpus.is_some() {
-        return "the scenario names its cpusets, so its cells run one at a time".into();
+        return (Vec::new(), "the scenario names its cpusets, so its cells run one at a time".into());
     }
-    if cells
-        .iter()
-        .any(|c| c.placement.shared != (scenario.placement.mode == crate::scenario::PlacementMode::Shared))
-    {
-        return "the cells have different placement modes, so they run one at a time".into();
+    let shared = scenario.placement.mode == crate::scenario::PlacementMode::Shared;
+    if cells.iter().any(|c| c.placement.shared != shared) {
+        return (Vec::new(), "the cells have different placement modes, so they run one at a time".into());
     }
-    let need = match scenario.placement.mode {
-        crate::scenario::PlacementMode::Split => "two physical cores (server and driver apart)",
-        crate::scenario::PlacementMode::Shared => "one physical core",
-    };
-    format!(
+    let slots = placement::slots(&scenario.placement, &cpus);
+    let need = if shared { "one physical core" } else { "two physical cores (server and driver apart)" };
+    let why = format!(
         "{} CPU(s) here ({}); a cell needs {need} and no two cells share a core, so {} cell(s) run at once",
         cpus.len(),
         placement::format_cpu_list(&cpus),
-        slots.max(1)
-    )
+        slots.len().max(1)
+    );
+    (slots, why)
 }
 
 /// Whether an image is in the engine already, without making anything.

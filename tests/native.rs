@@ -157,13 +157,29 @@ fn leftovers_of_dead_labs_are_removed_and_live_ones_kept() {
 }
 
 fn null_spec(plan: &ImagePlan, workload: Workload) -> DriverSpec {
+    weekly_spec(plan.launch.clone(), workload)
+}
+
+/// A weekly-suite spec (run_cell puts the cache entry's launch in place of an empty `server`).
+fn weekly_spec(server: ServerLaunch, workload: Workload) -> DriverSpec {
     DriverSpec {
         lab_dir: PathBuf::new(),
-        server: plan.launch.clone(),
+        server,
         http: None,
         suite: "weekly".into(),
         workload,
         timeouts: Timeouts::default(),
+        ungated: None,
+    }
+}
+
+/// Server on CPU 1, driver on CPU 0, with a memory limit and the sandbox's pids limit.
+fn split_limits(memory_limit: u64) -> CellLimits {
+    CellLimits {
+        server_cpus: "1".into(),
+        driver_cpus: "0".into(),
+        memory_limit: Some(memory_limit),
+        pids_limit: Some(1024),
     }
 }
 
@@ -172,12 +188,7 @@ fn the_null_server_runs_natively() {
     let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
     let plan = book.resolve(&want("benchlab-null", None, "weekly")).unwrap();
     let engine = NativeEngine::new().expect("cgroups as root");
-    let limits = CellLimits {
-        server_cpus: "1".into(),
-        driver_cpus: "0".into(),
-        memory_limit: Some(256 << 20),
-        pids_limit: Some(1024),
-    };
+    let limits = split_limits(256 << 20);
     rt().block_on(async {
         let env = engine.prepare(&plan, Path::new("/nonexistent"), &mut |_| {}).await.unwrap();
         assert!(env.cached);
@@ -436,20 +447,11 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
 
     // And the server runs natively, correctness gate on.
     let engine = NativeEngine::new().expect("cgroups as root");
-    let limits = CellLimits {
-        server_cpus: "1".into(),
-        driver_cpus: "0".into(),
-        memory_limit: Some(512 << 20),
-        pids_limit: Some(1024),
-    };
-    let spec = DriverSpec {
-        lab_dir: PathBuf::new(),
-        server: ServerLaunch { argv: vec![], env: vec![], cwd: None },
-        http: None,
-        suite: "weekly".into(),
-        workload: Workload::SerialCalls { tool: "add_numbers".into(), warmup: 20, calls: 200 },
-        timeouts: Timeouts::default(),
-    };
+    let limits = split_limits(512 << 20);
+    let spec = weekly_spec(
+        ServerLaunch { argv: vec![], env: vec![], cwd: None },
+        Workload::SerialCalls { tool: "add_numbers".into(), warmup: 20, calls: 200 },
+    );
     let run = rt
         .block_on(engine.run_cell(&second, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
         .unwrap();
@@ -487,20 +489,11 @@ fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
     assert_eq!(env.runtime_version, wanted_version);
     eprintln!("ts-sdk 1.32.2 on {runtime}: install {:?}", started.elapsed());
     let engine = NativeEngine::new().expect("cgroups as root");
-    let limits = CellLimits {
-        server_cpus: "1".into(),
-        driver_cpus: "0".into(),
-        memory_limit: Some(1 << 30),
-        pids_limit: Some(1024),
-    };
-    let spec = DriverSpec {
-        lab_dir: PathBuf::new(),
-        server: ServerLaunch { argv: vec![], env: vec![], cwd: None },
-        http: None,
-        suite: "weekly".into(),
-        workload: Workload::SerialCalls { tool: "echo".into(), warmup: 20, calls: 200 },
-        timeouts: Timeouts::default(),
-    };
+    let limits = split_limits(1 << 30);
+    let spec = weekly_spec(
+        ServerLaunch { argv: vec![], env: vec![], cwd: None },
+        Workload::SerialCalls { tool: "echo".into(), warmup: 20, calls: 200 },
+    );
     let run = rt
         .block_on(engine.run_cell(&env, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
         .unwrap();

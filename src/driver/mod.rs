@@ -68,6 +68,12 @@ pub struct DriverSpec {
     pub suite: String,
     pub workload: Workload,
     pub timeouts: Timeouts,
+    /// Set for a server the lab knows nothing of (`benchlab measure` without a suite): no gate,
+    /// any tool list and any answer that is not an error count, every serial call sends these
+    /// arguments, and an empty serial-calls tool means the first one `tools/list` returns. The
+    /// suite is then only a label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ungated: Option<serde_json::Value>,
 }
 
 /// What the driver measured, successful or not; a failure keeps what was measured before it.

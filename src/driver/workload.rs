@@ -1,8 +1,8 @@
 //! The stdio workloads: `cold_start` (fresh spawns timed to the initialize result, plus the first
 //! tools/list) and `serial_calls` (one session, warm-up, then N sequential checked calls into an
-//! HdrHistogram). Both pass the suite's correctness gate before anything counts, except under the
-//! suite name [`UNGATED`] (`benchlab measure` on any server): no gate, any tool list, and any tool
-//! answer that is not an error counts.
+//! HdrHistogram). Both pass the suite's correctness gate before anything counts, except for an
+//! ungated spec (`DriverSpec::ungated`, `benchlab measure` on any server): no gate, any tool
+//! list, and any tool answer that is not an error counts.
 
 use std::time::Duration;
 
@@ -19,33 +19,12 @@ use crate::stats;
 /// A progress callback: phase, done, total.
 pub type Progress<'a> = dyn FnMut(&str, u64, u64) + 'a;
 
-/// The suite name that turns the correctness gate off: `none`, or `none:<JSON object>` to give
-/// the arguments of every serial call. An empty serial-calls tool then means the first tool
-/// `tools/list` returns.
-pub const UNGATED: &str = "none";
-
-/// The call arguments of an ungated suite name; None when the name is a real suite's.
-fn ungated_args(suite: &str) -> Option<Result<Value, Failure>> {
-    let rest = suite.strip_prefix(UNGATED)?;
-    if rest.is_empty() {
-        return Some(Ok(serde_json::json!({})));
-    }
-    let json = rest.strip_prefix(':')?;
-    Some(match serde_json::from_str::<Value>(json) {
-        Ok(v) if v.is_object() => Ok(v),
-        _ => Err(Failure::new(
-            FailureReason::EngineError,
-            format!("suite {suite:?}: the arguments after \"none:\" must be a JSON object"),
-        )),
-    })
-}
-
 /// Runs the spec's workload; never panics on server misbehaviour, which becomes `failure`.
 pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
     let mut out = DriverOutcome::default();
     let result = (|| {
-        let (suite, ungated) = match ungated_args(&spec.suite) {
-            Some(args) => (None, Some(args?)),
+        let (suite, ungated) = match &spec.ungated {
+            Some(args) => (None, Some(args)),
             None => (
                 Some(Suite::from_name(&spec.suite).ok_or_else(|| {
                     Failure::new(FailureReason::EngineError, format!("unknown suite {:?}", spec.suite))
@@ -58,17 +37,9 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
             (Workload::ColdStart { spawns }, _) => {
                 cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
             }
-            (Workload::SerialCalls { tool, warmup, calls }, _) => serial_calls(
-                spec,
-                suite,
-                ungated.as_ref(),
-                &mut shim,
-                tool,
-                *warmup,
-                *calls,
-                &mut out,
-                progress,
-            ),
+            (Workload::SerialCalls { tool, warmup, calls }, _) => {
+                serial_calls(spec, suite, ungated, &mut shim, tool, *warmup, *calls, &mut out, progress)
+            }
             (
                 Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. },
                 Some(suite),
@@ -162,18 +133,22 @@ fn list_tools(
     session: &mut Session,
 ) -> Result<(Duration, Vec<String>), Failure> {
     let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
-    let names = answer.outcome.as_ref().map(mcp::tool_names).unwrap_or_default();
-    match suite {
-        Some(suite) => check_tool_list(suite, answer.outcome)?,
+    // The names are only needed where no suite says what to call.
+    let names = match suite {
+        Some(suite) => {
+            check_tool_list(suite, answer.outcome)?;
+            Vec::new()
+        }
         None => {
-            answer.outcome.map_err(|e| {
+            let listed = answer.outcome.map_err(|e| {
                 Failure::new(
                     FailureReason::ProtocolError,
                     format!("tools/list failed: {} ({})", e.message, e.code),
                 )
             })?;
+            mcp::tool_names(&listed)
         }
-    }
+    };
     Ok((answer.latency, names))
 }
 
@@ -345,14 +320,16 @@ fn serial_calls(
     let mut hist = stats::latency_histogram();
     let total = u64::from(warmup) + u64::from(calls);
     let step = (total / 50).max(1);
+    let no_args = serde_json::json!({});
+    let fixed_args = ungated_args.unwrap_or(&no_args);
     let result = (|| {
         for i in 0..total {
             let (args, expected) = match suite {
                 Some(suite) => {
                     let (args, expected) = suite.call(tool, i).expect("checked above");
-                    (args, Some(expected))
+                    (std::borrow::Cow::Owned(args), Some(expected))
                 }
-                None => (ungated_args.cloned().unwrap_or_else(|| serde_json::json!({})), None),
+                None => (std::borrow::Cow::Borrowed(fixed_args), None),
             };
             let id = session.reserve_ids(1);
             // Rendered before the clock starts: the figure is the server's, not our JSON encoder's.
@@ -376,18 +353,4 @@ fn serial_calls(
     }
     out.memory_end = Some(shim.memory(session.pid)?);
     stop(spec, shim, session, out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_none_and_none_with_an_object_are_ungated() {
-        assert_eq!(ungated_args("none").unwrap().unwrap(), serde_json::json!({}));
-        assert_eq!(ungated_args("none:{\"a\":1}").unwrap().unwrap(), serde_json::json!({"a": 1}));
-        assert!(ungated_args("none:[1]").unwrap().is_err());
-        assert!(ungated_args("weekly").is_none());
-        assert!(ungated_args("nonesuch").is_none());
-    }
 }
