@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use benchlab::driver::load::{drive, LoadPlan};
 use benchlab::mcp::suite::Suite;
 use benchlab::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
-use benchlab::scenario::{Lifecycle, Workload};
+use benchlab::spec::{Lifecycle, Workload};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 

@@ -358,7 +358,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 fn parse_duration_arg(s: &str) -> Result<u64, String> {
-    crate::scenario::parse_duration_ms(s)
+    crate::text::parse_duration_ms(s)
 }
 
 /// Runs a command; returns the process exit code.
@@ -393,7 +393,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             Ok(0)
         }
         Command::Driver { spec } => {
-            let spec: crate::driver::DriverSpec =
+            let spec: crate::spec::DriverSpec =
                 serde_json::from_str(&spec).map_err(|e| Exit::new(2, format!("driver: bad spec: {e}")))?;
             let outcome = crate::driver::run(&spec);
             Ok(if outcome.failure.is_some() { 1 } else { 0 })

@@ -9,11 +9,11 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use serde::Serialize;
 
 use crate::cli::Exit;
-use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, ServerLaunch, Timeouts};
 use crate::engine::native::{CellLimits, NativeEngine, NativeRun};
 use crate::mcp::suite::Suite;
-use crate::scenario::Workload;
-use crate::shim::TreeMemory;
+use crate::spec::TreeMemory;
+use crate::spec::Workload;
+use crate::spec::{DriverEvent, DriverOutcome, DriverSpec, ServerLaunch, Timeouts};
 use crate::stats::LatencySummary;
 
 const EXAMPLE: &str = "\
@@ -64,7 +64,7 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub shared: bool,
     /// The server side's memory limit, swap disabled ("512MiB", "1GiB"); needs a cgroup.
-    #[arg(long, value_name = "SIZE", value_parser = crate::scenario::parse_memory)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::text::parse_memory)]
     pub memory: Option<u64>,
     /// Do not use a cgroup even when one could be made: CPU pinning only.
     #[arg(long)]

@@ -9,8 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::driver::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
-use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, Sandbox, LABEL_RUN};
+use crate::engine::{ContainerSpec, Engine, EngineError, Mount, Network, OutputLine, LABEL_RUN};
 use crate::placement;
 use crate::recipe::base::{self, BaseSource};
 use crate::recipe::{
@@ -21,11 +20,12 @@ use crate::record::manifest::{
     ImageManifest, Package, RuntimeManifest,
 };
 use crate::record::store::Store;
-use crate::record::{
-    Cell, Failure, FailureReason, HistogramMetric, MemoryMetrics, Metrics, Observed, Placement, Record,
-    SampleMetric, ServerIdent, Status,
-};
-use crate::scenario::{Expect, Scenario, ScenarioError};
+use crate::record::{Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::spec::Expect;
+use crate::spec::Sandbox;
+use crate::spec::{DriverEvent, DriverOutcome, DriverSpec, Timeouts};
+use crate::spec::{Failure, FailureReason, HistogramMetric, Placement};
 use crate::stats;
 
 /// What the orchestrator reports as it works.
@@ -143,7 +143,7 @@ pub struct PlannedCell {
     pub server_id: String,
     pub image: ImagePlan,
     pub suite: String,
-    pub workload: crate::scenario::Workload,
+    pub workload: crate::spec::Workload,
     pub placement: Placement,
     pub timeouts: Timeouts,
     pub expect: Expect,
@@ -154,7 +154,7 @@ pub struct PlannedCell {
     /// The scenario's extra environment for the server.
     pub env: BTreeMap<String, String>,
     /// Which repeat of its cell this is, when the scenario repeats cells.
-    pub repeat: Option<crate::record::Repeat>,
+    pub repeat: Option<crate::spec::Repeat>,
     /// The engine the server entry names, if any.
     pub engine: Option<crate::scenario::EngineKind>,
     /// What the server entry asked of the recipes (re-resolved when a native host lacks the
@@ -188,7 +188,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         // A server of a matrix's `placements` axis has its own mode.
         let placement = match &s.placement {
             Some(mode) if *mode.get_ref() != scenario.placement.mode => placement::choose(
-                &crate::scenario::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
+                &crate::spec::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
                 cpus,
             )
             .map_err(|e| scenario.error_at(mode.span(), e.to_string()))?,
@@ -234,7 +234,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             sandbox: Sandbox::hardened(),
             source_runtime: s.source_runtime.clone(),
             env: s.env.clone(),
-            repeat: (spec.repeats > 1).then_some(crate::record::Repeat {
+            repeat: (spec.repeats > 1).then_some(crate::spec::Repeat {
                 index: spec.repeat,
                 of: spec.repeats,
                 // Every cell, repeats included, runs in fresh containers.
@@ -647,8 +647,8 @@ async fn run_cells<E: Engine>(
                 };
                 let mut cell = cell.clone();
                 if let Some(p) = slots.get(slot).filter(|_| slots.len() > 1) {
-                    cell.placement = crate::record::Placement {
-                        parallel: Some(crate::record::ParallelSlot {
+                    cell.placement = crate::spec::Placement {
+                        parallel: Some(crate::spec::ParallelSlot {
                             slot: slot as u32,
                             slots: slots.len() as u32,
                         }),
@@ -926,10 +926,10 @@ async fn interrupted() -> &'static str {
 /// that path with the sha256.
 fn freeze_binary(exe: &Path, work_dir: &Path) -> Result<(PathBuf, String), RunError> {
     let io = |what: String| move |source| RunError::Io { what, source };
-    let sha = base::sha256_file(exe).map_err(io(format!("hash {}", exe.display())))?;
+    let sha = crate::hash::sha256_file(exe).map_err(io(format!("hash {}", exe.display())))?;
     let dir = work_dir.join("bin").join(&sha);
     let frozen = dir.join("benchlab");
-    if base::sha256_file(&frozen).ok().as_deref() != Some(sha.as_str()) {
+    if crate::hash::sha256_file(&frozen).ok().as_deref() != Some(sha.as_str()) {
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
         let tmp = dir.join(format!("benchlab.{}", std::process::id()));
         std::fs::copy(exe, &tmp).map_err(io(format!("copy {} to {}", exe.display(), tmp.display())))?;
@@ -1023,7 +1023,7 @@ async fn run_cell<E: Engine>(
 }
 
 fn short(run_id: &str) -> String {
-    crate::record::sha256_hex(run_id.as_bytes())[..8].to_string()
+    crate::hash::sha256_hex(run_id.as_bytes())[..8].to_string()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1146,11 +1146,11 @@ fn cell_time_limit(cell: &PlannedCell) -> Duration {
 }
 
 /// A generous bound on a whole cell's run from its limits and workload (every engine's).
-pub fn time_limit(t: &Timeouts, workload: &crate::scenario::Workload) -> Duration {
+pub fn time_limit(t: &Timeouts, workload: &crate::spec::Workload) -> Duration {
     let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
     let ms = match workload {
-        crate::scenario::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
-        crate::scenario::Workload::SerialCalls { warmup, calls, .. } => {
+        crate::spec::Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
+        crate::spec::Workload::SerialCalls { warmup, calls, .. } => {
             per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
         }
         w => per_session + w.load_time_ms() + 2 * t.call_ms,
@@ -1251,7 +1251,7 @@ fn build_record(
                 env: cell.env.clone(),
             },
             transport: match (&cell.image.http, &cell.workload) {
-                (_, crate::scenario::Workload::HttpApi { .. }) => "http-api".into(),
+                (_, crate::spec::Workload::HttpApi { .. }) => "http-api".into(),
                 (Some(h), _) => h.transport.as_str().into(),
                 (None, _) => "stdio".into(),
             },
@@ -1455,12 +1455,12 @@ async fn run_cell_native(
 /// The CPU slots `--parallel` runs cells in, and the reason for their number: one slot (the
 /// cells' own placements) when the scenario names its cpusets or its cells mix placement modes,
 /// otherwise as many as the host's cores allow.
-fn parallel_slots(scenario: &Scenario, cells: &[PlannedCell]) -> (Vec<crate::record::Placement>, String) {
+fn parallel_slots(scenario: &Scenario, cells: &[PlannedCell]) -> (Vec<crate::spec::Placement>, String) {
     let cpus = placement::available_cpus();
     if scenario.placement.server_cpus.is_some() || scenario.placement.driver_cpus.is_some() {
         return (Vec::new(), "the scenario names its cpusets, so its cells run one at a time".into());
     }
-    let shared = scenario.placement.mode == crate::scenario::PlacementMode::Shared;
+    let shared = scenario.placement.mode == crate::spec::PlacementMode::Shared;
     if cells.iter().any(|c| c.placement.shared != shared) {
         return (Vec::new(), "the cells have different placement modes, so they run one at a time".into());
     }
@@ -1806,9 +1806,9 @@ async fn run_locker<E: Engine>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::ServerLaunch;
     use crate::engine::fake::FakeEngine;
     use crate::recipe::BuildInputs;
+    use crate::spec::ServerLaunch;
 
     #[test]
     fn runtime_deviations_are_named() {

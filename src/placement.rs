@@ -1,8 +1,8 @@
 //! CPU placement: reading the CPUs this process may use and choosing disjoint cpusets for the
 //! server and sidecar containers (or one shared set when a scenario asks). It starts nothing.
 
-use crate::record::Placement;
-use crate::scenario::{PlacementMode, PlacementSpec};
+use crate::spec::Placement;
+use crate::spec::{PlacementMode, PlacementSpec};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlacementError {
@@ -190,7 +190,7 @@ fn slots_with(spec: &PlacementSpec, available: &[u32], core: impl Fn(u32) -> (u3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Memory;
+    use crate::spec::Memory;
 
     fn spec(mode: PlacementMode, s: Option<&str>, d: Option<&str>) -> PlacementSpec {
         PlacementSpec {

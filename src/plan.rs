@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::orchestrate::PlannedCell;
 use crate::record::Record;
-use crate::scenario::Workload;
+use crate::spec::Workload;
 
 /// Whether an image exists already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

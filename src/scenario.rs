@@ -8,211 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::driver::Timeouts;
 use crate::mcp::suite::Suite;
 use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
-
-/// What a cell does to the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Workload {
-    /// `spawns` fresh server processes, each timed from the spawn request to the initialize
-    /// result, then the first tools/list.
-    ColdStart { spawns: u32 },
-    /// One session: `warmup` unrecorded calls, then `calls` sequential tools/call of `tool`, each
-    /// answer checked.
-    SerialCalls { tool: String, warmup: u32, calls: u32 },
-    /// Closed loop over HTTP: `workers` virtual users, each on its own connection running the
-    /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; `warmup_ms`
-    /// unrecorded, then `duration_ms` measured.
-    Concurrency { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64, lifecycle: Lifecycle },
-    /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
-    /// latency measured from its intended send time (corrected for coordinated omission).
-    OpenLoop { tool: String, rate: u64, connections: u32, warmup_ms: u64, duration_ms: u64 },
-    /// Closed loop through the server's plain REST route for `tool` (no MCP): the protocol's
-    /// overhead is the difference to `concurrency`.
-    HttpApi { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64 },
-}
-
-/// How a virtual user of a `concurrency` workload uses its MCP session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Lifecycle {
-    /// initialize once, then tools/call in a loop (as the seeds did).
-    #[default]
-    Session,
-    /// A fresh initialize (and session) before every call.
-    PerCall,
-}
-
-impl Workload {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Workload::ColdStart { .. } => "cold_start",
-            Workload::SerialCalls { .. } => "serial_calls",
-            Workload::Concurrency { .. } => "concurrency",
-            Workload::OpenLoop { .. } => "open_loop",
-            Workload::HttpApi { .. } => "http_api",
-        }
-    }
-
-    /// Whether the workload drives the server over HTTP (its server must have an HTTP transport).
-    pub fn is_load(&self) -> bool {
-        matches!(self, Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. })
-    }
-
-    /// The tool a workload calls, if it calls one.
-    pub fn tool(&self) -> Option<&str> {
-        match self {
-            Workload::ColdStart { .. } => None,
-            Workload::SerialCalls { tool, .. }
-            | Workload::Concurrency { tool, .. }
-            | Workload::OpenLoop { tool, .. }
-            | Workload::HttpApi { tool, .. } => Some(tool),
-        }
-    }
-
-    /// Replaces the warm-up and measured durations of a load workload (a reduced run).
-    pub fn override_times(&mut self, warmup: Option<u64>, duration: Option<u64>) {
-        if let Workload::Concurrency { warmup_ms, duration_ms, .. }
-        | Workload::OpenLoop { warmup_ms, duration_ms, .. }
-        | Workload::HttpApi { warmup_ms, duration_ms, .. } = self
-        {
-            if let Some(w) = warmup {
-                *warmup_ms = w;
-            }
-            if let Some(d) = duration {
-                *duration_ms = d;
-            }
-        }
-    }
-
-    /// The measured time of a load workload, warm-up included.
-    pub fn load_time_ms(&self) -> u64 {
-        match self {
-            Workload::Concurrency { warmup_ms, duration_ms, .. }
-            | Workload::OpenLoop { warmup_ms, duration_ms, .. }
-            | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
-            _ => 0,
-        }
-    }
-}
-
-/// Matches `text` against a pattern whose `*` matches any run of characters.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first)
-        || !text[first.len()..].ends_with(last)
-        || text.len() < first.len() + last.len()
-    {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
-/// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"` into milliseconds.
-pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("duration {s:?}: expected a number with ms, s or m"))?;
-    let mult = match unit.trim() {
-        "ms" => 1.0,
-        "s" => 1e3,
-        "m" | "min" => 60e3,
-        other => return Err(format!("duration {s:?}: unknown unit {other:?} (use ms, s or m)")),
-    };
-    let ms = n * mult;
-    if !ms.is_finite() || !(0.0..=86_400e3).contains(&ms) {
-        return Err(format!("duration {s:?} is out of range"));
-    }
-    Ok(ms.round() as u64)
-}
-
-/// How server and driver share the host's CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum PlacementMode {
-    /// Disjoint CPU sets: the server on one, the driver on another (the default).
-    #[default]
-    Split,
-    /// Server and driver on the same CPU set.
-    Shared,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlacementSpec {
-    #[serde(default)]
-    pub mode: PlacementMode,
-    /// Explicit cpusets (`"1"`, `"2-3"`); chosen from the host's CPUs when absent.
-    pub server_cpus: Option<String>,
-    pub driver_cpus: Option<String>,
-    /// The server container's memory limit: bytes, or a string such as `"1GiB"`, `"512MiB"`.
-    #[serde(default = "default_memory")]
-    pub memory: Memory,
-}
-
-impl Default for PlacementSpec {
-    fn default() -> Self {
-        PlacementSpec {
-            mode: PlacementMode::Split,
-            server_cpus: None,
-            driver_cpus: None,
-            memory: default_memory(),
-        }
-    }
-}
-
-fn default_memory() -> Memory {
-    Memory(1 << 30)
-}
-
-/// A memory size in bytes, written as an integer or with a binary unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Memory(pub u64);
-
-impl<'de> Deserialize<'de> for Memory {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Bytes(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Bytes(b) => Ok(Memory(b)),
-            Raw::Text(s) => parse_memory(&s).map(Memory).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-/// Parses `"512MiB"`, `"1GiB"`, `"64KiB"` or a plain number of bytes.
-pub fn parse_memory(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("memory {s:?}: expected a number with KiB, MiB or GiB"))?;
-    let mult = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        other => return Err(format!("memory {s:?}: unknown unit {other:?} (use KiB, MiB or GiB)")),
-    };
-    n.checked_mul(mult).ok_or_else(|| format!("memory {s:?} is too large"))
-}
+use crate::spec::Timeouts;
+use crate::spec::{Expect, Lifecycle, PlacementMode, PlacementSpec, Workload};
+use crate::text::{glob_match, line_col, parse_duration_ms};
 
 /// One server under test.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -443,15 +243,6 @@ impl RawMatrix {
         }
         Ok(out)
     }
-}
-
-/// What a cell is expected to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Expect {
-    #[default]
-    Success,
-    Failure,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -715,14 +506,6 @@ pub enum ScenarioError {
     At { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{path}: {message}")]
     Whole { path: PathBuf, message: String },
-}
-
-/// 1-based line and column of a byte offset.
-pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
-    let before = &source[..offset.min(source.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.chars().count(), |nl| before[nl + 1..].chars().count()) + 1;
-    (line, column)
 }
 
 /// One cell of the plan before recipes are resolved.
@@ -991,13 +774,15 @@ impl Scenario {
     }
 
     pub fn sha256(&self) -> String {
-        crate::record::sha256_hex(self.source.as_bytes())
+        crate::hash::sha256_hex(self.source.as_bytes())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Memory;
+    use crate::text::parse_memory;
 
     const GOOD: &str = r#"
 name = "t"

@@ -15,81 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::spec::{ExitInfo, Reply, Request, TreeMemory, SOCKET};
 use nix::fcntl::OFlag;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::Pid;
-use serde::{Deserialize, Serialize};
-
-/// The control socket's file name inside the shared volume.
-pub const SOCKET: &str = "ctl.sock";
-
-/// A request from the driver, one JSON object per line on the control socket.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
-    /// Spawn the server on two anonymous pipes; the `Spawned` reply carries the write end of its
-    /// stdin and the read end of its stdout as SCM_RIGHTS, in that order.
-    /// With `output_to_log` (HTTP servers), stdin is /dev/null, stdout joins stderr in the log,
-    /// and no descriptors come back.
-    Spawn {
-        argv: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: Option<String>,
-        stderr_log: PathBuf,
-        #[serde(default)]
-        output_to_log: bool,
-    },
-    /// The memory of the server's process tree now.
-    Memory { pid: u32 },
-    /// The CPU time (user + system) the server's live process tree has used so far.
-    Cpu { pid: u32 },
-    /// The server container's cgroup memory peak.
-    CgroupPeak,
-    /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
-    /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
-    Stop { pid: u32, grace_ms: u64, term_ms: u64 },
-    /// Stop everything and exit.
-    Shutdown,
-}
-
-/// The shim's answer to one request, one JSON object per line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "reply", rename_all = "snake_case")]
-pub enum Reply {
-    Spawned { pid: u32 },
-    Memory { memory: TreeMemory },
-    Cpu { cpu_ns: u64 },
-    CgroupPeak { bytes: Option<u64>, source: String },
-    Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
-    Bye,
-    Error { message: String },
-}
-
-/// How a server process ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExitInfo {
-    /// `exited` by itself after stdin closed, `terminated` by SIGTERM, `killed` by SIGKILL, or
-    /// `already_exited` before the stop was asked for.
-    pub how: String,
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// Milliseconds from the stop request to the exit.
-    pub stop_ms: f64,
-}
-
-/// Memory of a process tree, summed over the server and all its descendants.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TreeMemory {
-    /// Sum of VmRSS (resident set) over the tree.
-    pub rss_bytes: u64,
-    /// Sum of VmHWM (each process's own peak resident set) over the tree: an upper bound on the
-    /// tree's peak, exact for a single process.
-    pub hwm_bytes: u64,
-    pub processes: u32,
-}
 
 /// Reads the memory of `root` and its descendants from a /proc-like folder (a root path, so
 /// tests can point it at fixtures).

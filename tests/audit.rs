@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use benchlab::driver::Timeouts;
-use benchlab::recipe::SourceInfo;
+use benchlab::hash::sha256_hex;
 use benchlab::record::audit::{audit, Check, SCENARIO_FILE};
 use benchlab::record::manifest::{
     BaseManifest, BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, Package,
@@ -14,11 +13,13 @@ use benchlab::record::manifest::{
 };
 use benchlab::record::store::{Store, HEAD_FILE, RECORDS_FILE};
 use benchlab::record::{
-    sha256_hex, Cell, Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, MemoryMetrics,
-    Metrics, Observed, Placement, Record, Repeat, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
+    Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
 };
-use benchlab::scenario::{Expect, Workload};
-use benchlab::shim::{ExitInfo, TreeMemory};
+use benchlab::spec::SourceInfo;
+use benchlab::spec::Timeouts;
+use benchlab::spec::{ExitInfo, TreeMemory};
+use benchlab::spec::{Expect, Workload};
+use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 use benchlab::stats::LatencySummary;
 
 const SCENARIO: &str = "name = \"audit\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n";
@@ -31,7 +32,7 @@ fn record(i: usize) -> Record {
         driver_cpus: "0".into(),
         shared: i % 4 == 3,
         memory_limit_bytes: 512 << 20,
-        parallel: (i % 5 == 4).then_some(benchlab::record::ParallelSlot { slot: (i % 2) as u32, slots: 2 }),
+        parallel: (i % 5 == 4).then_some(benchlab::spec::ParallelSlot { slot: (i % 2) as u32, slots: 2 }),
     };
     let summary = LatencySummary {
         count: 3 + i as u64,

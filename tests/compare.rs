@@ -211,8 +211,8 @@ fn keep_for_people(name: &str, text: &str) {
 // HTTP load cells: a committed record turned into a closed-loop cell, compared with itself and
 // with a copy whose throughput dropped, whose tail grew and which started failing.
 
-use benchlab::record::{HistogramMetric, LoadMetrics, Repeat};
-use benchlab::scenario::{Lifecycle, Workload};
+use benchlab::spec::{HistogramMetric, LoadMetrics, Repeat};
+use benchlab::spec::{Lifecycle, Workload};
 
 fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -> Record {
     let mut r = template.clone();

@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use benchlab::engine::docker::DockerEngine;
-use benchlab::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, Sandbox, LABEL_RUN};
+use benchlab::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
+use benchlab::spec::Sandbox;
 use common::engine_must_answer;
 use serde_json::{json, Value};
 

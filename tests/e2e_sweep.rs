@@ -191,11 +191,11 @@ calls = 3000
     assert_eq!(recs.len(), 2);
     assert!(recs.iter().all(ok));
     let cpus = benchlab::placement::available_cpus();
-    let expect = |mode: benchlab::scenario::PlacementMode| {
-        let spec = benchlab::scenario::PlacementSpec { mode, ..Default::default() };
+    let expect = |mode: benchlab::spec::PlacementMode| {
+        let spec = benchlab::spec::PlacementSpec { mode, ..Default::default() };
         benchlab::placement::slots(&spec, &cpus).len()
     };
-    let shared_slots = expect(benchlab::scenario::PlacementMode::Shared);
+    let shared_slots = expect(benchlab::spec::PlacementMode::Shared);
     assert!(shared_slots >= 2, "this test needs two CPUs on different cores: {cpus:?}");
     assert!(text(&out).contains(&format!("{shared_slots} cell(s) run at once")), "{}", text(&out));
     let slots: Vec<(u64, String)> = recs
@@ -216,7 +216,7 @@ calls = 3000
         scenario.replace("mode = \"shared\"", "mode = \"split\"").replace("calls = 3000", "calls = 200");
     let (out, _run, recs) = run(&split, &["--parallel", "--engine", "docker"], dir.path());
     assert!(out.status.success(), "{}", text(&out));
-    let split_slots = expect(benchlab::scenario::PlacementMode::Split).max(1);
+    let split_slots = expect(benchlab::spec::PlacementMode::Split).max(1);
     assert!(text(&out).contains(&format!("{split_slots} cell(s) run at once")), "{}", text(&out));
     if split_slots == 1 {
         assert!(recs.iter().all(|r| r["cell"]["placement"].get("parallel").is_none()));

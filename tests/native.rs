@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use benchlab::driver::{DriverEvent, DriverSpec, ServerLaunch, Timeouts};
 use benchlab::engine::native::{cgroup, CellLimits, NativeCgroup, NativeEngine};
 use benchlab::mcp::transport::Transport;
 use benchlab::recipe::{ImagePlan, RecipeBook, ServerWant};
-use benchlab::scenario::Workload;
+use benchlab::spec::Workload;
+use benchlab::spec::{DriverEvent, DriverSpec, ServerLaunch, Timeouts};
 
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_benchlab"))

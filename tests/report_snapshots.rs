@@ -162,9 +162,10 @@ fn an_empty_run_renders_without_charts() {
 // and a cell repeated three times.
 
 use benchlab::mcp::transport::{HttpTarget, ReplyMode, SessionMode, Transport};
-use benchlab::record::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Repeat, Status};
-use benchlab::scenario::{Lifecycle, Workload};
-use benchlab::shim::TreeMemory;
+use benchlab::record::Status;
+use benchlab::spec::TreeMemory;
+use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Repeat};
+use benchlab::spec::{Lifecycle, Workload};
 use benchlab::stats;
 use std::collections::BTreeMap;
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use benchlab::record::store::read_records;
-use benchlab::record::{Record, Repeat};
+use benchlab::record::Record;
+use benchlab::spec::Repeat;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const SEED_RUN: &str = "results/seed-001-python-servers/20261130T095003Z-seed-001-python-servers-6622";

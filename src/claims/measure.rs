@@ -418,7 +418,7 @@ pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(I
 mod tests {
     use super::*;
     use crate::record::tests::sample_record;
-    use crate::record::Repeat;
+    use crate::spec::Repeat;
 
     fn sel(cell: &str, metric: &str, stat: &str) -> Selector {
         Selector { cell: cell.into(), metric: metric.into(), stat: stat.into(), aggregate: None }
@@ -473,7 +473,7 @@ mod tests {
             .unwrap_err()
             .contains("no record"));
         r.status = Status::Failed;
-        r.failure = Some(crate::record::Failure::new(crate::record::FailureReason::Crash, "boom"));
+        r.failure = Some(crate::spec::Failure::new(crate::spec::FailureReason::Crash, "boom"));
         assert!(measure(&[r], &sel("a/cold_start", "cold_start", "p50")).unwrap_err().contains("crash"));
     }
 }

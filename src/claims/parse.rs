@@ -66,7 +66,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::scenario::{glob_match, line_col};
+use crate::text::{glob_match, line_col};
 
 /// A claims problem, located in its file.
 #[derive(Debug, thiserror::Error)]

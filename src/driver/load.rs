@@ -19,13 +19,13 @@ use serde_json::Value;
 use crate::driver::httpclient::{rest_body, CallError, ErrorKind, McpClient, RestClient, ServerHello};
 use crate::driver::stdio::{stderr_tail, ShimClient};
 use crate::driver::workload::Progress;
-use crate::driver::{DriverOutcome, DriverSpec};
 use crate::mcp::suite::{Expected, Suite};
 use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
-use crate::record::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics};
-use crate::scenario::{Lifecycle, Workload};
-use crate::shim::TreeMemory;
+use crate::spec::TreeMemory;
+use crate::spec::{DriverOutcome, DriverSpec};
+use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics};
+use crate::spec::{Lifecycle, Workload};
 use crate::stats;
 
 /// How many distinct argument sets a load cycles through (so no layer answers from a cache).

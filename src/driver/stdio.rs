@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use serde_json::Value;
 
-use crate::driver::ServerLaunch;
 use crate::mcp::{self, Incoming, RpcError};
-use crate::record::{Failure, FailureReason};
-use crate::shim::{self, ExitInfo, Reply, Request, TreeMemory};
+use crate::shim::{self};
+use crate::spec::ServerLaunch;
+use crate::spec::{ExitInfo, Reply, Request, TreeMemory};
+use crate::spec::{Failure, FailureReason};
 
 /// The control-socket client of the shim.
 pub struct ShimClient {
@@ -27,7 +28,7 @@ impl ShimClient {
     /// Connects to the shim's socket in `dir`, retrying until `limit` passes (the shim may still
     /// be starting in the other container).
     pub fn connect(dir: &Path, limit: Duration) -> Result<Self, Failure> {
-        let path = dir.join(shim::SOCKET);
+        let path = dir.join(crate::spec::SOCKET);
         let deadline = Instant::now() + limit;
         loop {
             match UnixStream::connect(&path) {

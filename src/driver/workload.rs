@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::driver::stdio::{stderr_tail, Session, ShimClient};
-use crate::driver::{DriverOutcome, DriverSpec};
 use crate::mcp::suite::{Expected, Suite};
 use crate::mcp::{self};
-use crate::record::{Failure, FailureReason};
-use crate::scenario::Workload;
+use crate::spec::Workload;
+use crate::spec::{DriverOutcome, DriverSpec};
+use crate::spec::{Failure, FailureReason};
 use crate::stats;
 
 /// A progress callback: phase, done, total.
@@ -49,7 +49,7 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
                 format!("the {} workload needs a real suite, not {:?}", spec.workload.kind(), spec.suite),
             )),
         };
-        let _ = shim.call(&crate::shim::Request::Shutdown);
+        let _ = shim.call(&crate::spec::Request::Shutdown);
         r
     })();
     if let Err(f) = result {

@@ -2,6 +2,7 @@
 //! rootfs, pull, build), tmpfs volumes, containers (create, start, follow output, wait, copy a
 //! file out, remove) and clean-up by label. Implementations: `docker` (bollard). It knows nothing
 //! of MCP or workloads.
+use crate::spec::Sandbox;
 
 pub mod docker;
 pub mod fake;
@@ -74,75 +75,6 @@ pub struct ContainerSpec {
     pub mounts: Vec<Mount>,
     /// What the container may do beyond its limits: user, capabilities, writable file system.
     pub sandbox: Sandbox,
-}
-
-/// The user every sandboxed lab container runs as: `nobody:nogroup` (65534:65534). Every Debian
-/// (and Node, Bun) image knows it by name, so runtimes that look their user up in /etc/passwd
-/// still work, it owns no file of the image, and server and sidecar share it: the sidecar can
-/// connect to the shim's socket and read the logs in /lab (the volume is mode 1777) without
-/// either side being root.
-pub const SANDBOX_UID: u32 = 65534;
-pub const SANDBOX_GID: u32 = 65534;
-
-/// Where sandboxed containers get writable scratch space; `HOME` and `TMPDIR` point there.
-pub const SCRATCH_DIR: &str = "/tmp";
-
-/// Hardening of a container, in engine-agnostic terms. Third-party servers run with
-/// [`Sandbox::hardened`]; [`Sandbox::none`] is the engine's default (root, its default
-/// capabilities, a writable root file system), kept for the lock containers and for showing in
-/// tests that the hardening is what stops a hostile server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sandbox {
-    /// Run as this `(uid, gid)` instead of the image's user; `None` keeps the image's (root).
-    pub user: Option<(u32, u32)>,
-    /// Drop every Linux capability, the bounding set included.
-    pub drop_all_capabilities: bool,
-    /// Forbid gaining privileges across exec (setuid/setgid binaries, file capabilities).
-    pub no_new_privileges: bool,
-    /// Mount the image's root file system read-only; mounts (`/lab`, scratch) stay writable.
-    pub read_only_root: bool,
-    /// In-memory scratch folders, `(path, size in bytes)`: mode 1777, nosuid, nodev, noexec.
-    pub scratch: Vec<(String, u64)>,
-    /// The most processes and threads the container may hold at once (a fork bomb stops here).
-    pub pids_limit: Option<u32>,
-}
-
-impl Sandbox {
-    /// The engine's defaults: no hardening at all.
-    pub fn none() -> Sandbox {
-        Sandbox {
-            user: None,
-            drop_all_capabilities: false,
-            no_new_privileges: false,
-            read_only_root: false,
-            scratch: Vec::new(),
-            pids_limit: None,
-        }
-    }
-
-    /// What every measured container gets: the sandbox user, no capabilities, no new
-    /// privileges, a read-only root with a 64 MiB scratch tmpfs at [`SCRATCH_DIR`], and at most
-    /// 1024 processes/threads (Node and the Python SDKs run a few dozen threads at most).
-    pub fn hardened() -> Sandbox {
-        Sandbox {
-            user: Some((SANDBOX_UID, SANDBOX_GID)),
-            drop_all_capabilities: true,
-            no_new_privileges: true,
-            read_only_root: true,
-            scratch: vec![(SCRATCH_DIR.to_string(), 64 << 20)],
-            pids_limit: Some(1024),
-        }
-    }
-
-    /// The environment a process needs when its user has no writable home and the root file
-    /// system is read-only (`nobody`'s home is `/nonexistent`): HOME and TMPDIR in the scratch.
-    pub fn environment(&self) -> Vec<(String, String)> {
-        if self.user.is_none() && !self.read_only_root {
-            return Vec::new();
-        }
-        let scratch = self.scratch.first().map_or(SCRATCH_DIR, |(p, _)| p.as_str());
-        vec![("HOME".to_string(), scratch.to_string()), ("TMPDIR".to_string(), scratch.to_string())]
-    }
 }
 
 /// How a container ended.

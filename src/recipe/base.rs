@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::hash::sha256_file;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Where a base image comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ impl BaseSource {
     /// sha256 of the spec's canonical JSON and the bootstrap method: a bootstrapped base is
     /// reused only for the same spec made the same way.
     pub fn spec_hash(&self) -> String {
-        crate::record::canonical_hash(&serde_json::json!({"spec": self, "method": BOOTSTRAP_METHOD}))
+        crate::hash::canonical_hash(&serde_json::json!({"spec": self, "method": BOOTSTRAP_METHOD}))
     }
 
     pub fn suite(&self) -> Option<&str> {
@@ -230,13 +230,6 @@ pub fn dpkg_installed(status: &str) -> Vec<(String, String)> {
     }
     out.sort();
     out
-}
-
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h)?;
-    Ok(hex::encode(h.finalize()))
 }
 
 pub fn which(prog: &str) -> Option<PathBuf> {

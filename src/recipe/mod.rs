@@ -1,6 +1,7 @@
 //! Image recipes (`images/<family>/recipe.toml`) and their lockfiles (`lockfiles/`): which SDK
 //! versions a family builds, with which runtime and API generation; the image input hash (the
 //! build cache key); and the build context handed to the engine. It never talks to the engine.
+use crate::spec::SourceInfo;
 
 pub mod base;
 pub mod releases;
@@ -10,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::ServerLaunch;
 use crate::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
+use crate::spec::ServerLaunch;
 use base::BaseSource;
 
 /// The family name of the built-in floor server.
@@ -194,7 +195,7 @@ impl RecipeBook {
             let path = dir.join("recipe.toml");
             let text = String::from_utf8_lossy(&read(&path)?).into_owned();
             let file: RecipeFile = toml::from_str(&text).map_err(|e| {
-                let (line, column) = crate::scenario::line_col(&text, e.span().map_or(0, |s| s.start));
+                let (line, column) = crate::text::line_col(&text, e.span().map_or(0, |s| s.start));
                 RecipeError::Parse { path: path.clone(), line, column, message: e.message().to_string() }
             })?;
             let invalid = |message: String| RecipeError::Invalid { path: path.clone(), message };
@@ -409,7 +410,7 @@ impl RecipeBook {
         let data = read(&recipe.dir.join(rel))?;
         let source = Some(SourceInfo {
             file: format!("images/{family}/{rel}"),
-            sha256: crate::record::sha256_hex(&data),
+            sha256: crate::hash::sha256_hex(&data),
             loc: count_loc(&String::from_utf8_lossy(&data), ext),
         });
         let http_sources = api.http.as_ref().map(|h| &h.sources);
@@ -921,17 +922,6 @@ fn base_of(rt: &RuntimeSpec) -> Result<BaseSource, String> {
     }
 }
 
-/// The server source a cell runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourceInfo {
-    /// Path in the checkout.
-    pub file: String,
-    pub sha256: String,
-    /// Non-blank, non-comment lines.
-    pub loc: u32,
-}
-
 /// What a cell's server image is made of.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImagePlan {
@@ -1041,14 +1031,14 @@ impl ImagePlan {
             .build
             .iter()
             .flat_map(|b| b.files.iter())
-            .map(|(n, c)| (n.as_str(), crate::record::sha256_hex(c)))
+            .map(|(n, c)| (n.as_str(), crate::hash::sha256_hex(c)))
             .collect();
-        crate::record::canonical_hash(&serde_json::json!({
+        crate::hash::canonical_hash(&serde_json::json!({
             "family": self.family,
             "version": self.version,
             "runtime": self.runtime_name,
             "recipe": self.build.as_ref().map(|b| &b.recipe_entry),
-            "dockerfile": self.build.as_ref().map(|b| crate::record::sha256_hex(b.dockerfile_template.as_bytes())),
+            "dockerfile": self.build.as_ref().map(|b| crate::hash::sha256_hex(b.dockerfile_template.as_bytes())),
             "launcher": self.build.as_ref().map(|b| &b.launcher),
             "files": files,
             "base_image_id": base_image_id,

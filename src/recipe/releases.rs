@@ -204,7 +204,7 @@ impl Releases {
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         toml::from_str(&text).map(Some).map_err(|e| {
-            let (line, column) = crate::scenario::line_col(&text, e.span().map_or(0, |s| s.start));
+            let (line, column) = crate::text::line_col(&text, e.span().map_or(0, |s| s.start));
             format!("{}:{line}:{column}: {}", path.display(), e.message())
         })
     }

@@ -10,8 +10,9 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hash::{canonical_json, sha256_hex};
 use crate::record::store::{Head, HEAD_FILE, LOCK_FILE};
-use crate::record::{canonical_json, sha256_hex, Record, FORMAT_VERSION, READABLE_FORMAT_VERSIONS};
+use crate::record::{Record, FORMAT_VERSION, READABLE_FORMAT_VERSIONS};
 
 /// The scenario file a run folder keeps beside its records.
 pub const SCENARIO_FILE: &str = "scenario.toml";

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Placement;
+use crate::spec::Placement;
 
 /// A package and the version actually installed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -117,7 +117,7 @@ pub struct Environment {
 
 impl Environment {
     pub fn hash(&self) -> String {
-        crate::record::canonical_hash(self)
+        crate::hash::canonical_hash(self)
     }
 }
 

@@ -1,6 +1,8 @@
 //! The versioned result record: what a cell was, what it measured, the environment manifest it
 //! ran in and the hashes that make the store tamper-evident. Canonical JSON and sha256 live here;
 //! computing metrics does not.
+use crate::hash::{canonical_json, sha256_hex};
+use crate::spec::{Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 
 pub mod audit;
 pub mod diffenv;
@@ -9,13 +11,12 @@ pub mod store;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::driver::Timeouts;
 use crate::mcp::transport::HttpTarget;
-use crate::recipe::SourceInfo;
-use crate::scenario::{Expect, Workload};
-use crate::shim::{ExitInfo, TreeMemory};
+use crate::spec::SourceInfo;
+use crate::spec::Timeouts;
+use crate::spec::{ExitInfo, TreeMemory};
+use crate::spec::{Expect, Workload};
 use crate::stats::LatencySummary;
 use std::collections::BTreeMap;
 
@@ -36,62 +37,6 @@ pub const SCHEMA: &str = include_str!("record.schema.json");
 pub enum Status {
     Ok,
     Failed,
-}
-
-/// Why a cell failed. Named reasons, never message strings, so failures can be counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureReason {
-    /// The server exited or closed its stdout while it was expected to answer.
-    Crash,
-    /// No initialize result within the start-up limit.
-    StartupTimeout,
-    /// No answer to a request within the call limit.
-    Timeout,
-    /// Something on stdout that is not the protocol, or a refused handshake.
-    ProtocolError,
-    /// A tool answered with a value other than the expected one, or tools/list was wrong.
-    WrongResult,
-    /// A tool answered with an error where a value was expected.
-    ToolError,
-    /// The server was killed by the kernel for exceeding its memory limit.
-    Oom,
-    /// The lab itself failed: engine, shim, driver or image.
-    EngineError,
-}
-
-impl FailureReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureReason::Crash => "crash",
-            FailureReason::StartupTimeout => "startup_timeout",
-            FailureReason::Timeout => "timeout",
-            FailureReason::ProtocolError => "protocol_error",
-            FailureReason::WrongResult => "wrong_result",
-            FailureReason::ToolError => "tool_error",
-            FailureReason::Oom => "oom",
-            FailureReason::EngineError => "engine_error",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Failure {
-    pub reason: FailureReason,
-    pub detail: String,
-}
-
-impl Failure {
-    pub fn new(reason: FailureReason, detail: impl Into<String>) -> Self {
-        Failure { reason, detail: detail.into() }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.reason.as_str(), self.detail)
-    }
 }
 
 /// The server under test in a cell.
@@ -117,34 +62,6 @@ pub struct ServerIdent {
     pub env: BTreeMap<String, String>,
 }
 
-/// Where a cell ran: CPU sets and the memory limit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Placement {
-    /// cpuset of the server container (`cpuset.cpus` syntax).
-    pub server_cpus: String,
-    /// cpuset of the sidecar (driver) container.
-    pub driver_cpus: String,
-    /// True when the scenario asked server and driver to share CPUs.
-    pub shared: bool,
-    /// The server container's memory limit (swap disabled), bytes.
-    pub memory_limit_bytes: u64,
-    /// Set when the cell ran under `--parallel`, beside other cells on disjoint CPU sets that
-    /// share no physical core.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parallel: Option<ParallelSlot>,
-}
-
-/// Which of a `--parallel` run's CPU slots a cell ran in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParallelSlot {
-    /// 0-based slot index.
-    pub slot: u32,
-    /// How many cells could run at once.
-    pub slots: u32,
-}
-
 /// What one cell is: the server, transport, suite, workload and limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,17 +85,6 @@ pub struct Cell {
     pub repeat: Option<Repeat>,
 }
 
-/// The position of a record among the repeats of its cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Repeat {
-    /// 0-based.
-    pub index: u32,
-    pub of: u32,
-    /// Whether each repeat ran in a fresh server container.
-    pub fresh_container: bool,
-}
-
 /// A latency metric from individual samples (cold starts, first tools/list).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -186,15 +92,6 @@ pub struct SampleMetric {
     /// Every sample, in the order taken, in milliseconds.
     pub samples_ms: Vec<f64>,
     pub summary: LatencySummary,
-}
-
-/// A latency metric from a histogram (serial calls).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HistogramMetric {
-    pub summary: LatencySummary,
-    /// HdrHistogram V2 deflate encoding, base64, values in nanoseconds.
-    pub histogram: String,
 }
 
 /// Memory of the server's process tree (from /proc inside its container).
@@ -207,72 +104,6 @@ pub struct MemoryMetrics {
     /// container's cgroup memory peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadMemory>,
-}
-
-/// Memory of the server while an HTTP load ran.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoadMemory {
-    /// The server's process tree after start-up, before the first virtual user connected.
-    pub idle_before: Option<TreeMemory>,
-    /// The sample with the largest tree RSS taken while the load ran (warm-up included).
-    pub peak_during: Option<TreeMemory>,
-    /// After every connection was closed, once the server had a moment to settle.
-    pub after: Option<TreeMemory>,
-    /// How many samples were taken during the load, and how often.
-    pub samples: u32,
-    pub interval_ms: u64,
-    /// The server container's cgroup memory peak (memory.max_usage_in_bytes on cgroup v1,
-    /// memory.peak on v2): it includes the shim (a few MiB) and the page cache the container
-    /// touched.
-    pub cgroup_peak_bytes: Option<u64>,
-}
-
-/// Throughput, latency and errors of an HTTP load (closed or open loop).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoadMetrics {
-    /// `closed` (concurrency, http_api) or `open` (open_loop).
-    pub mode: String,
-    /// Virtual users (closed loop) and HTTP connections.
-    pub workers: u32,
-    pub connections: u32,
-    pub warmup_ms: u64,
-    /// The measured window as it really lasted, milliseconds.
-    pub window_ms: f64,
-    /// Calls answered correctly, and calls that failed, in the window.
-    pub ok: u64,
-    pub failed: u64,
-    /// `ok` per second of the window.
-    pub throughput_rps: f64,
-    /// failed / (ok + failed); 0 when nothing was sent.
-    pub error_rate: f64,
-    /// Failed calls per kind: connect, http_status, protocol_error, tool_error, wrong_result,
-    /// timeout, session_expired.
-    pub errors: BTreeMap<String, u64>,
-    /// MCP sessions opened (initialize answered), and how many of them re-initialized after a
-    /// 404 on an expired session.
-    pub sessions: u64,
-    pub reinitializations: u64,
-    /// Kept-alive connections the server closed or reset between two requests, reopened by the
-    /// driver (warm-up included). Each costs a TCP handshake inside the measured figures.
-    #[serde(default)]
-    pub reconnects: u64,
-    /// Latency of the correct calls in the window (open loop: from the intended send time).
-    pub latency: Option<HistogramMetric>,
-    /// Open loop: the target rate, requests that started later than their intended time by more
-    /// than a millisecond, and intended requests never sent before the window closed.
-    pub target_rps: Option<f64>,
-    pub late: Option<u64>,
-    pub dropped: Option<u64>,
-    /// The server's process tree CPU time during the window, in cores (1.0 = one core busy).
-    pub server_cpu_cores: Option<f64>,
-    /// The driver's own CPU time over warm-up and window, in cores: near 1.0 on a one-core
-    /// driver cpuset means the client, not the server, set the pace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_cpu_cores: Option<f64>,
-    /// A few of the first error messages, for the reader (not counted anywhere).
-    pub error_examples: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -320,54 +151,6 @@ pub struct Record {
     pub hash: String,
 }
 
-/// Canonical JSON: object keys sorted by their UTF-8 bytes, no insignificant whitespace, numbers
-/// as serde_json prints them. Independent of serde_json's map ordering features.
-pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                write_canonical(&map[*k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// sha256 of a serialisable value's canonical JSON.
-pub fn canonical_hash<T: Serialize>(v: &T) -> String {
-    let value = serde_json::to_value(v).expect("stored types serialise to JSON");
-    sha256_hex(canonical_json(&value).as_bytes())
-}
-
 impl Record {
     /// True when the cell did what the scenario expected: succeeded, or failed when a failure
     /// was expected.
@@ -412,6 +195,7 @@ pub fn rfc3339(unix_secs: u64) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::hash::canonical_hash;
     use crate::record::manifest::*;
     use serde_json::json;
 

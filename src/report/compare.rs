@@ -1161,7 +1161,7 @@ mod tests {
         let a = vec![sample_record("x"), sample_record("gone")];
         let mut failed = sample_record("x");
         failed.status = Status::Failed;
-        failed.failure = Some(crate::record::Failure::new(crate::record::FailureReason::Crash, "boom"));
+        failed.failure = Some(crate::spec::Failure::new(crate::spec::FailureReason::Crash, "boom"));
         let b = vec![failed, sample_record("new")];
         let c = compare(&a, &b, 5.0);
         assert!(c.cells.is_empty());

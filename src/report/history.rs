@@ -852,8 +852,8 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::record::tests::sample_record;
-    use crate::record::{HistogramMetric, Repeat};
-    use crate::scenario::Workload;
+    use crate::spec::Workload;
+    use crate::spec::{HistogramMetric, Repeat};
 
     #[test]
     fn versions_sort_numerically_with_pre_releases_first() {
@@ -1066,7 +1066,7 @@ mod tests {
         // A failed cell adds no point; a family with two versions is no history.
         let mut failed = record("mcp-1.12.0", "1.12.0", "cold_start", 900.0);
         failed.status = Status::Failed;
-        failed.failure = Some(crate::record::Failure::new(crate::record::FailureReason::Crash, "gone"));
+        failed.failure = Some(crate::spec::Failure::new(crate::spec::FailureReason::Crash, "gone"));
         rs.push(failed);
         for v in ["0.1", "0.2"] {
             let mut r = record(&format!("ts-{v}"), v, "cold_start", 50.0);
@@ -1163,7 +1163,7 @@ mod tests {
                 r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: true });
                 let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);
                 r.metrics.cold_start = None;
-                r.metrics.load = Some(crate::record::LoadMetrics {
+                r.metrics.load = Some(crate::spec::LoadMetrics {
                     mode: "closed".into(),
                     workers: 10,
                     throughput_rps: rps,

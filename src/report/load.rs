@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::mcp::transport::ApiStyle;
 use crate::record::{Record, Status};
-use crate::scenario::{Lifecycle, Workload};
+use crate::spec::{Lifecycle, Workload};
 use crate::stats;
 
 /// One HTTP load cell: one record, or the median of a cell's repeats.

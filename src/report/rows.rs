@@ -399,8 +399,8 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
 mod tests {
     use super::*;
     use crate::record::tests::sample_record;
-    use crate::record::{Failure, FailureReason, HistogramMetric};
-    use crate::scenario::Workload;
+    use crate::spec::Workload;
+    use crate::spec::{Failure, FailureReason, HistogramMetric};
 
     fn serial_calls(id: &str) -> Record {
         let mut r = sample_record(id);

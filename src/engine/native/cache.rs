@@ -10,10 +10,10 @@ use std::process::Stdio;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::driver::ServerLaunch;
 use crate::engine::EngineError;
 use crate::recipe::ImagePlan;
 use crate::record::manifest::Package;
+use crate::spec::ServerLaunch;
 
 /// The environment variable that moves the cache.
 pub const CACHE_ENV: &str = "BENCHLAB_NATIVE_CACHE";
@@ -187,7 +187,7 @@ pub async fn prepare_in(
         (None, _) => {
             return Ok(NativeEnv {
                 dir: PathBuf::new(),
-                input_hash: crate::record::sha256_hex(b"native"),
+                input_hash: crate::hash::sha256_hex(b"native"),
                 launch: plan.launch.clone(),
                 runtime_version: env!("CARGO_PKG_VERSION").to_string(),
                 interpreter: "benchlab".into(),
@@ -213,8 +213,8 @@ pub async fn prepare_in(
     };
     let tool_version = output_of(&tool, &["--version"]).await?;
     let files: std::collections::BTreeMap<&str, String> =
-        build.files.iter().map(|(n, c)| (n.as_str(), crate::record::sha256_hex(c))).collect();
-    let input_hash = crate::record::canonical_hash(&serde_json::json!({
+        build.files.iter().map(|(n, c)| (n.as_str(), crate::hash::sha256_hex(c))).collect();
+    let input_hash = crate::hash::canonical_hash(&serde_json::json!({
         "runtime_kind": kind,
         "tool": tool.display().to_string(),
         "tool_version": tool_version,

@@ -16,8 +16,8 @@ use nix::sched::CpuSet;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::cgroup::NativeCgroup;
-use crate::driver::{DriverEvent, DriverOutcome, DriverSpec};
 use crate::engine::EngineError;
+use crate::spec::{DriverEvent, DriverOutcome, DriverSpec};
 
 /// What a native cell produced.
 #[derive(Debug, Clone)]

@@ -28,10 +28,10 @@ pub use cache::NativeEnv;
 pub use cell::NativeRun;
 pub use cgroup::NativeCgroup;
 
-use crate::driver::{DriverEvent, DriverSpec};
 use crate::engine::EngineError;
 use crate::recipe::ImagePlan;
 use crate::record::manifest::EngineManifest;
+use crate::spec::{DriverEvent, DriverSpec};
 
 /// The limits of one native cell.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,232 @@
+//! What one cell is beyond its workload: how the server starts, its limits (timeouts, placement,
+//! memory, sandbox) and what the scenario expects of it. Pure serde types, no I/O; the stored ones
+//! (placement, timeouts, repeat, expect, source) are pinned by tests/stored_shapes.rs.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+use crate::text::parse_memory;
+
+/// How to start the server process inside its container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerLaunch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+}
+
+/// Limits that turn misbehaviour into a failure instead of a hang.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// From the spawn request to the initialize result.
+    pub startup_ms: u64,
+    /// One request's answer.
+    pub call_ms: u64,
+    /// After stdin is closed, before SIGTERM.
+    pub stop_grace_ms: u64,
+    /// After SIGTERM, before SIGKILL.
+    pub term_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { startup_ms: 30_000, call_ms: 10_000, stop_grace_ms: 2_000, term_ms: 2_000 }
+    }
+}
+
+impl Timeouts {
+    pub fn startup(&self) -> Duration {
+        Duration::from_millis(self.startup_ms)
+    }
+    pub fn call(&self) -> Duration {
+        Duration::from_millis(self.call_ms)
+    }
+}
+
+/// How server and driver share the host's CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementMode {
+    /// Disjoint CPU sets: the server on one, the driver on another (the default).
+    #[default]
+    Split,
+    /// Server and driver on the same CPU set.
+    Shared,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementSpec {
+    #[serde(default)]
+    pub mode: PlacementMode,
+    /// Explicit cpusets (`"1"`, `"2-3"`); chosen from the host's CPUs when absent.
+    pub server_cpus: Option<String>,
+    pub driver_cpus: Option<String>,
+    /// The server container's memory limit: bytes, or a string such as `"1GiB"`, `"512MiB"`.
+    #[serde(default = "default_memory")]
+    pub memory: Memory,
+}
+
+impl Default for PlacementSpec {
+    fn default() -> Self {
+        PlacementSpec {
+            mode: PlacementMode::Split,
+            server_cpus: None,
+            driver_cpus: None,
+            memory: default_memory(),
+        }
+    }
+}
+
+fn default_memory() -> Memory {
+    Memory(1 << 30)
+}
+
+/// A memory size in bytes, written as an integer or with a binary unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory(pub u64);
+
+impl<'de> Deserialize<'de> for Memory {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bytes(b) => Ok(Memory(b)),
+            Raw::Text(s) => parse_memory(&s).map(Memory).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// What a cell is expected to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    #[default]
+    Success,
+    Failure,
+}
+
+/// Where a cell ran: CPU sets and the memory limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// cpuset of the server container (`cpuset.cpus` syntax).
+    pub server_cpus: String,
+    /// cpuset of the sidecar (driver) container.
+    pub driver_cpus: String,
+    /// True when the scenario asked server and driver to share CPUs.
+    pub shared: bool,
+    /// The server container's memory limit (swap disabled), bytes.
+    pub memory_limit_bytes: u64,
+    /// Set when the cell ran under `--parallel`, beside other cells on disjoint CPU sets that
+    /// share no physical core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelSlot>,
+}
+
+/// Which of a `--parallel` run's CPU slots a cell ran in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelSlot {
+    /// 0-based slot index.
+    pub slot: u32,
+    /// How many cells could run at once.
+    pub slots: u32,
+}
+
+/// The position of a record among the repeats of its cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    /// 0-based.
+    pub index: u32,
+    pub of: u32,
+    /// Whether each repeat ran in a fresh server container.
+    pub fresh_container: bool,
+}
+
+/// The user every sandboxed lab container runs as: `nobody:nogroup` (65534:65534). Every Debian
+/// (and Node, Bun) image knows it by name, so runtimes that look their user up in /etc/passwd
+/// still work, it owns no file of the image, and server and sidecar share it: the sidecar can
+/// connect to the shim's socket and read the logs in /lab (the volume is mode 1777) without
+/// either side being root.
+pub const SANDBOX_UID: u32 = 65534;
+
+pub const SANDBOX_GID: u32 = 65534;
+
+/// Where sandboxed containers get writable scratch space; `HOME` and `TMPDIR` point there.
+pub const SCRATCH_DIR: &str = "/tmp";
+
+/// Hardening of a container, in engine-agnostic terms. Third-party servers run with
+/// [`Sandbox::hardened`]; [`Sandbox::none`] is the engine's default (root, its default
+/// capabilities, a writable root file system), kept for the lock containers and for showing in
+/// tests that the hardening is what stops a hostile server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sandbox {
+    /// Run as this `(uid, gid)` instead of the image's user; `None` keeps the image's (root).
+    pub user: Option<(u32, u32)>,
+    /// Drop every Linux capability, the bounding set included.
+    pub drop_all_capabilities: bool,
+    /// Forbid gaining privileges across exec (setuid/setgid binaries, file capabilities).
+    pub no_new_privileges: bool,
+    /// Mount the image's root file system read-only; mounts (`/lab`, scratch) stay writable.
+    pub read_only_root: bool,
+    /// In-memory scratch folders, `(path, size in bytes)`: mode 1777, nosuid, nodev, noexec.
+    pub scratch: Vec<(String, u64)>,
+    /// The most processes and threads the container may hold at once (a fork bomb stops here).
+    pub pids_limit: Option<u32>,
+}
+
+impl Sandbox {
+    /// The engine's defaults: no hardening at all.
+    pub fn none() -> Sandbox {
+        Sandbox {
+            user: None,
+            drop_all_capabilities: false,
+            no_new_privileges: false,
+            read_only_root: false,
+            scratch: Vec::new(),
+            pids_limit: None,
+        }
+    }
+
+    /// What every measured container gets: the sandbox user, no capabilities, no new
+    /// privileges, a read-only root with a 64 MiB scratch tmpfs at [`SCRATCH_DIR`], and at most
+    /// 1024 processes/threads (Node and the Python SDKs run a few dozen threads at most).
+    pub fn hardened() -> Sandbox {
+        Sandbox {
+            user: Some((SANDBOX_UID, SANDBOX_GID)),
+            drop_all_capabilities: true,
+            no_new_privileges: true,
+            read_only_root: true,
+            scratch: vec![(SCRATCH_DIR.to_string(), 64 << 20)],
+            pids_limit: Some(1024),
+        }
+    }
+
+    /// The environment a process needs when its user has no writable home and the root file
+    /// system is read-only (`nobody`'s home is `/nonexistent`): HOME and TMPDIR in the scratch.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        if self.user.is_none() && !self.read_only_root {
+            return Vec::new();
+        }
+        let scratch = self.scratch.first().map_or(SCRATCH_DIR, |(p, _)| p.as_str());
+        vec![("HOME".to_string(), scratch.to_string()), ("TMPDIR".to_string(), scratch.to_string())]
+    }
+}
+
+/// The server source a cell runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceInfo {
+    /// Path in the checkout.
+    pub file: String,
+    pub sha256: String,
+    /// Non-blank, non-comment lines.
+    pub loc: u32,
+}

@@ -1,0 +1,130 @@
+//! The messages that cross a process or machine boundary: the driver's spec, its JSON-line events
+//! and outcome, and the shim's control-socket requests and replies. Pure serde types, no I/O.
+
+use std::path::PathBuf;
+
+use crate::mcp::transport::HttpTarget;
+use crate::spec::{Failure, LoadMemory, LoadMetrics, ServerLaunch, Timeouts, Workload};
+use serde::{Deserialize, Serialize};
+
+/// Everything the driver needs for one cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriverSpec {
+    /// The shared volume with the shim's control socket.
+    pub lab_dir: PathBuf,
+    pub server: ServerLaunch,
+    /// How to reach the server over HTTP (HTTP cells only).
+    #[serde(default)]
+    pub http: Option<HttpTarget>,
+    /// The tool suite the server exposes (`tools/list` must list exactly it).
+    pub suite: String,
+    pub workload: Workload,
+    pub timeouts: Timeouts,
+    /// Set for a server the lab knows nothing of (`benchlab measure` without a suite): no gate,
+    /// any tool list and any answer that is not an error count, every serial call sends these
+    /// arguments, and an empty serial-calls tool means the first one `tools/list` returns. The
+    /// suite is then only a label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ungated: Option<serde_json::Value>,
+}
+
+/// What the driver measured, successful or not; a failure keeps what was measured before it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DriverOutcome {
+    pub failure: Option<Failure>,
+    /// The protocol version the server answered.
+    pub protocol_version: Option<String>,
+    pub server_info: Option<serde_json::Value>,
+    /// Spawn request to initialize result, one per spawn, in nanoseconds.
+    pub cold_start_ns: Vec<u64>,
+    /// The first tools/list after each handshake, in nanoseconds.
+    pub tools_list_ns: Vec<u64>,
+    /// Serial call latencies: an HdrHistogram (V2 deflate, base64) of nanoseconds.
+    pub calls_histogram: Option<String>,
+    pub calls_ok: u64,
+    /// Memory of the server's process tree after the handshake, and just before it was stopped.
+    pub memory_after_initialize: Option<TreeMemory>,
+    pub memory_end: Option<TreeMemory>,
+    pub exits: Vec<ExitInfo>,
+    /// HTTP load workloads: throughput, latency, errors; memory before, during and after.
+    pub load: Option<LoadMetrics>,
+    pub load_memory: Option<LoadMemory>,
+}
+
+/// One line of the driver's output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DriverEvent {
+    Progress { phase: String, done: u64, total: u64 },
+    Outcome { outcome: Box<DriverOutcome> },
+}
+
+/// The control socket's file name inside the shared volume.
+pub const SOCKET: &str = "ctl.sock";
+
+/// A request from the driver, one JSON object per line on the control socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Spawn the server on two anonymous pipes; the `Spawned` reply carries the write end of its
+    /// stdin and the read end of its stdout as SCM_RIGHTS, in that order.
+    /// With `output_to_log` (HTTP servers), stdin is /dev/null, stdout joins stderr in the log,
+    /// and no descriptors come back.
+    Spawn {
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+        stderr_log: PathBuf,
+        #[serde(default)]
+        output_to_log: bool,
+    },
+    /// The memory of the server's process tree now.
+    Memory { pid: u32 },
+    /// The CPU time (user + system) the server's live process tree has used so far.
+    Cpu { pid: u32 },
+    /// The server container's cgroup memory peak.
+    CgroupPeak,
+    /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
+    /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
+    Stop { pid: u32, grace_ms: u64, term_ms: u64 },
+    /// Stop everything and exit.
+    Shutdown,
+}
+
+/// The shim's answer to one request, one JSON object per line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Spawned { pid: u32 },
+    Memory { memory: TreeMemory },
+    Cpu { cpu_ns: u64 },
+    CgroupPeak { bytes: Option<u64>, source: String },
+    Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
+    Bye,
+    Error { message: String },
+}
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitInfo {
+    /// `exited` by itself after stdin closed, `terminated` by SIGTERM, `killed` by SIGKILL, or
+    /// `already_exited` before the stop was asked for.
+    pub how: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Milliseconds from the stop request to the exit.
+    pub stop_ms: f64,
+}
+
+/// Memory of a process tree, summed over the server and all its descendants.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeMemory {
+    /// Sum of VmRSS (resident set) over the tree.
+    pub rss_bytes: u64,
+    /// Sum of VmHWM (each process's own peak resident set) over the tree: an upper bound on the
+    /// tree's peak, exact for a single process.
+    pub hwm_bytes: u64,
+    pub processes: u32,
+}

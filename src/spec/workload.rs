@@ -1,0 +1,92 @@
+//! The workload a cell runs, and the one duration model of a cell: its time limit (every backend's
+//! bound) and its expected time (what `plan` estimates and `run`'s progress counts down from).
+//! Pure serde types, no I/O; records store `Workload` as it is, so its JSON shape is pinned by
+//! the stored-shape snapshot test (tests/stored_shapes.rs).
+
+use serde::{Deserialize, Serialize};
+
+/// What a cell does to the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// `spawns` fresh server processes, each timed from the spawn request to the initialize
+    /// result, then the first tools/list.
+    ColdStart { spawns: u32 },
+    /// One session: `warmup` unrecorded calls, then `calls` sequential tools/call of `tool`, each
+    /// answer checked.
+    SerialCalls { tool: String, warmup: u32, calls: u32 },
+    /// Closed loop over HTTP: `workers` virtual users, each on its own connection running the
+    /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; `warmup_ms`
+    /// unrecorded, then `duration_ms` measured.
+    Concurrency { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64, lifecycle: Lifecycle },
+    /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
+    /// latency measured from its intended send time (corrected for coordinated omission).
+    OpenLoop { tool: String, rate: u64, connections: u32, warmup_ms: u64, duration_ms: u64 },
+    /// Closed loop through the server's plain REST route for `tool` (no MCP): the protocol's
+    /// overhead is the difference to `concurrency`.
+    HttpApi { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64 },
+}
+
+/// How a virtual user of a `concurrency` workload uses its MCP session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    /// initialize once, then tools/call in a loop (as the seeds did).
+    #[default]
+    Session,
+    /// A fresh initialize (and session) before every call.
+    PerCall,
+}
+
+impl Workload {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::ColdStart { .. } => "cold_start",
+            Workload::SerialCalls { .. } => "serial_calls",
+            Workload::Concurrency { .. } => "concurrency",
+            Workload::OpenLoop { .. } => "open_loop",
+            Workload::HttpApi { .. } => "http_api",
+        }
+    }
+
+    /// Whether the workload drives the server over HTTP (its server must have an HTTP transport).
+    pub fn is_load(&self) -> bool {
+        matches!(self, Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. })
+    }
+
+    /// The tool a workload calls, if it calls one.
+    pub fn tool(&self) -> Option<&str> {
+        match self {
+            Workload::ColdStart { .. } => None,
+            Workload::SerialCalls { tool, .. }
+            | Workload::Concurrency { tool, .. }
+            | Workload::OpenLoop { tool, .. }
+            | Workload::HttpApi { tool, .. } => Some(tool),
+        }
+    }
+
+    /// Replaces the warm-up and measured durations of a load workload (a reduced run).
+    pub fn override_times(&mut self, warmup: Option<u64>, duration: Option<u64>) {
+        if let Workload::Concurrency { warmup_ms, duration_ms, .. }
+        | Workload::OpenLoop { warmup_ms, duration_ms, .. }
+        | Workload::HttpApi { warmup_ms, duration_ms, .. } = self
+        {
+            if let Some(w) = warmup {
+                *warmup_ms = w;
+            }
+            if let Some(d) = duration {
+                *duration_ms = d;
+            }
+        }
+    }
+
+    /// The measured time of a load workload, warm-up included.
+    pub fn load_time_ms(&self) -> u64 {
+        match self {
+            Workload::Concurrency { warmup_ms, duration_ms, .. }
+            | Workload::OpenLoop { warmup_ms, duration_ms, .. }
+            | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
+            _ => 0,
+        }
+    }
+}

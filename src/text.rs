@@ -1,0 +1,68 @@
+//! Reading what people write: positions in a file (line and column from a byte offset), `*`
+//! patterns, and durations and memory sizes with units. Pure functions.
+
+/// Matches `text` against a pattern whose `*` matches any run of characters.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first)
+        || !text[first.len()..].ends_with(last)
+        || text.len() < first.len() + last.len()
+    {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"` into milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("duration {s:?}: expected a number with ms, s or m"))?;
+    let mult = match unit.trim() {
+        "ms" => 1.0,
+        "s" => 1e3,
+        "m" | "min" => 60e3,
+        other => return Err(format!("duration {s:?}: unknown unit {other:?} (use ms, s or m)")),
+    };
+    let ms = n * mult;
+    if !ms.is_finite() || !(0.0..=86_400e3).contains(&ms) {
+        return Err(format!("duration {s:?} is out of range"));
+    }
+    Ok(ms.round() as u64)
+}
+
+/// Parses `"512MiB"`, `"1GiB"`, `"64KiB"` or a plain number of bytes.
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("memory {s:?}: expected a number with KiB, MiB or GiB"))?;
+    let mult = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => return Err(format!("memory {s:?}: unknown unit {other:?} (use KiB, MiB or GiB)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("memory {s:?} is too large"))
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let before = &source[..offset.min(source.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.chars().count(), |nl| before[nl + 1..].chars().count()) + 1;
+    (line, column)
+}
