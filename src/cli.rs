@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::docker::DockerEngine;
-use crate::engine::native::NativeEngine;
-use crate::orchestrate::{self, Event, Lab, RunError, RunOptions};
+use crate::backend::containers::docker::DockerEngine;
+use crate::backend::native::NativeEngine;
+use crate::backend::{AnyBackend, Backend, PrepareEvent};
+use crate::orchestrate::{self, Event, RunError, RunOptions};
 use crate::recipe::base::BaseSource;
 use crate::recipe::RecipeBook;
 use crate::record::store::{read_records, RECORDS_FILE};
@@ -336,8 +337,9 @@ impl From<RunError> for Exit {
             )
             | RunError::Io { .. } => 3,
             RunError::Store(_) => 2,
-            RunError::Placement(_) => 2,
-            RunError::Engine(_) | RunError::Bootstrap { .. } => 3,
+            RunError::Placement(_) | RunError::Input { .. } => 2,
+            RunError::Engine(crate::backend::EngineError::Refused { .. }) => 2,
+            RunError::Engine(_) => 3,
             RunError::Interrupted { .. } => 130,
         };
         Exit::new(code, error_chain(&e))
@@ -426,7 +428,12 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
                 let work = std::env::temp_dir().join("benchlab-work");
-                let base = orchestrate::ensure_base(&engine, &source, &work, &mut |e| ui.event(e)).await?;
+                let base =
+                    crate::backend::containers::images::ensure_base(&engine, &source, &work, &mut |e| {
+                        ui.event(Event::Prepare(e))
+                    })
+                    .await
+                    .map_err(|e| Exit::from(RunError::from(e)))?;
                 ui.finish();
                 println!("{}  {}", base.reference, base.image_id);
                 if let Some(sha) = base.rootfs_sha256 {
@@ -439,29 +446,27 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let recipes = checkout.recipes()?;
             let sc = checkout.scenario(&scenario)?;
             let cpus = crate::placement::available_cpus();
-            let cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
+            let mut cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
             let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
-            let mut images: Vec<(bool, crate::recipe::ImagePlan)> = Vec::new();
-            for c in &cells {
-                let native = c.engine == Some(crate::scenario::EngineKind::Native);
-                if !images.iter().any(|(n, p)| *n == native && p.same_image(&c.image)) {
-                    images.push((native, c.image.clone()));
-                }
-            }
+            let opts = run_options(results.clone(), None, checkout.ca_bundle.clone())?;
             let states = tokio_runtime().block_on(async {
+                // The backends a run would have, so plan and run agree on every cell's backend
+                // and image; with none at all the images' states are unknown.
+                let backends = make_backends("auto", &opts, false).await.unwrap_or_default();
+                if !backends.is_empty() {
+                    orchestrate::admit(&backends, &recipes, &mut cells).await.map_err(Exit::from)?;
+                }
                 let mut out = Vec::new();
-                let engine = DockerEngine::connect().await.ok();
-                for (native, p) in &images {
-                    let state = match (&engine, native) {
-                        (_, true) => crate::plan::ImageState::Native,
-                        (Some(e), false) => {
-                            orchestrate::image_state(e, p).await.unwrap_or(crate::plan::ImageState::Unknown)
+                for (b, p) in orchestrate::distinct_images(&cells) {
+                    let (kind, state) = match backends.get(b) {
+                        Some(backend) => (backend.kind(), backend.state(&p).await),
+                        None => {
+                            (crate::backend::BackendKind::Containers, crate::backend::ImageState::Unknown)
                         }
-                        (None, false) => crate::plan::ImageState::Unknown,
                     };
                     out.push((
-                        crate::plan::PlannedImage {
-                            engine: if *native { "native" } else { "docker" }.into(),
+                        orchestrate::view::PlannedImage {
+                            engine: kind.as_str().into(),
                             family: p.family.clone(),
                             version: p.version.clone(),
                             runtime: p.runtime_name.clone(),
@@ -470,16 +475,16 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                         p.runtime_kind.clone(),
                     ));
                 }
-                out
-            });
+                Ok::<_, Exit>(out)
+            })?;
             let mut earlier = Vec::new();
             for run in glob_runs(&results) {
                 if let Ok(r) = crate::record::store::read_records(&run) {
                     earlier.extend(r.into_iter().filter(|r| r.status == crate::record::Status::Ok));
                 }
             }
-            let learned = crate::plan::learned(&earlier);
-            let view = crate::plan::PlanView::new(&sc.name, &cells, states, &learned, slots);
+            let learned = orchestrate::estimate::learned(&earlier);
+            let view = orchestrate::view::PlanView::new(&sc.name, &cells, states, &learned, slots);
             if json {
                 let cells_json: Vec<serde_json::Value> = cells
                     .iter()
@@ -492,7 +497,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                             "api": c.image.api,
                             "workload": c.workload.kind(),
                             "placement": c.placement,
-                            "estimate_s": crate::plan::estimate(c, &learned).seconds,
+                            "estimate_s": orchestrate::estimate::estimate(c, &learned).seconds,
                         })
                     })
                     .collect();
@@ -511,7 +516,12 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                     let scenario = checkout.scenario(path)?;
                     let cells = orchestrate::plan(&scenario, &recipes, &crate::placement::available_cpus())
                         .map_err(Exit::from)?;
-                    orchestrate::distinct_images(&cells)
+                    cells.into_iter().fold(Vec::<crate::recipe::ImagePlan>::new(), |mut v, c| {
+                        if !v.iter().any(|p| p.same_image(&c.image)) {
+                            v.push(c.image);
+                        }
+                        v
+                    })
                 }
                 None => {
                     let wants = recipes.all_wants(family.as_deref(), version.as_deref(), runtime.as_deref());
@@ -528,8 +538,12 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
             tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
+                let backend =
+                    crate::backend::containers::ContainersBackend::new(engine, opts.backend_config())
+                        .await
+                        .map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
-                let r = orchestrate::build_plans(&engine, &plans, &opts, &mut |e| ui.event(e)).await;
+                let r = orchestrate::build_plans(&backend, &plans, &mut |e| ui.event(e)).await;
                 ui.finish();
                 let images = r.map_err(Exit::from)?;
                 let built = images.iter().filter(|(_, b)| *b).count();
@@ -546,19 +560,23 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             tokio_runtime().block_on(async {
                 let engine = DockerEngine::connect().await.map_err(|e| Exit::new(3, error_chain(&e)))?;
                 let mut ui = Progress::new();
-                let r = orchestrate::lock(
+                let r = crate::lock::lock(
                     &engine,
                     &recipes,
                     &family,
                     &version,
                     pick,
                     runtime.as_deref(),
-                    &opts,
-                    &mut |e| ui.event(e),
+                    &opts.backend_config(),
+                    &mut |e| ui.event(Event::Prepare(e)),
                 )
                 .await;
                 ui.finish();
-                for dir in r.map_err(Exit::from)? {
+                let dirs = r.map_err(|e| {
+                    let code = if matches!(e, crate::lock::LockError::Input(_)) { 2 } else { 3 };
+                    Exit::new(code, error_chain(&e))
+                })?;
+                for dir in dirs {
                     println!("locked {}", dir.display());
                 }
                 Ok(0)
@@ -605,42 +623,8 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
             opts.parallel = parallel;
             let summary = tokio_runtime().block_on(async {
-                // Native cells need root and cgroups; a scenario may name either engine per server.
-                let native = NativeEngine::new();
-                let docker = match engine.as_str() {
-                    "native" => None,
-                    _ => match DockerEngine::connect().await {
-                        Ok(d) => Some(d),
-                        Err(e) if engine == "docker" => return Err(Exit::new(3, error_chain(&e))),
-                        Err(e) => {
-                            if let Err(n) = &native {
-                                return Err(Exit::new(
-                                    3,
-                                    format!(
-                                        "{}\nand the native engine cannot run here either: {}",
-                                        error_chain(&e),
-                                        error_chain(n)
-                                    ),
-                                ));
-                            }
-                            eprintln!(
-                                "notice: no container engine answers ({}), so this run uses the native engine: \
-                                 servers run as host processes in lab cgroups, installed from the same lockfiles \
-                                 into {} with this host's interpreters (recorded in each record's environment). \
-                                 Start Docker (`scripts/engine.sh`) or pass --engine docker to insist on containers.",
-                                e.to_string().lines().next().unwrap_or(""),
-                                crate::engine::native::cache::cache_root().display()
-                            );
-                            None
-                        }
-                    },
-                };
-                let native = match (&native, engine.as_str()) {
-                    (Err(e), "native") => return Err(Exit::new(3, error_chain(e))),
-                    (n, _) => n.as_ref().ok(),
-                };
-                let lab = Lab { containers: docker.as_ref(), native };
-                run_with(lab, &scenario, &resume, &recipes, &opts, &mut adjust).await
+                let backends = make_backends(&engine, &opts, true).await?;
+                run_with(&backends, &scenario, &resume, &recipes, &opts, &mut adjust).await
             })?;
             if resume.is_some() {
                 eprintln!(
@@ -692,6 +676,55 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
             Ok(0)
         }
     }
+}
+
+/// The backends of a run, in the order cells fall to them: containers when an engine answers
+/// (`--engine auto|docker`), then the native engine when this host can run it (root, cgroups).
+/// `auto` without an engine goes on natively, with a notice when `tell` is set.
+async fn make_backends(engine: &str, opts: &RunOptions, tell: bool) -> Result<Vec<AnyBackend>, Exit> {
+    use crate::backend::containers::ContainersBackend;
+    use crate::backend::native::NativeBackend;
+    let config = opts.backend_config();
+    let native = NativeEngine::new();
+    let mut out = Vec::new();
+    if engine != "native" {
+        let connected = match DockerEngine::connect().await {
+            Ok(d) => ContainersBackend::new(d, config.clone()).await,
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok(b) => out.push(AnyBackend::Containers(b)),
+            Err(e) if engine == "docker" => return Err(Exit::new(3, error_chain(&e))),
+            Err(e) => {
+                if let Err(n) = &native {
+                    return Err(Exit::new(
+                        3,
+                        format!(
+                            "{}\nand the native engine cannot run here either: {}",
+                            error_chain(&e),
+                            error_chain(n)
+                        ),
+                    ));
+                }
+                if tell {
+                    eprintln!(
+                        "notice: no container engine answers ({}), so this run uses the native engine: \
+                         servers run as host processes in lab cgroups, installed from the same lockfiles \
+                         into {} with this host's interpreters (recorded in each record's environment). \
+                         Start Docker (`scripts/engine.sh`) or pass --engine docker to insist on containers.",
+                        e.to_string().lines().next().unwrap_or(""),
+                        crate::backend::native::cache::cache_root().display()
+                    );
+                }
+            }
+        }
+    }
+    match native {
+        Ok(n) => out.push(AnyBackend::Native(NativeBackend::new(n, config))),
+        Err(e) if engine == "native" => return Err(Exit::new(3, error_chain(&e))),
+        Err(_) => {}
+    }
+    Ok(out)
 }
 
 /// Run options from the command line: the lab's own executable and the fetch-stage CA bundle.
@@ -893,8 +926,8 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<
 }
 
 /// Runs a scenario or resumes a run folder, with progress on stderr.
-async fn run_with<E: crate::engine::Engine>(
-    lab: Lab<'_, E>,
+async fn run_with(
+    backends: &[AnyBackend],
     scenario: &Option<Scenario>,
     resume: &Option<PathBuf>,
     recipes: &RecipeBook,
@@ -903,8 +936,12 @@ async fn run_with<E: crate::engine::Engine>(
 ) -> Result<orchestrate::RunSummary, Exit> {
     let mut ui = Progress::new();
     let r = match (scenario, resume) {
-        (Some(scenario), _) => orchestrate::run(lab, scenario, recipes, opts, &mut |e| ui.event(e)).await,
-        (None, Some(dir)) => orchestrate::resume(lab, dir, recipes, opts, adjust, &mut |e| ui.event(e)).await,
+        (Some(scenario), _) => {
+            orchestrate::run(backends, scenario, recipes, opts, &mut |e| ui.event(e)).await
+        }
+        (None, Some(dir)) => {
+            orchestrate::resume(backends, dir, recipes, opts, adjust, &mut |e| ui.event(e)).await
+        }
         (None, None) => unreachable!("clap requires a scenario or --resume"),
     };
     ui.finish();
@@ -987,10 +1024,10 @@ impl Progress {
                 "run {run_id}: {cells} cell(s), {images} image(s); records in {}",
                 run_dir.display()
             )),
-            Event::BaseBootstrapping { reference, suite } => self.spinner(format!(
+            Event::Prepare(PrepareEvent::BaseBootstrapping { reference, suite }) => self.spinner(format!(
                 "bootstrapping base {reference} from Debian {suite} (debootstrap, about a minute)"
             )),
-            Event::Ready { what, reference, cached, seconds } => {
+            Event::Prepare(PrepareEvent::Ready { what, reference, cached, seconds }) => {
                 self.finish_bar();
                 if cached {
                     self.line(format!("{what} {reference}: cache hit, no build"));
@@ -998,7 +1035,7 @@ impl Progress {
                     self.line(format!("{what} {reference}: ready in {seconds:.0} s"));
                 }
             }
-            Event::ImageBuilding { reference, progress } => {
+            Event::Prepare(PrepareEvent::ImageBuilding { reference, progress }) => {
                 let eta =
                     progress.eta_s.map(|s| format!(", at most {} left", eta_text(s))).unwrap_or_default();
                 self.spinner(format!(
@@ -1007,8 +1044,10 @@ impl Progress {
                     progress.total
                 ))
             }
-            Event::Locking { what } => self.spinner(format!("locking {what}, inside the target's base")),
-            Event::BuildLog { line } => match &self.bar {
+            Event::Prepare(PrepareEvent::Locking { what }) => {
+                self.spinner(format!("locking {what}, inside the target's base"))
+            }
+            Event::Prepare(PrepareEvent::BuildLog { line }) => match &self.bar {
                 Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
                 None => eprintln!("  | {line}"),
             },

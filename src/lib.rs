@@ -1,17 +1,18 @@
 //! benchlab: a reproducible benchmark lab for MCP servers. The modules follow DESIGN.md's rooms;
-//! side effects live in `engine`, `shim`, `driver` and `record::store`, the rest is pure.
+//! side effects live in `backend`, `lock`, `shim`, `driver` and `record::store`, the rest is pure.
+//! docs/ARCHITECTURE.md maps the rooms and follows one cell from scenario line to hashed record.
 
+pub mod backend;
 pub mod claims;
 pub mod cli;
 pub mod driver;
-pub mod engine;
 pub mod hash;
+pub mod lock;
 pub mod mcp;
 pub mod measure;
 pub mod nullserver;
 pub mod orchestrate;
 pub mod placement;
-pub mod plan;
 pub mod recipe;
 pub mod record;
 pub mod report;

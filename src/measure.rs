@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use serde::Serialize;
 
+use crate::backend::native::{CellLimits, NativeEngine, NativeRun};
 use crate::cli::Exit;
-use crate::engine::native::{CellLimits, NativeEngine, NativeRun};
 use crate::mcp::suite::Suite;
 use crate::spec::TreeMemory;
 use crate::spec::Workload;
@@ -267,7 +267,7 @@ pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
     );
     let run = |workload: Workload, what: &str| -> Result<NativeRun, Exit> {
         let spec = spec(workload);
-        let limit = crate::engine::native::time_limit(&spec);
+        let limit = crate::backend::native::time_limit(&spec);
         bar.set_prefix(what.to_string());
         let mut on_event = |e: DriverEvent| {
             if let DriverEvent::Progress { phase, done, total } = e {

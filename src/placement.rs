@@ -143,7 +143,11 @@ pub fn slots(spec: &PlacementSpec, available: &[u32]) -> Vec<Placement> {
     slots_with(spec, available, core_of)
 }
 
-fn slots_with(spec: &PlacementSpec, available: &[u32], core: impl Fn(u32) -> (u32, u32)) -> Vec<Placement> {
+pub fn slots_with(
+    spec: &PlacementSpec,
+    available: &[u32],
+    core: impl Fn(u32) -> (u32, u32),
+) -> Vec<Placement> {
     if spec.server_cpus.is_some() || spec.driver_cpus.is_some() {
         return choose(spec, available).into_iter().collect();
     }

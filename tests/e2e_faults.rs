@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use benchlab::engine::LABEL_RUN;
+use benchlab::backend::containers::LABEL_RUN;
 use common::engine_must_answer;
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchlab::engine::LABEL_RUN;
+use benchlab::backend::containers::LABEL_RUN;
 use common::engine_must_answer;
 use serde_json::Value;
 

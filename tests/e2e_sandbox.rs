@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use benchlab::engine::docker::DockerEngine;
-use benchlab::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
+use benchlab::backend::containers::docker::DockerEngine;
+use benchlab::backend::containers::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
 use benchlab::spec::Sandbox;
 use common::engine_must_answer;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use benchlab::engine::native::{cgroup, CellLimits, NativeCgroup, NativeEngine};
+use benchlab::backend::native::{cgroup, CellLimits, NativeCgroup, NativeEngine};
 use benchlab::mcp::transport::Transport;
 use benchlab::recipe::{ImagePlan, RecipeBook, ServerWant};
 use benchlab::spec::Workload;
@@ -195,7 +195,7 @@ fn the_null_server_runs_natively() {
         let mut progress = 0;
         let spec = null_spec(&plan, Workload::SerialCalls { tool: "echo".into(), warmup: 200, calls: 2000 });
         let run = engine
-            .run_cell(&env, spec.clone(), &limits, &exe(), Duration::from_secs(120), &mut |e| {
+            .run_cell(launched(spec.clone(), &env), &limits, &exe(), Duration::from_secs(120), &mut |e| {
                 if matches!(e, DriverEvent::Progress { .. }) {
                     progress += 1
                 }
@@ -216,7 +216,7 @@ fn the_null_server_runs_natively() {
         );
         let spec = null_spec(&plan, Workload::ColdStart { spawns: 5 });
         let run = engine
-            .run_cell(&env, spec, &limits, &exe(), Duration::from_secs(120), &mut |_| {})
+            .run_cell(launched(spec, &env), &limits, &exe(), Duration::from_secs(120), &mut |_| {})
             .await
             .unwrap();
         assert!(run.outcome.failure.is_none(), "{:?}", run.outcome.failure);
@@ -411,7 +411,7 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
     let mut lines = Vec::new();
     let started = Instant::now();
     let first = rt
-        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+        .block_on(benchlab::backend::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
             lines.push(l.to_string())
         }))
         .unwrap_or_else(|e| panic!("{e}\n{}", lines.join("\n")));
@@ -426,7 +426,7 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
     let started = Instant::now();
     let mut hit_log = Vec::new();
     let second = rt
-        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+        .block_on(benchlab::backend::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
             hit_log.push(l.to_string())
         }))
         .unwrap();
@@ -453,7 +453,13 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
         Workload::SerialCalls { tool: "add_numbers".into(), warmup: 20, calls: 200 },
     );
     let run = rt
-        .block_on(engine.run_cell(&second, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
+        .block_on(engine.run_cell(
+            launched(spec, &second),
+            &limits,
+            &exe(),
+            Duration::from_secs(300),
+            &mut |_| {},
+        ))
         .unwrap();
     assert!(run.outcome.failure.is_none(), "{:?}", run.outcome.failure);
     assert_eq!(run.outcome.calls_ok, 200);
@@ -478,7 +484,7 @@ fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
     let mut lines = Vec::new();
     let started = Instant::now();
     let env = rt
-        .block_on(benchlab::engine::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
+        .block_on(benchlab::backend::native::cache::prepare_in(cache.path(), &plan, &ca_bundle(), &mut |l| {
             lines.push(l.to_string())
         }))
         .unwrap_or_else(|e| panic!("{e}\n{}", lines.join("\n")));
@@ -495,7 +501,13 @@ fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
         Workload::SerialCalls { tool: "echo".into(), warmup: 20, calls: 200 },
     );
     let run = rt
-        .block_on(engine.run_cell(&env, spec, &limits, &exe(), Duration::from_secs(300), &mut |_| {}))
+        .block_on(engine.run_cell(
+            launched(spec, &env),
+            &limits,
+            &exe(),
+            Duration::from_secs(300),
+            &mut |_| {},
+        ))
         .unwrap();
     assert!(run.outcome.failure.is_none(), "{:?}", run.outcome.failure);
     assert_eq!(run.outcome.calls_ok, 200);
@@ -543,4 +555,10 @@ fn measure_without_root_pins_cpus_only_and_says_so() {
     assert_eq!(v["placement"]["isolation"], "none (CPU affinity only)");
     assert!(v["cgroup_peak_bytes"].is_null());
     assert!(v["calls"]["p50_ms"].as_f64().unwrap() > 0.0);
+}
+
+/// The spec with the install's launch in place of the plan's (as the native backend does).
+fn launched(mut spec: DriverSpec, env: &benchlab::backend::native::NativeEnv) -> DriverSpec {
+    spec.server = env.launch.clone();
+    spec
 }

@@ -166,7 +166,7 @@ pub const SCRATCH_DIR: &str = "/tmp";
 /// [`Sandbox::hardened`]; [`Sandbox::none`] is the engine's default (root, its default
 /// capabilities, a writable root file system), kept for the lock containers and for showing in
 /// tests that the hardening is what stops a hostile server.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sandbox {
     /// Run as this `(uid, gid)` instead of the image's user; `None` keeps the image's (root).
     pub user: Option<(u32, u32)>,

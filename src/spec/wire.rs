@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::mcp::transport::HttpTarget;
-use crate::spec::{Failure, LoadMemory, LoadMetrics, ServerLaunch, Timeouts, Workload};
+use crate::spec::{Failure, LoadMemory, LoadMetrics, Placement, Sandbox, ServerLaunch, Timeouts, Workload};
 use serde::{Deserialize, Serialize};
 
 /// Everything the driver needs for one cell.
@@ -127,4 +127,27 @@ pub struct TreeMemory {
     /// tree's peak, exact for a single process.
     pub hwm_bytes: u64,
     pub processes: u32,
+}
+
+/// One cell as a backend receives it: what the driver does, where it runs and how the server is
+/// confined. A value, so a cluster backend can hand it to a worker on another machine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellJob {
+    pub run_id: String,
+    pub cell_id: String,
+    /// Its position in the run (for unique container names).
+    pub index: usize,
+    /// The driver's spec; `lab_dir` is the backend's to set.
+    pub driver: DriverSpec,
+    pub placement: Placement,
+    pub sandbox: Sandbox,
+    /// The lab's own (static) executable: shim and driver.
+    pub benchlab_exe: PathBuf,
+}
+
+impl CellJob {
+    /// A generous bound on the whole cell.
+    pub fn time_limit(&self) -> std::time::Duration {
+        self.driver.workload.time_limit(&self.driver.timeouts)
+    }
 }

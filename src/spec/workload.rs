@@ -3,7 +3,11 @@
 //! Pure serde types, no I/O; records store `Workload` as it is, so its JSON shape is pinned by
 //! the stored-shape snapshot test (tests/stored_shapes.rs).
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+use crate::spec::Timeouts;
 
 /// What a cell does to the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +91,42 @@ impl Workload {
             | Workload::OpenLoop { warmup_ms, duration_ms, .. }
             | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
             _ => 0,
+        }
+    }
+}
+
+/// How long a server of some family and runtime takes: to start (spawn to initialized) and per
+/// call, in seconds. From earlier records where there are some, rough figures otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pace {
+    pub spawn_s: f64,
+    pub call_s: f64,
+}
+
+impl Workload {
+    /// A generous bound on a whole cell's run from its limits (every backend's time limit).
+    pub fn time_limit(&self, t: &Timeouts) -> Duration {
+        let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
+        let ms = match self {
+            Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
+            Workload::SerialCalls { warmup, calls, .. } => {
+                per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
+            }
+            w => per_session + w.load_time_ms() + 2 * t.call_ms,
+        };
+        Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
+    }
+
+    /// The expected time of the workload's own work at a pace, in seconds (without what the
+    /// backend adds per cell). `plan` estimates with it, and `run` counts its progress down
+    /// from the same figures.
+    pub fn expected_seconds(&self, pace: Pace) -> f64 {
+        // Every session also stops its server (stdin closed, then a grace period).
+        let session = pace.spawn_s + 0.2;
+        match self {
+            Workload::ColdStart { spawns } => f64::from(*spawns) * session,
+            Workload::SerialCalls { warmup, calls, .. } => session + f64::from(warmup + calls) * pace.call_s,
+            w => session + w.load_time_ms() as f64 / 1e3 + 1.0,
         }
     }
 }

@@ -3,32 +3,36 @@
 //! (`cgroup`), one cell at a time (`cell`). Stdio cells only. It decides nothing about what to
 //! run; the orchestrator (or `benchlab measure`) hands it plans and specs.
 //!
-//! The API the orchestrator calls:
+//! The cell-level backend the orchestrator sees is `backend::NativeBackend`; underneath it:
 //!
 //! ```text
 //! let engine = NativeEngine::new()?;                      // root + cgroup controllers, or an error saying what to do
 //! engine.describe() -> EngineManifest                     // kind "native", kernel, cgroup version
 //! engine.remove_leftovers() -> usize                      // stale benchlab/* cgroups of killed labs
 //! let env = engine.prepare(&plan, ca_bundle, &mut log).await?;      // install (or find) the server
-//! let run = engine.run_cell(&env, spec, &CellLimits { .. }, benchlab_exe, time_limit, &mut on_event).await?;
+//! spec.server = env.launch;                               // the install's launch
+//! let run = engine.run_cell(spec, &CellLimits { .. }, benchlab_exe, time_limit, &mut on_event).await?;
 //! // run.outcome: DriverOutcome, run.oom_killed: bool, run.memory_peak: Option<u64> (cgroup)
 //! ```
 //!
 //! `NativeEnv` carries what the record's environment needs in place of image facts: the input
 //! hash, runtime version, interpreter and installed packages.
 
+pub mod backend;
 pub mod cache;
 pub mod cell;
 pub mod cgroup;
+pub mod runtime;
 
 use std::path::Path;
 use std::time::Duration;
 
+pub use backend::NativeBackend;
 pub use cache::NativeEnv;
 pub use cell::NativeRun;
 pub use cgroup::NativeCgroup;
 
-use crate::engine::EngineError;
+use crate::backend::EngineError;
 use crate::recipe::ImagePlan;
 use crate::record::manifest::EngineManifest;
 use crate::spec::{DriverEvent, DriverSpec};
@@ -102,19 +106,17 @@ impl NativeEngine {
         cache::prepare(plan, ca_bundle, log).await
     }
 
-    /// Runs one cell: `spec.lab_dir` is ignored and `spec.server` replaced by `env.launch`. Shim,
+    /// Runs one cell (`spec.lab_dir` is ignored; the server is the prepared install's launch). Shim,
     /// driver and server get a minimal environment (PATH, LANG, HOME and TMPDIR in the cell's
     /// private folder) plus the launch's own, not this process's.
     pub async fn run_cell(
         &self,
-        env: &NativeEnv,
-        mut spec: DriverSpec,
+        spec: DriverSpec,
         limits: &CellLimits,
         benchlab_exe: &Path,
         time_limit: Duration,
         on_event: &mut (dyn FnMut(DriverEvent) + Send),
     ) -> Result<NativeRun, EngineError> {
-        spec.server = env.launch.clone();
         self.run(spec, limits, true, benchlab_exe, time_limit, on_event).await
     }
 
@@ -163,5 +165,5 @@ impl NativeEngine {
 
 /// A generous bound on a cell's whole run, from its spec's limits.
 pub fn time_limit(spec: &DriverSpec) -> Duration {
-    cell::time_limit(spec)
+    spec.workload.time_limit(&spec.timeouts)
 }

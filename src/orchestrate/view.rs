@@ -1,4 +1,4 @@
-//! `benchlab plan`: what a scenario would do before it does it — its cells (after its matrices
+//! What `benchlab plan` shows: what a scenario would do before it does it — its cells (after its matrices
 //! are expanded and every combination validated), the images they need and which of those the
 //! engine already holds, and an estimate of the time a run takes. Estimates come from earlier
 //! records of the same server family and runtime where the results folder has them, from rough
@@ -9,25 +9,9 @@ use std::collections::BTreeMap;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
-use crate::orchestrate::PlannedCell;
-use crate::record::Record;
-use crate::spec::Workload;
-
-/// Whether an image exists already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ImageState {
-    /// The engine holds it with the same input hash: a cache hit.
-    Cached,
-    /// It must be built (its base exists).
-    Build,
-    /// Its base must be bootstrapped (or pulled) first, then it is built.
-    BuildWithBase,
-    /// No engine answered: unknown.
-    Unknown,
-    /// A native cell's server: installed into the native cache at run time (or found there).
-    Native,
-}
+use super::estimate::{build_seconds, estimate, Learned};
+use super::plan::PlannedCell;
+use crate::backend::ImageState;
 
 /// One image of the plan.
 #[derive(Debug, Clone, Serialize)]
@@ -38,15 +22,6 @@ pub struct PlannedImage {
     pub version: String,
     pub runtime: String,
     pub state: ImageState,
-}
-
-/// Seconds a cell is expected to take, and where the figure comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Estimate {
-    pub seconds: f64,
-    /// True when earlier records of the same family and runtime gave the per-spawn and per-call
-    /// times; false for the built-in rough figures.
-    pub from_records: bool,
 }
 
 /// What a run would do.
@@ -64,82 +39,12 @@ pub struct PlanView {
     pub parallel_slots: usize,
 }
 
-/// Rough figures where no earlier record helps: (spawn to initialized, one call), seconds.
-fn rough(runtime_kind: &str) -> (f64, f64) {
-    match runtime_kind {
-        "cpython" => (0.6, 0.0008),
-        "node" => (0.12, 0.0002),
-        "bun" => (0.08, 0.0002),
-        _ => (0.01, 0.00005),
-    }
-}
-
-/// What earlier records say of a family × runtime: median cold start and mean call, seconds.
-pub fn learned(records: &[Record]) -> BTreeMap<(String, String), (f64, f64)> {
-    let mut acc: BTreeMap<(String, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for r in records {
-        let key = (r.cell.server.family.clone(), r.cell.server.runtime.clone());
-        let e = acc.entry(key).or_default();
-        if let Some(c) = &r.metrics.cold_start {
-            e.0.push(c.summary.p50_ms / 1e3);
-        }
-        if let Some(c) = &r.metrics.calls {
-            e.1.push(c.summary.mean_ms / 1e3);
-        }
-    }
-    acc.into_iter()
-        .filter_map(|(k, (spawn, call))| {
-            let mid = |mut v: Vec<f64>| {
-                v.sort_by(|a, b| a.total_cmp(b));
-                v.get(v.len() / 2).copied()
-            };
-            let (s, c) = (mid(spawn), mid(call));
-            (s.is_some() || c.is_some()).then(|| {
-                let r = rough("");
-                (k, (s.unwrap_or(r.0), c.unwrap_or(r.1)))
-            })
-        })
-        .collect()
-}
-
-/// A cell's expected wall time: the work plus the fixed cost of its containers.
-pub fn estimate(cell: &PlannedCell, learned: &BTreeMap<(String, String), (f64, f64)>) -> Estimate {
-    const CONTAINERS: f64 = 2.5;
-    let key = (cell.image.family.clone(), cell.image.runtime_name.clone());
-    let (spawn, call, from_records) = match learned.get(&key) {
-        Some(&(s, c)) => (s, c, true),
-        None => {
-            let (s, c) = rough(&cell.image.runtime_kind);
-            (s, c, false)
-        }
-    };
-    // Every session also stops its server (stdin closed, then a grace period).
-    let session = spawn + 0.2;
-    let work = match &cell.workload {
-        Workload::ColdStart { spawns } => f64::from(*spawns) * session,
-        Workload::SerialCalls { warmup, calls, .. } => session + f64::from(warmup + calls) * call,
-        w => session + w.load_time_ms() as f64 / 1e3 + 1.0,
-    };
-    Estimate { seconds: CONTAINERS + work, from_records }
-}
-
-/// Seconds an image build takes here, roughly (download and install of the locked set).
-fn build_seconds(state: ImageState, runtime_kind: &str) -> f64 {
-    let one = if runtime_kind == "cpython" { 25.0 } else { 20.0 };
-    match state {
-        ImageState::Cached => 0.0,
-        ImageState::Build | ImageState::Unknown => one,
-        ImageState::Native => one / 2.0,
-        ImageState::BuildWithBase => one + 90.0,
-    }
-}
-
 impl PlanView {
     pub fn new(
         scenario: &str,
         cells: &[PlannedCell],
         images: Vec<(PlannedImage, String)>,
-        learned: &BTreeMap<(String, String), (f64, f64)>,
+        learned: &Learned,
         parallel_slots: usize,
     ) -> PlanView {
         let mut workloads = BTreeMap::new();

@@ -4,35 +4,14 @@
 //! of MCP or workloads.
 use crate::spec::Sandbox;
 
-pub mod docker;
-pub mod fake;
-pub mod native;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::backend::EngineError;
 use crate::record::manifest::EngineManifest;
 
 /// The label every object the lab creates carries, with the run id as its value.
 pub const LABEL_RUN: &str = "org.benchlab.run";
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("no container engine answers at {endpoint}: {detail}\n  start one: `scripts/engine.sh` (installs docker.io and starts dockerd), or `dockerd &`")]
-    Unreachable { endpoint: String, detail: String },
-    #[error("image {reference} cannot be pulled: {detail}\n  without a registry, bootstrap a base here instead: `benchlab base --suite bookworm`, and name the suite in the recipe's runtime (suite = \"bookworm\") in place of base_image")]
-    Pull { reference: String, detail: String },
-    #[error("building image {reference} failed at step {step:?}: {detail}\n--- last lines of the build log ---\n{tail}")]
-    Build { reference: String, step: String, detail: String, tail: String },
-    #[error("{op} {object}: {detail}")]
-    Op { op: &'static str, object: String, detail: String },
-}
-
-impl EngineError {
-    pub fn op(op: &'static str, object: impl Into<String>, detail: impl std::fmt::Display) -> Self {
-        EngineError::Op { op, object: object.into(), detail: detail.to_string() }
-    }
-}
 
 /// An image known to the engine.
 #[derive(Debug, Clone, PartialEq)]

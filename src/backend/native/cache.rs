@@ -10,7 +10,7 @@ use std::process::Stdio;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::engine::EngineError;
+use crate::backend::EngineError;
 use crate::recipe::ImagePlan;
 use crate::record::manifest::Package;
 use crate::spec::ServerLaunch;

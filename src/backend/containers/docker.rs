@@ -14,8 +14,10 @@ use bollard::volume::{CreateVolumeOptions, ListVolumesOptions, RemoveVolumeOptio
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use super::{ContainerSpec, Engine, EngineError, ExitState, ImageInfo, Mount, Network, OutputLine, Sandbox};
+use super::engine::{ContainerSpec, Engine, ExitState, ImageInfo, Mount, Network, OutputLine};
+use crate::backend::EngineError;
 use crate::record::manifest::EngineManifest;
+use crate::spec::Sandbox;
 
 pub struct DockerEngine {
     docker: Docker,

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::{ContainerSpec, Engine, EngineError, ExitState, ImageInfo, OutputLine};
+use super::engine::{ContainerSpec, Engine, ExitState, ImageInfo, OutputLine};
+use crate::backend::EngineError;
 use crate::record::manifest::EngineManifest;
 
 #[derive(Default)]

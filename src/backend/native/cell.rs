@@ -16,7 +16,8 @@ use nix::sched::CpuSet;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::cgroup::NativeCgroup;
-use crate::engine::EngineError;
+use crate::backend::link::DriverLink;
+use crate::backend::EngineError;
 use crate::spec::{DriverEvent, DriverOutcome, DriverSpec};
 
 /// What a native cell produced.
@@ -243,8 +244,7 @@ pub async fn run_cell(
         }
     };
 
-    let mut outcome: Option<DriverOutcome> = None;
-    let mut stderr_tail: Vec<String> = Vec::new();
+    let mut link = DriverLink::new(on_event);
     let mut out_lines = BufReader::new(driver.stdout.take().expect("piped")).lines();
     let mut err_lines = BufReader::new(driver.stderr.take().expect("piped")).lines();
     let follow = async {
@@ -252,15 +252,11 @@ pub async fn run_cell(
         while !(out_done && err_done) {
             tokio::select! {
                 l = out_lines.next_line(), if !out_done => match l {
-                    Ok(Some(text)) => match serde_json::from_str::<DriverEvent>(&text) {
-                        Ok(DriverEvent::Outcome { outcome: o }) => outcome = Some(*o),
-                        Ok(event) => on_event(event),
-                        Err(_) => push_tail(&mut stderr_tail, text),
-                    },
+                    Ok(Some(text)) => link.stdout(text),
                     _ => out_done = true,
                 },
                 l = err_lines.next_line(), if !err_done => match l {
-                    Ok(Some(text)) => push_tail(&mut stderr_tail, text),
+                    Ok(Some(text)) => link.stderr(text),
                     _ => err_done = true,
                 },
             }
@@ -309,16 +305,16 @@ pub async fn run_cell(
     if let Some(cg) = cgroup {
         cg.remove().map_err(|e| EngineError::op("clean up after", "a native cell", e))?;
     }
-    match outcome {
-        Some(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
-        None => {
+    match link.finish() {
+        Ok(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
+        Err(stderr_tail) => {
             let shim_tail = crate::shim::tail(&shim_log, 4000).unwrap_or_default();
             Err(EngineError::op(
                 "run the native driver for",
                 "a cell",
                 format!(
                     "it exited with {driver_status} without an outcome; its output:\n{}{}",
-                    stderr_tail.join("\n"),
+                    stderr_tail,
                     if shim_tail.trim().is_empty() {
                         String::new()
                     } else {
@@ -353,16 +349,4 @@ fn kill_tree(root: u32) {
     for pid in tree.iter().rev() {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::SIGKILL);
     }
-}
-
-fn push_tail(tail: &mut Vec<String>, line: String) {
-    tail.push(line);
-    if tail.len() > 40 {
-        tail.remove(0);
-    }
-}
-
-/// A generous bound on a whole cell, from its own limits (as the container path computes it).
-pub fn time_limit(spec: &DriverSpec) -> Duration {
-    crate::orchestrate::time_limit(&spec.timeouts, &spec.workload)
 }

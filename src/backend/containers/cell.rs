@@ -1,0 +1,201 @@
+//! One cell in containers: a tmpfs volume shared as `/lab`, the server container (the shim, on
+//! the server's cpuset, memory-limited, no network) and the sidecar (the driver, on the driver's
+//! cpuset, in the server's network namespace), both sandboxed alike and mounting the lab's frozen
+//! binary read-only. The driver's output goes through the shared driver link; whatever happens,
+//! both containers and the volume are removed. What is measured is the driver's business.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
+use super::owners::{owner_token, LABEL_OWNER};
+use crate::backend::link::DriverLink;
+use crate::backend::{CellOutcome, EngineError, ImageFacts, Prepared};
+use crate::recipe::{base, IMAGE_MANIFEST_PATH, LAB_BINARY};
+use crate::record::manifest::{parse_dpkg_list, Package, RuntimeManifest};
+use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, FailureReason};
+
+/// Runs one cell and removes its containers and volume, whatever happened.
+pub async fn run<E: Engine>(
+    engine: &E,
+    job: &CellJob,
+    image: &Prepared,
+    lab_volume_bytes: u64,
+    image_facts: &Mutex<HashMap<String, ImageFacts>>,
+    on_event: &mut (dyn FnMut(DriverEvent) + Send),
+) -> CellOutcome {
+    let name = format!("benchlab-{}-{}", short(&job.run_id), job.index);
+    let volume = format!("{name}-lab");
+    let mut created: Vec<String> = Vec::new();
+    let cell = Cell { engine, job, image, name: &name, volume: &volume, lab_volume_bytes };
+    let result = cell.run(&mut created, image_facts, on_event).await;
+    for id in created.iter().rev() {
+        let _ = engine.remove_container(id).await;
+    }
+    let _ = engine.remove_volume(&volume).await;
+    let facts = image_facts.lock().expect("not poisoned").get(&image.id).cloned().unwrap_or_default();
+    match result {
+        Ok((driver, oom)) => {
+            let failure = oom.then(|| {
+                // What the driver saw (a crash, usually, with the server's stderr) stays in the
+                // detail: the kernel's kill is the cause, not the whole story.
+                let seen =
+                    driver.failure.as_ref().map(|f| format!("; the driver saw {f}")).unwrap_or_default();
+                Failure::new(
+                    FailureReason::Oom,
+                    format!(
+                        "the server container was killed for exceeding its memory limit ({} MiB){seen}",
+                        job.placement.memory_limit_bytes >> 20
+                    ),
+                )
+            });
+            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()) }
+        }
+        Err(e) => CellOutcome { sandbox: Some(job.sandbox.clone()), ..CellOutcome::engine_error(e, facts) },
+    }
+}
+
+/// A short, stable token of a run id for container names.
+fn short(run_id: &str) -> String {
+    crate::hash::sha256_hex(run_id.as_bytes())[..8].to_string()
+}
+
+/// The names and inputs of one cell's containers.
+struct Cell<'a, E: Engine> {
+    engine: &'a E,
+    job: &'a CellJob,
+    image: &'a Prepared,
+    name: &'a str,
+    volume: &'a str,
+    lab_volume_bytes: u64,
+}
+
+impl<E: Engine> Cell<'_, E> {
+    /// Creates and starts both containers, follows the driver to its outcome, and tells whether
+    /// the server container was OOM-killed. Every container made is pushed to `created`.
+    async fn run(
+        &self,
+        created: &mut Vec<String>,
+        image_facts: &Mutex<HashMap<String, ImageFacts>>,
+        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+    ) -> Result<(DriverOutcome, bool), EngineError> {
+        let (engine, job) = (self.engine, self.job);
+        let mut labels = BTreeMap::new();
+        labels.insert(LABEL_RUN.to_string(), job.run_id.clone());
+        labels.insert(LABEL_OWNER.to_string(), owner_token().to_string());
+        labels.insert("org.benchlab.cell".to_string(), job.cell_id.clone());
+        engine.create_volume(self.volume, self.lab_volume_bytes, &labels).await?;
+        let mounts = vec![
+            Mount::Bind { source: job.benchlab_exe.clone(), target: LAB_BINARY.into(), read_only: true },
+            Mount::Volume { name: self.volume.into(), target: "/lab".into() },
+        ];
+        let server = engine
+            .create_container(&self.container(
+                "server",
+                vec![LAB_BINARY.into(), "shim".into(), "--dir".into(), "/lab".into()],
+                &labels,
+                &mounts,
+            ))
+            .await?;
+        created.push(server.clone());
+        let known = image_facts.lock().expect("not poisoned").contains_key(&self.image.id);
+        if !known {
+            let facts = read_image_facts(engine, &server).await?;
+            image_facts.lock().expect("not poisoned").insert(self.image.id.clone(), facts);
+        }
+        engine.start(&server).await?;
+
+        let mut spec = job.driver.clone();
+        spec.lab_dir = "/lab".into();
+        let spec_json = serde_json::to_string(&spec).expect("specs serialise");
+        let mut sidecar = self.container(
+            "driver",
+            vec![LAB_BINARY.into(), "driver".into(), "--spec".into(), spec_json],
+            &labels,
+            &mounts,
+        );
+        sidecar.cpuset = job.placement.driver_cpus.clone();
+        sidecar.memory = None;
+        sidecar.network = Network::Container(server.clone());
+        let driver = engine.create_container(&sidecar).await?;
+        created.push(driver.clone());
+        engine.start(&driver).await?;
+
+        let mut link = DriverLink::new(on_event);
+        let mut on_line = |line| match line {
+            OutputLine::Stdout(text) => link.stdout(text),
+            OutputLine::Stderr(text) => link.stderr(text),
+        };
+        let limit = job.time_limit();
+        match tokio::time::timeout(limit, engine.follow(&driver, &mut on_line)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(EngineError::op(
+                    "run",
+                    &job.cell_id,
+                    format!("the cell did not finish within {limit:?}; its containers were removed"),
+                ))
+            }
+        }
+        let driver_exit = engine.wait(&driver).await?;
+        // The shim exits after the driver's shutdown request; give it a moment, then read its state.
+        let server_exit = tokio::time::timeout(Duration::from_secs(10), engine.wait(&server)).await;
+        let oom = matches!(server_exit, Ok(Ok(s)) if s.oom_killed);
+        match link.finish() {
+            Ok(o) => Ok((o, oom)),
+            Err(tail) => Err(EngineError::op(
+                "run driver for",
+                &job.cell_id,
+                format!("it exited with code {} without an outcome; its output:\n{tail}", driver_exit.code),
+            )),
+        }
+    }
+
+    /// The server container's spec (the sidecar starts from it). Both containers are sandboxed
+    /// alike (same unprivileged user, so the driver can use the shim's socket and logs in /lab);
+    /// HOME and TMPDIR point at the scratch tmpfs.
+    fn container(
+        &self,
+        role: &str,
+        cmd: Vec<String>,
+        labels: &BTreeMap<String, String>,
+        mounts: &[Mount],
+    ) -> ContainerSpec {
+        let sandbox = self.job.sandbox.clone();
+        ContainerSpec {
+            name: format!("{}-{role}", self.name),
+            image: self.image.id.clone(),
+            cmd,
+            env: sandbox.environment(),
+            labels: labels.clone(),
+            cpuset: self.job.placement.server_cpus.clone(),
+            memory: Some(self.job.placement.memory_limit_bytes),
+            network: Network::None,
+            mounts: mounts.to_vec(),
+            sandbox,
+        }
+    }
+}
+
+/// What an image says about itself: its Debian packages and the image manifest (runtime version,
+/// installed packages), read from a created container.
+async fn read_image_facts<E: Engine>(engine: &E, container: &str) -> Result<ImageFacts, EngineError> {
+    let mut facts = ImageFacts::default();
+    if let Some(bytes) = engine.read_file(container, base::DPKG_LIST_PATH).await? {
+        facts.system_packages = parse_dpkg_list(&String::from_utf8_lossy(&bytes));
+    }
+    if let Some(bytes) = engine.read_file(container, IMAGE_MANIFEST_PATH).await? {
+        #[derive(serde::Deserialize)]
+        struct ImageJson {
+            runtime: RuntimeManifest,
+            packages: Vec<Package>,
+        }
+        let parsed: ImageJson =
+            serde_json::from_slice(&bytes).map_err(|e| EngineError::op("parse", IMAGE_MANIFEST_PATH, e))?;
+        facts.runtime_version = Some(parsed.runtime.version);
+        facts.packages = parsed.packages;
+        facts.packages.sort();
+    }
+    Ok(facts)
+}

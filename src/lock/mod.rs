@@ -1,0 +1,284 @@
+//! `benchlab lock`: regenerates lock folders with the real lockers (uv for Python sets, npm for
+//! Node and Bun) run inside a container of each target's own base, so the Python version and the
+//! platform tags are the image's own. A release range is listed from the package index first and
+//! each release locked as of the end of the day it was published. It runs containers through the
+//! container backend's engine; it never builds an image.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::backend::containers::{images, ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
+use crate::backend::{BackendConfig, EngineError, PrepareEvent};
+use crate::recipe::RecipeBook;
+use crate::spec::Sandbox;
+
+/// Prints `{version: first upload time}` of the package named by argv[1], from the JSON API of
+/// pip's default index (pip names it; the lab does not).
+const PYPI_RELEASES: &str = include_str!("pypi_releases.py");
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The request cannot be met as asked (a malformed range, an unknown family): exit 2.
+    #[error("plan the lock: {0}")]
+    Input(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+}
+
+/// The uv release `benchlab lock` installs in the target base to lock Python sets.
+pub const UV_VERSION: &str = "0.13.9";
+
+/// Regenerates lock folders with a real locker run inside a container of each target's base
+/// (so the Python version and platform tags are the image's own). The container has the default
+/// network (it downloads); the CA bundle is mounted read-only for it.
+///
+/// `versions` is one version or a release range (`1.1.2..1.x`): for a range the package index is
+/// listed first (in a container of the same base), the list is kept in
+/// `lockfiles/<family>/releases.toml`, and every release of the range (as `pick` says) that has no
+/// fresh lock yet gets its lock input from the recipe's template and is locked — one container
+/// per runtime for all of them.
+#[allow(clippy::too_many_arguments)]
+pub async fn lock<E: Engine>(
+    engine: &E,
+    recipes: &RecipeBook,
+    family: &str,
+    versions: &str,
+    pick: crate::recipe::releases::Pick,
+    runtime: Option<&str>,
+    config: &BackendConfig,
+    emit: &mut (dyn FnMut(PrepareEvent) + Send),
+) -> Result<Vec<PathBuf>, LockError> {
+    let plan_err = |m: String| LockError::Input(m);
+    let is_range = versions.contains("..");
+    let jobs;
+    if is_range {
+        jobs = range_jobs(engine, recipes, family, versions, pick, runtime, config, emit).await?;
+    } else {
+        jobs = recipes.lock_jobs(family, versions, runtime).map_err(plan_err)?;
+    }
+    // One container per runtime locks every folder of that runtime.
+    let mut by_runtime: Vec<(String, Vec<crate::recipe::LockJob>)> = Vec::new();
+    for job in jobs {
+        match by_runtime.iter_mut().find(|(r, _)| *r == job.runtime) {
+            Some((_, list)) => list.push(job),
+            None => by_runtime.push((job.runtime.clone(), vec![job])),
+        }
+    }
+    let mut done = Vec::new();
+    for (runtime, jobs) in by_runtime {
+        let first = &jobs[0];
+        let base = images::ensure_base(engine, &first.base, &config.work_dir, emit).await?;
+        let family_dir =
+            std::fs::canonicalize(recipes.lockfiles_dir.join(family)).map_err(|e| LockError::Io {
+                what: format!("lock folder {}", recipes.lockfiles_dir.join(family).display()),
+                source: e,
+            })?;
+        let mut script = String::from("set -e; ");
+        if first.locker == "uv" {
+            script.push_str(&format!(
+                "python3 -m venv /tmp/locker; \
+                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; "
+            ));
+        }
+        for job in &jobs {
+            let folder = format!("{}-{}", job.version, job.runtime);
+            let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
+            script.push_str(&format!(
+                "echo 'locking {folder}'; cd /lock/{folder}; \
+                 before=''; [ -f {f} ] && before=$(cat {f}); ",
+                f = crate::recipe::releases::EXCLUDE_NEWER_FILE
+            ));
+            script.push_str(&match first.locker {
+                "uv" => format!(
+                    "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
+                     ${{before:+--exclude-newer $before}} \
+                     --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
+                ),
+                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
+            });
+        }
+        let started = Instant::now();
+        emit(PrepareEvent::Locking {
+            what: format!("{} folder(s) of {family} ({runtime}) with {}", jobs.len(), first.locker),
+        });
+        let mounts =
+            vec![Mount::Bind { source: family_dir.clone(), target: "/lock".into(), read_only: false }];
+        run_locker(
+            engine,
+            &base.image_id,
+            script,
+            mounts,
+            config,
+            &format!("lock {family} ({runtime})"),
+            emit,
+        )
+        .await?;
+        emit(PrepareEvent::Ready {
+            what: "lock",
+            reference: format!("{} folder(s) of {family} ({runtime})", jobs.len()),
+            cached: false,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        done.extend(jobs.into_iter().map(|j| j.dir));
+    }
+    Ok(done)
+}
+
+/// A range's lock jobs: the package index listed (in a container of the first target's base)
+/// into `releases.toml`, then every chosen release's lock input written from the template, and
+/// the releases without a fresh lock returned to be locked.
+#[allow(clippy::too_many_arguments)]
+async fn range_jobs<E: Engine>(
+    engine: &E,
+    recipes: &RecipeBook,
+    family: &str,
+    versions: &str,
+    pick: crate::recipe::releases::Pick,
+    runtime: Option<&str>,
+    config: &BackendConfig,
+    emit: &mut (dyn FnMut(PrepareEvent) + Send),
+) -> Result<Vec<crate::recipe::LockJob>, LockError> {
+    let plan_err = |m: String| LockError::Input(m);
+    let mut jobs = Vec::new();
+    let range = crate::recipe::releases::Range::parse(versions).map_err(plan_err)?;
+    let (package, first) = recipes.range_locking(family, runtime).map_err(plan_err)?;
+    let base = images::ensure_base(engine, &first.base, &config.work_dir, emit).await?;
+    emit(PrepareEvent::Locking { what: format!("the releases of {package} (listing the package index)") });
+    // Every release with its publication time, from the index the tools use by default
+    // (pip's own idea of it; npm's registry): `{"1.2.0": "2025-01-03T16:23:39Z", ...}`.
+    let script = match first.locker {
+        "uv" => format!(
+            "set -e; python3 -m venv /tmp/lister; SSL_CERT_FILE=/ca.pem /tmp/lister/bin/python -c '{}' {package}",
+            PYPI_RELEASES.replace('\'', "\"")
+        ),
+        _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
+    };
+    let out = run_locker(engine, &base.image_id, script, Vec::new(), config, "list releases", emit).await?;
+    let text = out.join("\n");
+    let mut times: BTreeMap<String, String> = serde_json::from_str(&text).map_err(|e| {
+        plan_err(format!(
+            "the index listing of {package} is not a JSON object of release times ({e}): {text}"
+        ))
+    })?;
+    times.retain(|v, _| crate::recipe::releases::is_release(v));
+    let releases = crate::recipe::releases::Releases {
+        package: package.clone(),
+        listed: crate::record::now_rfc3339()[..10].to_string(),
+        versions: crate::recipe::releases::Releases::normalise(times.keys().cloned()),
+        uploaded: times,
+    };
+    if releases.versions.is_empty() {
+        return Err(plan_err(format!("the package index listed no release of {package}")));
+    }
+    let family_dir = recipes.lockfiles_dir.join(family);
+    std::fs::create_dir_all(&family_dir)
+        .map_err(|e| LockError::Io { what: format!("create {}", family_dir.display()), source: e })?;
+    let command = format!("benchlab lock {family} {versions}");
+    releases
+        .save(&family_dir, &command)
+        .map_err(|e| LockError::Io { what: format!("write {}", family_dir.display()), source: e })?;
+    // An index that re-published (or mirrored) releases reports times that run backwards
+    // against the versions: the day bounds are then the index's word, not the release days.
+    let backwards: Vec<String> = releases
+        .versions
+        .windows(2)
+        .filter(|w| range.contains(&w[0]) && range.contains(&w[1]))
+        .filter_map(|w| {
+            let (a, b) = (releases.uploaded.get(&w[0])?, releases.uploaded.get(&w[1])?);
+            (b < a).then(|| format!("{} ({a}) > {} ({b})", w[0], w[1]))
+        })
+        .collect();
+    if !backwards.is_empty() {
+        emit(PrepareEvent::BuildLog {
+            line: format!(
+                "warning: the index's publication times of {package} run backwards at {} place(s) (e.g. {}); each release is still locked as of its own listed day",
+                backwards.len(),
+                backwards[0]
+            ),
+        });
+    }
+    let chosen = range.select(&releases.versions, pick);
+    if chosen.is_empty() {
+        return Err(plan_err(format!("no release of {package} falls in {versions}")));
+    }
+    for v in &chosen {
+        for job in recipes.lock_jobs(family, v, runtime).map_err(plan_err)? {
+            let before = releases.uploaded.get(v).and_then(|t| crate::recipe::releases::end_of_day(t));
+            recipes.write_lock_input(family, v, &job.runtime, before.as_deref()).map_err(plan_err)?;
+            // Fresh locks are kept: a range is locked in one go and again only where needed.
+            if crate::recipe::is_locked(&job.dir) {
+                continue;
+            }
+            jobs.push(job);
+        }
+    }
+    Ok(jobs)
+}
+
+/// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
+/// returns its standard output lines, or an error with the tail of its output.
+async fn run_locker<E: Engine>(
+    engine: &E,
+    image: &str,
+    script: String,
+    mut mounts: Vec<Mount>,
+    config: &BackendConfig,
+    what: &str,
+    emit: &mut (dyn FnMut(PrepareEvent) + Send),
+) -> Result<Vec<String>, LockError> {
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_RUN.to_string(), format!("lock-{}", std::process::id()));
+    mounts.push(Mount::Bind { source: config.ca_bundle.clone(), target: "/ca.pem".into(), read_only: true });
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = engine
+        .create_container(&ContainerSpec {
+            name: format!("benchlab-lock-{}-{n}", std::process::id()),
+            image: image.to_string(),
+            cmd: vec!["sh".into(), "-c".into(), script],
+            env: Vec::new(),
+            labels,
+            cpuset: String::new(),
+            memory: None,
+            network: Network::Egress,
+            mounts,
+            sandbox: Sandbox::none(),
+        })
+        .await?;
+    let result = async {
+        engine.start(&id).await?;
+        let mut tail: Vec<String> = Vec::new();
+        let mut stdout: Vec<String> = Vec::new();
+        engine
+            .follow(&id, &mut |line| {
+                let text = match line {
+                    OutputLine::Stdout(t) => {
+                        stdout.push(t.clone());
+                        t
+                    }
+                    OutputLine::Stderr(t) => t,
+                };
+                emit(PrepareEvent::BuildLog { line: text.clone() });
+                tail.push(text);
+                if tail.len() > 30 {
+                    tail.remove(0);
+                }
+            })
+            .await?;
+        let exit = engine.wait(&id).await?;
+        if exit.code != 0 {
+            return Err(EngineError::op(
+                "lock",
+                what,
+                format!("the locker exited with {}:\n{}", exit.code, tail.join("\n")),
+            ));
+        }
+        Ok(stdout)
+    }
+    .await;
+    let _ = engine.remove_container(&id).await;
+    Ok(result?)
+}

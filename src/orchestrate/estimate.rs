@@ -1,0 +1,178 @@
+//! How long cells take, one model for `plan` and `run`: a cell's expected time is its workload's
+//! work at the pace of its family and runtime (`spec::Workload::expected_seconds`) plus what the
+//! lab adds per cell, the pace coming from earlier records of the same family and runtime where
+//! the results folder has some, from rough per-runtime figures otherwise. A run counts down from
+//! the same estimates, scaled by how its own cells have gone so far.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::plan::PlannedCell;
+use crate::record::Record;
+use crate::spec::Pace;
+
+/// What earlier records say, by (family, runtime name).
+pub type Learned = BTreeMap<(String, String), Pace>;
+
+/// Seconds a cell is expected to take, and where the figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub seconds: f64,
+    /// True when earlier records of the same family and runtime gave the per-spawn and per-call
+    /// times; false for the built-in rough figures.
+    pub from_records: bool,
+}
+
+/// What the lab adds to a cell's own work: its containers (or processes) and their clean-up.
+const PER_CELL_S: f64 = 2.5;
+
+/// Rough figures where no earlier record helps.
+fn rough(runtime_kind: &str) -> Pace {
+    let (spawn_s, call_s) = match runtime_kind {
+        "cpython" => (0.6, 0.0008),
+        "node" => (0.12, 0.0002),
+        "bun" => (0.08, 0.0002),
+        _ => (0.01, 0.00005),
+    };
+    Pace { spawn_s, call_s }
+}
+
+/// What earlier records say of a family × runtime: median cold start and median mean call.
+pub fn learned(records: &[Record]) -> Learned {
+    let mut acc: BTreeMap<(String, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for r in records {
+        let key = (r.cell.server.family.clone(), r.cell.server.runtime.clone());
+        let e = acc.entry(key).or_default();
+        if let Some(c) = &r.metrics.cold_start {
+            e.0.push(c.summary.p50_ms / 1e3);
+        }
+        if let Some(c) = &r.metrics.calls {
+            e.1.push(c.summary.mean_ms / 1e3);
+        }
+    }
+    acc.into_iter()
+        .filter_map(|(k, (spawn, call))| {
+            let mid = |mut v: Vec<f64>| {
+                v.sort_by(|a, b| a.total_cmp(b));
+                v.get(v.len() / 2).copied()
+            };
+            let (s, c) = (mid(spawn), mid(call));
+            (s.is_some() || c.is_some()).then(|| {
+                let r = rough("");
+                (k, Pace { spawn_s: s.unwrap_or(r.spawn_s), call_s: c.unwrap_or(r.call_s) })
+            })
+        })
+        .collect()
+}
+
+/// Every record under a results folder (`<results>/<scenario>/<run>/records.jsonl`); runs that
+/// cannot be read are passed over (an estimate is no reason to fail).
+pub fn learned_from(results: &Path) -> Learned {
+    let mut records = Vec::new();
+    for path in record_files(results) {
+        if let Ok(mut r) = crate::record::store::read_records(&path) {
+            records.append(&mut r);
+        }
+    }
+    learned(&records)
+}
+
+/// Every records file under a results folder, sorted.
+pub fn record_files(results: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for scenario in std::fs::read_dir(results).into_iter().flatten().flatten() {
+        for run in std::fs::read_dir(scenario.path()).into_iter().flatten().flatten() {
+            let p = run.path().join(crate::record::store::RECORDS_FILE);
+            if p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A cell's expected wall time: its work plus the fixed cost of its containers.
+pub fn estimate(cell: &PlannedCell, learned: &Learned) -> Estimate {
+    let key = (cell.image.family.clone(), cell.image.runtime_name.clone());
+    let (pace, from_records) = match learned.get(&key) {
+        Some(&p) => (p, true),
+        None => (rough(&cell.image.runtime_kind), false),
+    };
+    Estimate { seconds: PER_CELL_S + cell.workload.expected_seconds(pace), from_records }
+}
+
+/// Seconds an image build takes here, roughly (download and install of the locked set).
+pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: &str) -> f64 {
+    use crate::backend::ImageState;
+    let one = if runtime_kind == "cpython" { 25.0 } else { 20.0 };
+    match state {
+        ImageState::Cached => 0.0,
+        ImageState::Build | ImageState::Unknown => one,
+        ImageState::Native => one / 2.0,
+        ImageState::BuildWithBase => one + 90.0,
+    }
+}
+
+/// The time left of a run's cells: the estimates of the cells not started yet, scaled by how
+/// the finished ones went against theirs, over the slots that run at once.
+#[derive(Debug, Clone)]
+pub struct Countdown {
+    estimates: Vec<f64>,
+    slots: usize,
+    estimated_done: f64,
+    actual_done: f64,
+}
+
+impl Countdown {
+    pub fn new(estimates: Vec<f64>, slots: usize) -> Countdown {
+        Countdown { estimates, slots: slots.max(1), estimated_done: 0.0, actual_done: 0.0 }
+    }
+
+    /// Cell `index` took `seconds`.
+    pub fn finished(&mut self, index: usize, seconds: f64) {
+        self.estimated_done += self.estimates.get(index).copied().unwrap_or(0.0);
+        self.actual_done += seconds;
+    }
+
+    /// Seconds left when cells `from..` have not started.
+    pub fn left(&self, from: usize) -> f64 {
+        let ratio = match self.estimated_done > 0.0 {
+            true => self.actual_done / self.estimated_done,
+            false => 1.0,
+        };
+        self.estimates.iter().skip(from).sum::<f64>() * ratio / self.slots as f64
+    }
+}
+
+/// The mean of finished steps, times the steps left (image builds).
+#[derive(Debug, Default)]
+pub struct Eta {
+    n: u32,
+    sum: f64,
+}
+
+impl Eta {
+    pub fn add(&mut self, seconds: f64) {
+        self.n += 1;
+        self.sum += seconds;
+    }
+    pub fn left(&self, remaining: usize) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / f64::from(self.n) * remaining as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_countdown_starts_at_the_estimates_and_follows_the_pace_of_the_run() {
+        let mut c = Countdown::new(vec![10.0, 10.0, 20.0, 20.0], 2);
+        assert_eq!(c.left(0), 30.0, "the plan's figure: 60 s over two slots");
+        c.finished(0, 20.0); // twice as slow as estimated
+        assert_eq!(c.left(2), 40.0);
+    }
+}

@@ -1,0 +1,189 @@
+//! Planning a run: every cell of a scenario resolved against the recipes and a placement before
+//! anything is built, each given its backend (which may adapt or refuse it), and the distinct
+//! images the cells need. Pure but for the backends' admission checks.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::RunError;
+use crate::backend::{Admission, Backend, BackendKind};
+use crate::placement;
+use crate::recipe::{ImagePlan, RecipeBook, ServerWant, WantField};
+use crate::scenario::{EngineKind, Scenario};
+use crate::spec::{CellJob, DriverSpec, Expect, Placement, Sandbox, Timeouts};
+
+/// A cell resolved against recipes and placement.
+#[derive(Debug, Clone)]
+pub struct PlannedCell {
+    pub id: String,
+    pub server_id: String,
+    pub image: ImagePlan,
+    pub suite: String,
+    pub workload: crate::spec::Workload,
+    pub placement: Placement,
+    pub timeouts: Timeouts,
+    pub expect: Expect,
+    /// How the server and sidecar containers are confined.
+    pub sandbox: Sandbox,
+    /// The runtime version the reproduced source used, if the scenario says.
+    pub source_runtime: Option<String>,
+    /// The scenario's extra environment for the server.
+    pub env: BTreeMap<String, String>,
+    /// Which repeat of its cell this is, when the scenario repeats cells.
+    pub repeat: Option<crate::spec::Repeat>,
+    /// The engine the server entry names, if any.
+    pub engine: Option<crate::scenario::EngineKind>,
+    /// What the server entry asked of the recipes (re-resolved when a native host lacks the
+    /// runtime's interpreter).
+    pub want: ServerWant,
+    /// Departures from the scenario this cell had to make, for the record's environment.
+    pub deviations: Vec<String>,
+    /// Which of the run's backends runs it (set by [`admit`]).
+    pub backend: usize,
+}
+
+impl PlannedCell {
+    /// What a backend needs to run this cell (the driver's `lab_dir` is the backend's to set).
+    pub fn job(&self, run_id: &str, index: usize, benchlab_exe: &Path) -> CellJob {
+        CellJob {
+            run_id: run_id.to_string(),
+            cell_id: self.id.clone(),
+            index,
+            driver: DriverSpec {
+                lab_dir: PathBuf::new(),
+                server: self.image.launch.clone(),
+                http: self.image.http.clone(),
+                suite: self.suite.clone(),
+                workload: self.workload.clone(),
+                timeouts: self.timeouts,
+                ungated: None,
+            },
+            placement: self.placement.clone(),
+            sandbox: self.sandbox.clone(),
+            benchlab_exe: benchlab_exe.to_path_buf(),
+        }
+    }
+
+    /// The backend kind the scenario's server names, if it names one.
+    pub fn wanted_backend(&self) -> Option<BackendKind> {
+        self.engine.map(|e| match e {
+            EngineKind::Docker => BackendKind::Containers,
+            EngineKind::Native => BackendKind::Native,
+        })
+    }
+}
+
+/// Picks each cell's backend (the one its server names, else the first there is) and lets it
+/// admit the cell before anything is built: it may swap the cell's image for one it can run (a
+/// deviation the record keeps) or refuse the cell, saying why.
+pub async fn admit<B: Backend>(
+    backends: &[B],
+    recipes: &RecipeBook,
+    cells: &mut [PlannedCell],
+) -> Result<(), RunError> {
+    for c in cells.iter_mut() {
+        let index = match c.wanted_backend() {
+            None if !backends.is_empty() => 0,
+            None => {
+                return Err(RunError::Input {
+                    what: format!("cell {}", c.id),
+                    message: "no backend to run it on".into(),
+                })
+            }
+            Some(kind) => backends.iter().position(|b| b.kind() == kind).ok_or_else(|| RunError::Input {
+                what: format!("cell {}", c.id),
+                message: format!(
+                    "it runs on the {} engine, which is not available here: {}",
+                    kind.as_str(),
+                    kind.missing_hint()
+                ),
+            })?,
+        };
+        c.backend = index;
+        let a = Admission { cell_id: &c.id, want: &c.want, recipes };
+        backends[index].admit(a, &mut c.image, &mut c.deviations).await?;
+    }
+    Ok(())
+}
+
+/// The distinct images a plan's cells need, per backend, in first-use order: one rule for `run`,
+/// `plan` and `build`.
+pub fn distinct_images(cells: &[PlannedCell]) -> Vec<(usize, ImagePlan)> {
+    let mut distinct: Vec<(usize, ImagePlan)> = Vec::new();
+    for c in cells {
+        if !distinct.iter().any(|(b, d)| *b == c.backend && d.same_image(&c.image)) {
+            distinct.push((c.backend, c.image.clone()));
+        }
+    }
+    distinct
+}
+
+/// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
+pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<Vec<PlannedCell>, RunError> {
+    let placement = placement::choose(&scenario.placement, cpus)?;
+    let mut out = Vec::new();
+    for spec in scenario.cells() {
+        let s = &spec.server;
+        // A server of a matrix's `placements` axis has its own mode.
+        let placement = match &s.placement {
+            Some(mode) if *mode.get_ref() != scenario.placement.mode => placement::choose(
+                &crate::spec::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
+                cpus,
+            )
+            .map_err(|e| scenario.error_at(mode.span(), e.to_string()))?,
+            _ => placement.clone(),
+        };
+        let want = ServerWant {
+            family: s.family.get_ref().clone(),
+            version: s.version.as_ref().map(|v| v.get_ref().clone()),
+            runtime: s.runtime.as_ref().map(|v| v.get_ref().clone()),
+            api: s.api.as_ref().map(|v| v.get_ref().clone()),
+            transport: s.transport.as_ref().map(|t| *t.get_ref()).unwrap_or_default(),
+            reply: s.reply.as_ref().map(|t| *t.get_ref()),
+            session: s.session.as_ref().map(|t| *t.get_ref()),
+            suite: spec.suite.clone(),
+            env: s.env.clone(),
+            expect_failure: s.expect == Expect::Failure,
+        };
+        let image = recipes.resolve(&want).map_err(|e| {
+            let span = match e.field {
+                WantField::Family => None,
+                WantField::Version => s.version.as_ref().map(|v| v.span()),
+                WantField::Runtime => s.runtime.as_ref().map(|v| v.span()),
+                WantField::Api => s.api.as_ref().map(|v| v.span()),
+                WantField::Transport => s
+                    .reply
+                    .as_ref()
+                    .map(|v| v.span())
+                    .or(s.session.as_ref().map(|v| v.span()))
+                    .or(s.transport.as_ref().map(|v| v.span())),
+            };
+            // A field the entry left to the recipe's default is pointed at through the family.
+            scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
+        })?;
+        out.push(PlannedCell {
+            id: spec.id(),
+            server_id: s.id.get_ref().clone(),
+            image,
+            suite: spec.suite.clone(),
+            workload: spec.workload.clone(),
+            placement,
+            timeouts: scenario.timeouts,
+            expect: s.expect,
+            sandbox: Sandbox::hardened(),
+            source_runtime: s.source_runtime.clone(),
+            env: s.env.clone(),
+            repeat: (spec.repeats > 1).then_some(crate::spec::Repeat {
+                index: spec.repeat,
+                of: spec.repeats,
+                // Every cell, repeats included, runs in fresh containers.
+                fresh_container: true,
+            }),
+            engine: s.engine.as_ref().map(|e| *e.get_ref()),
+            want,
+            deviations: Vec::new(),
+            backend: 0,
+        });
+    }
+    Ok(out)
+}

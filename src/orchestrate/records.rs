@@ -1,0 +1,234 @@
+//! A record from a cell's outcome: the measured figures summarised (percentiles of samples and
+//! histograms), the failure that counts (the backend's over the driver's), and the environment
+//! manifest; and, when a run is resumed, how a new record's environment differs from the run's
+//! earlier ones. Pure: the store appends and hashes.
+
+use super::plan::PlannedCell;
+use crate::backend::{CellOutcome, Prepared};
+use crate::record::manifest::{
+    BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, RuntimeManifest,
+};
+use crate::record::{Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status};
+use crate::spec::{HistogramMetric, Sandbox};
+use crate::stats;
+
+/// The parts of the environment shared by every cell of a run.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    pub run_id: String,
+    pub host: HostManifest,
+    pub benchlab: BenchlabManifest,
+    pub scenario_sha256: String,
+}
+
+/// Manifest fields every cell of a run shares: a difference there in any earlier record is a
+/// change of the run's environment, not of one cell's.
+const RUN_WIDE: &[&str] = &["host", "engine", "benchlab", "scenario_sha256", "sandbox"];
+
+/// How a new record's environment differs from what the run recorded before: against the same
+/// cell's latest earlier record (every field), else against the run's first record (run-wide
+/// fields only). One line per differing field.
+pub fn environment_changes(earlier: &[Record], new: &Record) -> Vec<String> {
+    let same = earlier.iter().rev().find(|r| r.cell.id == new.cell.id && r.cell.repeat == new.cell.repeat);
+    let (base, run_wide_only) = match same {
+        Some(r) if r.env_hash == new.env_hash => return Vec::new(),
+        Some(r) => (r, false),
+        None => match earlier.first() {
+            Some(r) => (r, true),
+            None => return Vec::new(),
+        },
+    };
+    crate::record::diffenv::diff_env(&base.environment, &new.environment)
+        .into_iter()
+        .filter(|d| {
+            !run_wide_only || RUN_WIDE.iter().any(|p| d.path == *p || d.path.starts_with(&format!("{p}.")))
+        })
+        .map(|d| {
+            use crate::record::diffenv::EnvDiff;
+            format!(
+                "{}: environment changed since record {} ({}): {} {} -> {}",
+                new.cell.id,
+                base.seq,
+                base.recorded_at,
+                d.path,
+                EnvDiff::show(d.a.as_ref()),
+                EnvDiff::show(d.b.as_ref())
+            )
+        })
+        .collect()
+}
+
+/// The sandbox as the environment manifest records it.
+fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
+    crate::record::manifest::SandboxManifest {
+        user: s.user.map(|(u, g)| format!("{u}:{g}")),
+        drop_all_capabilities: s.drop_all_capabilities,
+        no_new_privileges: s.no_new_privileges,
+        read_only_root: s.read_only_root,
+        scratch: s.scratch.iter().map(|(p, b)| format!("{p}:{b}")).collect(),
+        pids_limit: s.pids_limit,
+        network: "none".into(),
+    }
+}
+
+/// The deviation to record when a reproduction asked for a runtime version this cell did not
+/// run ("3.12" is met by any 3.12.x; "3.12.3" only by itself).
+pub fn runtime_deviation(kind: &str, wanted: Option<&str>, actual: &str) -> Option<String> {
+    let wanted = wanted?;
+    let met = actual == wanted || actual.starts_with(&format!("{wanted}."));
+    (!met).then(|| {
+        format!("the reproduced source ran {kind} {wanted}, which cannot be had here; this cell ran {kind} {actual}")
+    })
+}
+
+/// The record of one cell from its outcome: what was measured, and the environment it ran in
+/// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
+/// Its hashes and sequence number are the store's to fill.
+pub fn build_record(
+    ctx: &RunContext,
+    cell: &PlannedCell,
+    image: &Prepared,
+    engine: &EngineManifest,
+    cell_outcome: CellOutcome,
+) -> Record {
+    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox } = cell_outcome;
+    let sandbox = sandbox.unwrap_or_else(|| cell.sandbox.clone());
+    let runtime_version = match cell.image.runtime_kind.as_str() {
+        "native" => env!("CARGO_PKG_VERSION").to_string(),
+        _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
+    };
+    let environment = Environment {
+        image: ImageManifest {
+            reference: image.reference.clone(),
+            image_id: image.id.clone(),
+            input_hash: image.input_hash.clone(),
+            base: image.base.clone(),
+            packages: facts.packages.clone(),
+            system_packages: facts.system_packages.clone(),
+        },
+        runtime: RuntimeManifest { name: cell.image.runtime_kind.clone(), version: runtime_version.clone() },
+        host: ctx.host.clone(),
+        engine: engine.clone(),
+        placement: cell.placement.clone(),
+        benchlab: ctx.benchlab.clone(),
+        scenario_sha256: ctx.scenario_sha256.clone(),
+        deviations: cell
+            .deviations
+            .iter()
+            .cloned()
+            .chain(runtime_deviation(
+                &cell.image.runtime_kind,
+                cell.source_runtime.as_deref(),
+                &runtime_version,
+            ))
+            .collect(),
+        sandbox: Some(sandbox_manifest(&sandbox)),
+    };
+    let failure = failure_override.or(outcome.failure.clone());
+    let samples = |v: &[u64]| {
+        stats::summarize_samples(v).map(|summary| SampleMetric {
+            samples_ms: v.iter().map(|&ns| ns as f64 / 1e6).collect(),
+            summary,
+        })
+    };
+    let calls = outcome.calls_histogram.as_ref().and_then(|h| {
+        let hist = stats::decode_histogram(h).ok()?;
+        Some(HistogramMetric { summary: stats::summarize(&hist)?, histogram: h.clone() })
+    });
+    Record {
+        format_version: crate::record::FORMAT_VERSION,
+        run_id: ctx.run_id.clone(),
+        seq: 0,
+        recorded_at: crate::record::now_rfc3339(),
+        status: if failure.is_some() { Status::Failed } else { Status::Ok },
+        failure,
+        cell: Cell {
+            id: cell.id.clone(),
+            server: ServerIdent {
+                id: cell.server_id.clone(),
+                family: cell.image.family.clone(),
+                sdk_version: cell.image.version.clone(),
+                api: cell.image.api.clone(),
+                runtime: cell.image.runtime_name.clone(),
+                runtime_version,
+                source: cell.image.source.clone(),
+                env: cell.env.clone(),
+            },
+            transport: match (&cell.image.http, &cell.workload) {
+                (_, crate::spec::Workload::HttpApi { .. }) => "http-api".into(),
+                (Some(h), _) => h.transport.as_str().into(),
+                (None, _) => "stdio".into(),
+            },
+            suite: cell.suite.clone(),
+            workload: cell.workload.clone(),
+            placement: cell.placement.clone(),
+            timeouts: cell.timeouts,
+            expect: cell.expect,
+            http: cell.image.http.clone(),
+            repeat: cell.repeat,
+        },
+        metrics: Metrics {
+            cold_start: samples(&outcome.cold_start_ns),
+            tools_list: samples(&outcome.tools_list_ns),
+            calls,
+            memory: MemoryMetrics {
+                after_initialize: outcome.memory_after_initialize,
+                end: outcome.memory_end,
+                under_load: outcome.load_memory,
+            },
+            load: outcome.load,
+        },
+        observed: Observed {
+            protocol_version: outcome.protocol_version,
+            server_info: outcome.server_info,
+            exits: outcome.exits,
+        },
+        environment,
+        env_hash: String::new(),
+        prev_hash: None,
+        hash: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_deviations_are_named() {
+        assert_eq!(runtime_deviation("cpython", Some("3.13"), "3.13.5"), None);
+        assert_eq!(runtime_deviation("cpython", Some("3.13.5"), "3.13.5"), None);
+        assert_eq!(runtime_deviation("cpython", None, "3.11.2"), None);
+        let d = runtime_deviation("cpython", Some("3.12.3"), "3.13.5").unwrap();
+        assert!(d.contains("3.12.3") && d.contains("3.13.5"), "{d}");
+        assert!(runtime_deviation("node", Some("22.1"), "22.12.0").is_some());
+    }
+
+    #[test]
+    fn a_resumed_cell_in_another_environment_is_reported() {
+        use crate::record::tests::sample_record;
+        let hashed = |mut r: Record| {
+            r.env_hash = r.environment.hash();
+            r
+        };
+        let a = hashed(sample_record("a"));
+        let b = hashed(sample_record("b"));
+        // The same cell again, same environment: nothing to say.
+        assert!(environment_changes(std::slice::from_ref(&a), &a).is_empty());
+        // Another binary: reported against the cell's own earlier record.
+        let mut a2 = a.clone();
+        a2.environment.benchlab.binary_sha256 = "f00d".into();
+        let a2 = hashed(a2);
+        let lines = environment_changes(std::slice::from_ref(&a), &a2);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("benchlab.binary_sha256") && lines[0].contains("f00d"), "{lines:?}");
+        // A cell never recorded before: only run-wide fields count, not its own image.
+        let mut c = b.clone();
+        c.cell.id = "c/cold_start".into();
+        c.environment.image.image_id = "sha256:other".into();
+        assert!(environment_changes(std::slice::from_ref(&a), &hashed(c.clone())).is_empty());
+        c.environment.host.kernel = "6.99".into();
+        let lines = environment_changes(std::slice::from_ref(&a), &hashed(c));
+        assert!(lines.len() == 1 && lines[0].contains("host.kernel"), "{lines:?}");
+    }
+}

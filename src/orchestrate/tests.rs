@@ -1,0 +1,252 @@
+//! The scheduler on the scripted backend: fast, no engine. These prove the scheduling rules
+//! (slots, resume, interruption, failures, one preparation per image, plan = run); that cells
+//! really run is shown by the end-to-end tests on Docker and the native engine.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::backend::scripted::{Script, ScriptedBackend};
+use crate::backend::{Backend, Topology};
+use crate::record::store::{read_records, RECORDS_FILE};
+use crate::spec::FailureReason;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A scenario of `servers` null servers × one cold-start workload, in `mode`.
+fn scenario(servers: usize, mode: &str) -> Scenario {
+    let mut toml = format!("name = \"sched\"\nsuite = \"weekly\"\n[placement]\nmode = \"{mode}\"\n");
+    for i in 0..servers {
+        toml.push_str(&format!("[[server]]\nid = \"s{i}\"\nfamily = \"benchlab-null\"\n"));
+    }
+    toml.push_str("[[workload]]\nkind = \"cold_start\"\nspawns = 1\n");
+    Scenario::parse(Path::new("sched.toml"), toml).expect("a valid scenario")
+}
+
+/// The null server and mcp 2.3.0, each with two workloads: four cells, two images.
+fn two_images() -> Scenario {
+    let toml = r#"
+name = "sched2"
+suite = "weekly"
+[[server]]
+id = "null"
+family = "benchlab-null"
+[[server]]
+id = "mcp"
+family = "python-mcp"
+version = "2.3.0"
+runtime = "cpython-bookworm"
+[[workload]]
+kind = "cold_start"
+spawns = 3
+[[workload]]
+kind = "serial_calls"
+tool = "add_numbers"
+warmup = 10
+calls = 100
+"#;
+    Scenario::parse(Path::new("sched2.toml"), toml.to_string()).expect("a valid scenario")
+}
+
+fn recipes() -> RecipeBook {
+    RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("the checkout's recipes")
+}
+
+fn options(dir: &Path, parallel: bool) -> RunOptions {
+    let exe = dir.join("benchlab-exe");
+    std::fs::write(&exe, b"not really the lab").unwrap();
+    RunOptions {
+        results_dir: dir.join("results"),
+        run_id: Some("run-1".into()),
+        benchlab_exe: exe,
+        ca_bundle: dir.join("ca.pem"),
+        work_dir: dir.join("work"),
+        lab_volume_bytes: 1 << 20,
+        parallel,
+    }
+}
+
+fn ok(ms: u64) -> Script {
+    Script::Ok { after: ms * MS, cold_start_ns: 1_000_000 }
+}
+
+/// Runs with an interruption that never comes.
+async fn run_all(
+    b: &ScriptedBackend,
+    sc: &Scenario,
+    opts: &RunOptions,
+    earlier: Option<Vec<Record>>,
+    events: &mut Vec<Event>,
+) -> Result<RunSummary, RunError> {
+    let never = std::future::pending::<&'static str>();
+    schedule::run_cells(std::slice::from_ref(b), sc, &recipes(), opts, earlier, never, &mut |e| events.push(e)).await
+}
+
+fn cores(t: &Topology, list: &str) -> Vec<(u32, u32)> {
+    crate::placement::parse_cpu_list(list).unwrap().into_iter().map(|c| t.core_of(c)).collect()
+}
+
+#[tokio::test]
+async fn parallel_slots_never_share_a_physical_core() {
+    for (mode, per_cell) in [("shared", 1), ("split", 2)] {
+        let d = tempfile::tempdir().unwrap();
+        let topology = ScriptedBackend::smt_topology(8); // 4 cores × 2 threads
+        let b = ScriptedBackend::new(topology.clone(), ok(40));
+        let summary = run_all(&b, &scenario(8, mode), &options(d.path(), true), None, &mut Vec::new()).await.unwrap();
+        assert_eq!(summary.records.len(), 8);
+        let slots = 4 / per_cell;
+        let together = b.together();
+        assert!(!together.is_empty(), "{mode}: cells ran at once");
+        for group in &together {
+            assert!(group.len() <= slots, "{mode}: at most {slots} at once: {group:?}");
+            let mut seen = Vec::new();
+            for (_, p) in group {
+                let mut mine = cores(&topology, &p.server_cpus);
+                mine.extend(cores(&topology, &p.driver_cpus));
+                mine.dedup();
+                assert_eq!(mine.len(), per_cell, "{mode}: a cell takes {per_cell} core(s): {p:?}");
+                for c in mine {
+                    assert!(!seen.contains(&c), "{mode}: two cells on core {c:?}: {group:?}");
+                    seen.push(c);
+                }
+            }
+        }
+        for r in &summary.records {
+            let slot = r.cell.placement.parallel.expect("a parallel record names its slot");
+            assert_eq!(slot.slots as usize, slots);
+            assert_eq!(r.cell.placement.shared, mode == "shared");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failed_cell_never_stops_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let b = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1))
+        .script("s0/cold_start", Script::Fail { after: MS, reason: FailureReason::Crash });
+    let summary = run_all(&b, &scenario(3, "split"), &options(d.path(), false), None, &mut Vec::new()).await.unwrap();
+    let status: Vec<(String, Status)> = summary.records.iter().map(|r| (r.cell.id.clone(), r.status)).collect();
+    assert_eq!(
+        status,
+        [
+            ("s0/cold_start".to_string(), Status::Failed),
+            ("s1/cold_start".to_string(), Status::Ok),
+            ("s2/cold_start".to_string(), Status::Ok)
+        ]
+    );
+    assert_eq!(summary.records[0].failure.as_ref().unwrap().reason, FailureReason::Crash);
+}
+
+#[tokio::test]
+async fn resume_runs_exactly_the_missing_cells() {
+    let d = tempfile::tempdir().unwrap();
+    let opts = options(d.path(), false);
+    let sc = scenario(4, "split");
+    let first = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1))
+        .script("s2/cold_start", Script::Fail { after: MS, reason: FailureReason::Timeout });
+    let summary = run_all(&first, &sc, &opts, None, &mut Vec::new()).await.unwrap();
+    assert_eq!(summary.records.iter().filter(|r| r.status == Status::Ok).count(), 3);
+
+    let second = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1));
+    let run_dir = summary.run_dir.clone();
+    let resumed = resume(std::slice::from_ref(&second), &run_dir, &recipes(), &opts, &mut |_| {}, &mut |_| {})
+        .await
+        .unwrap();
+    let ran: Vec<String> = second.calls().into_iter().filter(|c| c.starts_with("run ")).collect();
+    assert_eq!(ran, ["run s2/cold_start"], "only the cell without an ok record runs again");
+    assert_eq!(resumed.skipped, 3);
+    let stored = read_records(&run_dir.join(RECORDS_FILE)).unwrap();
+    assert_eq!(stored.len(), 5, "nothing earlier is lost: 4 + the rerun");
+    assert!(crate::record::audit::audit(&run_dir.join(RECORDS_FILE)).is_clean());
+}
+
+#[tokio::test]
+async fn an_interruption_leaves_no_cell_running_and_loses_no_record() {
+    let d = tempfile::tempdir().unwrap();
+    let b = ScriptedBackend::new(ScriptedBackend::smt_topology(8), ok(5)).script("s2/cold_start", Script::Hang);
+    let opts = options(d.path(), false);
+    let bref = &b;
+    // The "signal" comes once the hanging cell is running.
+    let interrupt = async move {
+        while !bref.calls().iter().any(|c| c == "run s2/cold_start") {
+            tokio::time::sleep(MS).await;
+        }
+        "SIGINT"
+    };
+    let err = schedule::run_cells(
+        std::slice::from_ref(&b),
+        &scenario(4, "split"),
+        &recipes(),
+        &opts,
+        None,
+        interrupt,
+        &mut |_| {},
+    )
+    .await
+    .unwrap_err();
+    match &err {
+        RunError::Interrupted { signal, done, total, cell, .. } => {
+            assert_eq!((*signal, *done, *total, cell.as_str()), ("SIGINT", 2, 4, "s2/cold_start"));
+        }
+        other => panic!("expected an interruption, got {other}"),
+    }
+    assert_eq!(b.running(), 0, "no cell is left running");
+    assert!(b.calls().contains(&"abandon run-1".to_string()), "{:?}", b.calls());
+    assert!(!b.calls().contains(&"run s3/cold_start".to_string()), "nothing starts after the signal");
+    let path = opts.results_dir.join("sched/run-1").join(RECORDS_FILE);
+    let stored = read_records(&path).unwrap();
+    assert_eq!(stored.iter().map(|r| r.cell.id.as_str()).collect::<Vec<_>>(), ["s0/cold_start", "s1/cold_start"]);
+    assert!(crate::record::audit::audit(&path).is_clean());
+}
+
+#[tokio::test]
+async fn an_image_is_prepared_once_per_run() {
+    let d = tempfile::tempdir().unwrap();
+    let b = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1));
+    let summary = run_all(&b, &two_images(), &options(d.path(), false), None, &mut Vec::new()).await.unwrap();
+    assert_eq!(summary.records.len(), 4);
+    let prepared: Vec<String> = b.calls().into_iter().filter(|c| c.starts_with("prepare ")).collect();
+    assert_eq!(prepared.len(), 2, "two distinct images for four cells: {prepared:?}");
+    assert_eq!(summary.images_built, 2);
+}
+
+#[tokio::test]
+async fn plan_and_run_agree_on_images_and_estimated_time() {
+    let d = tempfile::tempdir().unwrap();
+    let b = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1));
+    let sc = two_images();
+    let opts = options(d.path(), false);
+    // What `benchlab plan` computes.
+    let mut cells = plan(&sc, &recipes(), &b.topology().cpus).unwrap();
+    admit(std::slice::from_ref(&b), &recipes(), &mut cells).await.unwrap();
+    let learned = estimate::learned_from(&opts.results_dir);
+    let mut images = Vec::new();
+    for (i, p) in distinct_images(&cells) {
+        let state = b.state(&p).await;
+        let planned = view::PlannedImage {
+            engine: b.kind().as_str().into(),
+            family: p.family.clone(),
+            version: p.version.clone(),
+            runtime: p.runtime_name.clone(),
+            state,
+        };
+        assert_eq!(i, 0);
+        images.push((planned, p.runtime_kind.clone()));
+    }
+    let view = view::PlanView::new(&sc.name, &cells, images, &learned, 1);
+    // What the run does.
+    let mut events = Vec::new();
+    run_all(&b, &sc, &opts, None, &mut events).await.unwrap();
+    let planned_images = events.iter().find_map(|e| match e {
+        Event::Planned { images, .. } => Some(*images),
+        _ => None,
+    });
+    assert_eq!(planned_images, Some(view.images.len()));
+    let first_eta = events.iter().find_map(|e| match e {
+        Event::CellStarted { index: 0, eta_s, .. } => *eta_s,
+        _ => None,
+    });
+    let eta = first_eta.expect("the first cell has an estimate");
+    assert!((eta - view.cell_seconds).abs() < 1e-9, "run {eta} s vs plan {} s", view.cell_seconds);
+    assert_eq!(view.cells, 4);
+}
