@@ -9,6 +9,7 @@ use super::*;
 use crate::backend::scripted::{Script, ScriptedBackend};
 use crate::backend::{Backend, Topology};
 use crate::record::store::{read_records, RECORDS_FILE};
+use crate::record::Status;
 use crate::spec::FailureReason;
 
 const MS: Duration = Duration::from_millis(1);
@@ -67,7 +68,7 @@ fn options(dir: &Path, parallel: bool) -> RunOptions {
 }
 
 fn ok(ms: u64) -> Script {
-    Script::Ok { after: ms * MS, cold_start_ns: 1_000_000 }
+    Script::Ok { after: Duration::from_millis(ms), cold_start_ns: 1_000_000 }
 }
 
 /// Runs with an interruption that never comes.
@@ -79,7 +80,10 @@ async fn run_all(
     events: &mut Vec<Event>,
 ) -> Result<RunSummary, RunError> {
     let never = std::future::pending::<&'static str>();
-    schedule::run_cells(std::slice::from_ref(b), sc, &recipes(), opts, earlier, never, &mut |e| events.push(e)).await
+    schedule::run_cells(std::slice::from_ref(b), sc, &recipes(), opts, earlier, never, &mut |e| {
+        events.push(e)
+    })
+    .await
 }
 
 fn cores(t: &Topology, list: &str) -> Vec<(u32, u32)> {
@@ -92,7 +96,8 @@ async fn parallel_slots_never_share_a_physical_core() {
         let d = tempfile::tempdir().unwrap();
         let topology = ScriptedBackend::smt_topology(8); // 4 cores × 2 threads
         let b = ScriptedBackend::new(topology.clone(), ok(40));
-        let summary = run_all(&b, &scenario(8, mode), &options(d.path(), true), None, &mut Vec::new()).await.unwrap();
+        let summary =
+            run_all(&b, &scenario(8, mode), &options(d.path(), true), None, &mut Vec::new()).await.unwrap();
         assert_eq!(summary.records.len(), 8);
         let slots = 4 / per_cell;
         let together = b.together();
@@ -124,8 +129,10 @@ async fn a_failed_cell_never_stops_the_run() {
     let d = tempfile::tempdir().unwrap();
     let b = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1))
         .script("s0/cold_start", Script::Fail { after: MS, reason: FailureReason::Crash });
-    let summary = run_all(&b, &scenario(3, "split"), &options(d.path(), false), None, &mut Vec::new()).await.unwrap();
-    let status: Vec<(String, Status)> = summary.records.iter().map(|r| (r.cell.id.clone(), r.status)).collect();
+    let summary =
+        run_all(&b, &scenario(3, "split"), &options(d.path(), false), None, &mut Vec::new()).await.unwrap();
+    let status: Vec<(String, Status)> =
+        summary.records.iter().map(|r| (r.cell.id.clone(), r.status)).collect();
     assert_eq!(
         status,
         [
@@ -149,9 +156,10 @@ async fn resume_runs_exactly_the_missing_cells() {
 
     let second = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1));
     let run_dir = summary.run_dir.clone();
-    let resumed = resume(std::slice::from_ref(&second), &run_dir, &recipes(), &opts, &mut |_| {}, &mut |_| {})
-        .await
-        .unwrap();
+    let resumed =
+        resume(std::slice::from_ref(&second), &run_dir, &recipes(), &opts, &mut |_| {}, &mut |_| {})
+            .await
+            .unwrap();
     let ran: Vec<String> = second.calls().into_iter().filter(|c| c.starts_with("run ")).collect();
     assert_eq!(ran, ["run s2/cold_start"], "only the cell without an ok record runs again");
     assert_eq!(resumed.skipped, 3);
@@ -163,7 +171,8 @@ async fn resume_runs_exactly_the_missing_cells() {
 #[tokio::test]
 async fn an_interruption_leaves_no_cell_running_and_loses_no_record() {
     let d = tempfile::tempdir().unwrap();
-    let b = ScriptedBackend::new(ScriptedBackend::smt_topology(8), ok(5)).script("s2/cold_start", Script::Hang);
+    let b =
+        ScriptedBackend::new(ScriptedBackend::smt_topology(8), ok(5)).script("s2/cold_start", Script::Hang);
     let opts = options(d.path(), false);
     let bref = &b;
     // The "signal" comes once the hanging cell is running.
@@ -195,7 +204,10 @@ async fn an_interruption_leaves_no_cell_running_and_loses_no_record() {
     assert!(!b.calls().contains(&"run s3/cold_start".to_string()), "nothing starts after the signal");
     let path = opts.results_dir.join("sched/run-1").join(RECORDS_FILE);
     let stored = read_records(&path).unwrap();
-    assert_eq!(stored.iter().map(|r| r.cell.id.as_str()).collect::<Vec<_>>(), ["s0/cold_start", "s1/cold_start"]);
+    assert_eq!(
+        stored.iter().map(|r| r.cell.id.as_str()).collect::<Vec<_>>(),
+        ["s0/cold_start", "s1/cold_start"]
+    );
     assert!(crate::record::audit::audit(&path).is_clean());
 }
 
