@@ -337,7 +337,29 @@ async fn install(
             cmd
         }
     };
-    let mut cmd = manifest_out;
+    let (runtime_version, packages) = image_manifest(manifest_out).await?;
+    let interpreter = match kind {
+        "cpython" => tool.display().to_string(),
+        _ => rewrite_path(build.launcher.split_whitespace().next().unwrap_or_default(), entry),
+    };
+    let facts = EntryFacts { runtime_version, interpreter, packages };
+    let facts_json = serde_json::to_vec_pretty(&facts).expect("facts serialise");
+    std::fs::write(tmp.join(ENTRY_FILE), facts_json)
+        .map_err(io(tmp.join(ENTRY_FILE).display().to_string()))?;
+    match std::fs::rename(&tmp, entry) {
+        Ok(()) => {}
+        // Another lab finished the same entry first: theirs is as good as ours.
+        Err(_) if entry.join(ENTRY_FILE).is_file() => {}
+        Err(e) => return Err(EngineError::op("place", entry.display().to_string(), e)),
+    }
+    drop(guard);
+    log(&format!("native install done in {:.1} s", started.elapsed().as_secs_f64()));
+    Ok(facts)
+}
+
+/// Runs the image manifest script (as the image build does) and reads the runtime version and
+/// every installed package from its output.
+async fn image_manifest(mut cmd: tokio::process::Command) -> Result<(String, Vec<Package>), EngineError> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -359,23 +381,7 @@ async fn install(
         .map_err(|e| EngineError::op("parse", "the image manifest script's output", e))?;
     let mut packages = parsed.packages;
     packages.sort();
-    let interpreter = match kind {
-        "cpython" => tool.display().to_string(),
-        _ => rewrite_path(build.launcher.split_whitespace().next().unwrap_or_default(), entry),
-    };
-    let facts = EntryFacts { runtime_version: parsed.runtime.version, interpreter, packages };
-    let facts_json = serde_json::to_vec_pretty(&facts).expect("facts serialise");
-    std::fs::write(tmp.join(ENTRY_FILE), facts_json)
-        .map_err(io(tmp.join(ENTRY_FILE).display().to_string()))?;
-    match std::fs::rename(&tmp, entry) {
-        Ok(()) => {}
-        // Another lab finished the same entry first: theirs is as good as ours.
-        Err(_) if entry.join(ENTRY_FILE).is_file() => {}
-        Err(e) => return Err(EngineError::op("place", entry.display().to_string(), e)),
-    }
-    drop(guard);
-    log(&format!("native install done in {:.1} s", started.elapsed().as_secs_f64()));
-    Ok(facts)
+    Ok((parsed.runtime.version, packages))
 }
 
 struct RemoveOnDrop(PathBuf);

@@ -144,55 +144,126 @@ pub async fn run_cell(
             a.clone_from(&exe);
         }
     }
-    let server_set = cpu_set(placement.server_cpus)?;
-    let driver_set = cpu_set(placement.driver_cpus)?;
-    let cgroup = if placement.cgroups {
-        let name = lab.0.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Some(
-            NativeCgroup::create(
-                &name,
-                placement.server_cpus,
-                "0",
-                placement.memory_limit,
-                placement.pids_limit,
-            )
-            .map_err(|e| EngineError::op("create the server cgroup for", "a native cell", e))?,
-        )
-    } else {
-        None
+    let cgroup = server_cgroup(&lab, placement)?;
+    let scratch = lab.0.join("tmp");
+    std::fs::create_dir(&scratch).map_err(|e| EngineError::op("create", scratch.display().to_string(), e))?;
+    let env = CleanEnv { clean: placement.clean_env, scratch: &scratch };
+    let shim_log = lab.0.join("shim.log");
+    let mut shim = spawn_shim(&lab.0, &shim_log, placement, cgroup.as_ref(), benchlab_exe, &env)?;
+    // Without a cgroup, the servers (in their own process groups) would outlive a killed shim:
+    // whatever ends this cell, its process tree goes.
+    let mut tree_guard = TreeGuard(shim.id());
+    let mut driver = match spawn_driver(&spec, placement, benchlab_exe, &env) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = shim.start_kill();
+            return Err(e);
+        }
     };
+
+    let mut link = DriverLink::new(on_event);
+    let waited = tokio::time::timeout(time_limit, follow(&mut driver, &mut link)).await;
+    let driver_status = match waited {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => {
+            kill_everything(&mut shim, cgroup.as_ref()).await;
+            return Err(EngineError::op("wait for", "the native driver", e));
+        }
+        Err(_) => {
+            let _ = driver.start_kill();
+            kill_everything(&mut shim, cgroup.as_ref()).await;
+            let _ = shim.wait().await;
+            tree_guard.0 = None;
+            return Err(EngineError::op(
+                "run",
+                "a native cell",
+                format!("the cell did not finish within {time_limit:?}; its processes were killed"),
+            ));
+        }
+    };
+    // The shim exits after the driver's shutdown request; give it a moment.
+    if tokio::time::timeout(Duration::from_secs(10), shim.wait()).await.is_err() {
+        kill_everything(&mut shim, cgroup.as_ref()).await;
+        let _ = shim.wait().await;
+    }
+    // Reaped: its pid may be reused by now, so the guard must not act on it.
+    tree_guard.0 = None;
+    let (oom_killed, memory_peak) = match &cgroup {
+        Some(cg) => (cg.oom_killed(), cg.memory_peak()),
+        None => (false, None),
+    };
+    if let Some(cg) = cgroup {
+        // Removing a group waits for its last processes to leave: off the async threads.
+        tokio::task::spawn_blocking(move || cg.remove())
+            .await
+            .map_err(|e| EngineError::op("clean up after", "a native cell", e))?
+            .map_err(|e| EngineError::op("clean up after", "a native cell", e))?;
+    }
+    match link.finish() {
+        Ok(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
+        Err(stderr_tail) => Err(no_outcome(driver_status, &stderr_tail, &shim_log)),
+    }
+}
+
+/// The server side's lab cgroup (server cpuset, memory and pids limits), when cgroups are used.
+fn server_cgroup(lab: &LabDir, placement: &CellPlacement<'_>) -> Result<Option<NativeCgroup>, EngineError> {
+    if !placement.cgroups {
+        return Ok(None);
+    }
+    let name = lab.0.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    NativeCgroup::create(&name, placement.server_cpus, "0", placement.memory_limit, placement.pids_limit)
+        .map(Some)
+        .map_err(|e| EngineError::op("create the server cgroup for", "a native cell", e))
+}
+
+/// The environment shim and driver start with: this process's, or a minimal one (PATH, LANG,
+/// HOME and TMPDIR in the cell's scratch folder) as a container would give them.
+struct CleanEnv<'a> {
+    clean: bool,
+    scratch: &'a Path,
+}
+
+impl CleanEnv<'_> {
+    fn apply(&self, cmd: &mut tokio::process::Command) {
+        if self.clean {
+            cmd.env_clear()
+                .env("PATH", CLEAN_PATH)
+                .env("LANG", "C.UTF-8")
+                .env("HOME", self.scratch)
+                .env("TMPDIR", self.scratch);
+        }
+    }
+}
+
+/// Starts `benchlab shim` in the server cgroup (or pinned to the server CPUs without one), its
+/// standard error in `shim_log`.
+fn spawn_shim(
+    lab: &Path,
+    shim_log: &Path,
+    placement: &CellPlacement<'_>,
+    cgroup: Option<&NativeCgroup>,
+    benchlab_exe: &Path,
+    env: &CleanEnv<'_>,
+) -> Result<tokio::process::Child, EngineError> {
+    let server_set = cpu_set(placement.server_cpus)?;
     let procs: Vec<CString> = cgroup
-        .as_ref()
         .map(|c| {
             c.procs_files().iter().map(|p| CString::new(p.as_os_str().as_bytes()).expect("no NUL")).collect()
         })
         .unwrap_or_default();
-
-    let scratch = lab.0.join("tmp");
-    std::fs::create_dir(&scratch).map_err(|e| EngineError::op("create", scratch.display().to_string(), e))?;
-    let clean = |cmd: &mut tokio::process::Command| {
-        if placement.clean_env {
-            cmd.env_clear()
-                .env("PATH", CLEAN_PATH)
-                .env("LANG", "C.UTF-8")
-                .env("HOME", &scratch)
-                .env("TMPDIR", &scratch);
-        }
-    };
-    let shim_log = lab.0.join("shim.log");
-    let shim_err = std::fs::File::create(&shim_log)
+    let shim_err = std::fs::File::create(shim_log)
         .map_err(|e| EngineError::op("create", shim_log.display().to_string(), e))?;
     let mut shim_cmd = tokio::process::Command::new(benchlab_exe);
     shim_cmd
         .arg("shim")
         .arg("--dir")
-        .arg(&lab.0)
+        .arg(lab)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(shim_err))
         .process_group(0)
         .kill_on_drop(true);
-    clean(&mut shim_cmd);
+    env.apply(&mut shim_cmd);
     let with_cgroup = cgroup.is_some();
     // SAFETY: the closure only makes async-signal-safe calls (open, write, close,
     // sched_setaffinity) on data prepared before the fork.
@@ -206,18 +277,24 @@ pub async fn run_cell(
             }
         });
     }
-    let mut shim = shim_cmd.spawn().map_err(|e| {
+    shim_cmd.spawn().map_err(|e| {
         EngineError::op(
             "start",
-            format!("{exe} shim"),
+            format!("{} shim", benchlab_exe.display()),
             format!("{e}: the shim could not join its cgroup or start"),
         )
-    })?;
-    // Without a cgroup, the servers (in their own process groups) would outlive a killed shim:
-    // whatever ends this cell, its process tree goes.
-    let mut tree_guard = TreeGuard(shim.id());
+    })
+}
 
-    let spec_json = serde_json::to_string(&spec).expect("specs serialise");
+/// Starts `benchlab driver` with the cell's spec, pinned to the driver CPUs, output piped.
+fn spawn_driver(
+    spec: &DriverSpec,
+    placement: &CellPlacement<'_>,
+    benchlab_exe: &Path,
+    env: &CleanEnv<'_>,
+) -> Result<tokio::process::Child, EngineError> {
+    let driver_set = cpu_set(placement.driver_cpus)?;
+    let spec_json = serde_json::to_string(spec).expect("specs serialise");
     let mut driver_cmd = tokio::process::Command::new(benchlab_exe);
     driver_cmd
         .arg("driver")
@@ -228,7 +305,7 @@ pub async fn run_cell(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    clean(&mut driver_cmd);
+    env.apply(&mut driver_cmd);
     // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
     unsafe {
         driver_cmd.pre_exec(move || {
@@ -236,94 +313,59 @@ pub async fn run_cell(
                 .map_err(std::io::Error::from)
         });
     }
-    let mut driver = match driver_cmd.spawn() {
-        Ok(d) => d,
-        Err(e) => {
-            let _ = shim.start_kill();
-            return Err(EngineError::op("start", format!("{exe} driver"), e));
-        }
-    };
+    driver_cmd.spawn().map_err(|e| EngineError::op("start", format!("{} driver", benchlab_exe.display()), e))
+}
 
-    let mut link = DriverLink::new(on_event);
+/// Reads the driver's standard output and error into the link until both close, then waits
+/// for it.
+async fn follow(
+    driver: &mut tokio::process::Child,
+    link: &mut DriverLink<'_>,
+) -> std::io::Result<std::process::ExitStatus> {
     let mut out_lines = BufReader::new(driver.stdout.take().expect("piped")).lines();
     let mut err_lines = BufReader::new(driver.stderr.take().expect("piped")).lines();
-    let follow = async {
-        let (mut out_done, mut err_done) = (false, false);
-        while !(out_done && err_done) {
-            tokio::select! {
-                l = out_lines.next_line(), if !out_done => match l {
-                    Ok(Some(text)) => link.stdout(text),
-                    _ => out_done = true,
-                },
-                l = err_lines.next_line(), if !err_done => match l {
-                    Ok(Some(text)) => link.stderr(text),
-                    _ => err_done = true,
-                },
-            }
+    let (mut out_done, mut err_done) = (false, false);
+    while !(out_done && err_done) {
+        tokio::select! {
+            l = out_lines.next_line(), if !out_done => match l {
+                Ok(Some(text)) => link.stdout(text),
+                _ => out_done = true,
+            },
+            l = err_lines.next_line(), if !err_done => match l {
+                Ok(Some(text)) => link.stderr(text),
+                _ => err_done = true,
+            },
         }
-        driver.wait().await
-    };
-    let waited = tokio::time::timeout(time_limit, follow).await;
-    let kill_everything = |shim: &mut tokio::process::Child| {
-        if let Some(pid) = shim.id() {
-            kill_tree(pid);
-        }
-        let _ = shim.start_kill();
-        if let Some(cg) = &cgroup {
-            cg.kill_all();
-        }
-    };
-    let driver_status = match waited {
-        Ok(Ok(status)) => status,
-        Ok(Err(e)) => {
-            kill_everything(&mut shim);
-            return Err(EngineError::op("wait for", "the native driver", e));
-        }
-        Err(_) => {
-            let _ = driver.start_kill();
-            kill_everything(&mut shim);
-            let _ = shim.wait().await;
-            tree_guard.0 = None;
-            return Err(EngineError::op(
-                "run",
-                "a native cell",
-                format!("the cell did not finish within {time_limit:?}; its processes were killed"),
-            ));
-        }
-    };
-    // The shim exits after the driver's shutdown request; give it a moment.
-    if tokio::time::timeout(Duration::from_secs(10), shim.wait()).await.is_err() {
-        kill_everything(&mut shim);
-        let _ = shim.wait().await;
     }
-    // Reaped: its pid may be reused by now, so the guard must not act on it.
-    tree_guard.0 = None;
-    let (oom_killed, memory_peak) = match &cgroup {
-        Some(cg) => (cg.oom_killed(), cg.memory_peak()),
-        None => (false, None),
-    };
+    driver.wait().await
+}
+
+/// Kills the shim's process tree, the shim, and whatever is left in the server cgroup.
+async fn kill_everything(shim: &mut tokio::process::Child, cgroup: Option<&NativeCgroup>) {
+    if let Some(pid) = shim.id() {
+        kill_tree(pid);
+    }
+    let _ = shim.start_kill();
     if let Some(cg) = cgroup {
-        cg.remove().map_err(|e| EngineError::op("clean up after", "a native cell", e))?;
+        cg.kill_all_async().await;
     }
-    match link.finish() {
-        Ok(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
-        Err(stderr_tail) => {
-            let shim_tail = crate::shim::tail(&shim_log, 4000).unwrap_or_default();
-            Err(EngineError::op(
-                "run the native driver for",
-                "a cell",
-                format!(
-                    "it exited with {driver_status} without an outcome; its output:\n{}{}",
-                    stderr_tail,
-                    if shim_tail.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n--- shim ---\n{}", shim_tail.trim_end())
-                    }
-                ),
-            ))
-        }
-    }
+}
+
+/// The error of a driver that ended without an outcome: its output and the shim's log tail.
+fn no_outcome(status: std::process::ExitStatus, driver_tail: &str, shim_log: &Path) -> EngineError {
+    let shim_tail = crate::shim::tail(shim_log, 4000).unwrap_or_default();
+    EngineError::op(
+        "run the native driver for",
+        "a cell",
+        format!(
+            "it exited with {status} without an outcome; its output:\n{driver_tail}{}",
+            if shim_tail.trim().is_empty() {
+                String::new()
+            } else {
+                format!("\n--- shim ---\n{}", shim_tail.trim_end())
+            }
+        ),
+    )
 }
 
 /// Kills a process tree when dropped while armed (a cancelled or failed cell), leaves first;

@@ -60,6 +60,10 @@ pub struct NativeCgroup {
     removed: bool,
 }
 
+/// How long a kill waits for a group to empty, and the pause between two rounds.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+const KILL_PAUSE: Duration = Duration::from_millis(5);
+
 impl NativeCgroup {
     /// Creates `benchlab/<pid>.<name>` (the pid of this lab process, so that
     /// [`remove_leftovers`] never takes a live lab's group) with its cpuset (`cpus`, `mems`; set before any task joins, as
@@ -178,20 +182,30 @@ impl NativeCgroup {
         }
     }
 
-    /// SIGKILLs every process in the group until none is left (or 5 s pass).
+    /// SIGKILLs every process in the group until none is left (or 5 s pass). Blocking: async
+    /// code calls [`NativeCgroup::kill_all_async`].
     pub fn kill_all(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let pids = self.pids();
-            if pids.is_empty() || Instant::now() >= deadline {
-                return;
-            }
-            for pid in pids {
-                let _ =
-                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::SIGKILL);
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let deadline = Instant::now() + KILL_WAIT;
+        while !self.kill_round() && Instant::now() < deadline {
+            std::thread::sleep(KILL_PAUSE);
         }
+    }
+
+    /// [`NativeCgroup::kill_all`] for async code: it waits with the runtime's timer.
+    pub async fn kill_all_async(&self) {
+        let deadline = Instant::now() + KILL_WAIT;
+        while !self.kill_round() && Instant::now() < deadline {
+            tokio::time::sleep(KILL_PAUSE).await;
+        }
+    }
+
+    /// One SIGKILL to every process in the group; true when there was none left.
+    fn kill_round(&self) -> bool {
+        let pids = self.pids();
+        for &pid in &pids {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::SIGKILL);
+        }
+        pids.is_empty()
     }
 
     /// Kills what is left inside and deletes the group.
