@@ -21,11 +21,9 @@ pub fn keep_scenario_copy(run_dir: &Path, source: &str) -> Result<(), RunError> 
         if existing == source {
             return Ok(());
         }
-        return Err(RunError::Io {
+        return Err(RunError::Input {
             what: format!("continue the run in {}", run_dir.display()),
-            source: std::io::Error::other(
-                "it was started from a different scenario file; use a new --run-id",
-            ),
+            message: "it was started from a different scenario file; use a new --run-id".into(),
         });
     }
     let tmp = run_dir.join(format!(".scenario.toml.{}", std::process::id()));
