@@ -1,0 +1,497 @@
+//! Pins the JSON shapes that outlive the code: record format 3 (the record, its environment
+//! manifest and every spec type it embeds) and the wire messages between orchestrator, driver and
+//! shim. Each shape is an insta snapshot of hand-built values with every option set and every
+//! enum variant used; each snapshot is read back to the same value; and every committed
+//! `results/**/records.jsonl` line must read as a `Record` and write back to the same JSON, so a
+//! change to a parser or a serde attribute cannot change the stored format unnoticed. It does not
+//! check what the numbers mean (the report snapshots and the audit do).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use benchlab::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
+use benchlab::record::manifest::{
+    BaseManifest, BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, Package,
+    RuntimeManifest, SandboxManifest,
+};
+use benchlab::record::{
+    Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
+};
+use benchlab::spec::{
+    DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
+    Lifecycle, LoadMemory, LoadMetrics, ParallelSlot, Placement, Repeat, Reply, Request, ServerLaunch,
+    SourceInfo, Timeouts, TreeMemory, Workload,
+};
+use benchlab::stats::LatencySummary;
+
+/// Snapshots `value` as pretty JSON under `name`, then reads that JSON back and checks it writes
+/// the same JSON again (for types without `PartialEq`, such as the wire messages).
+fn pin<T: Serialize + DeserializeOwned>(name: &str, value: &T) -> T {
+    let text = serde_json::to_string_pretty(value).expect("serialises");
+    insta::assert_snapshot!(name, text);
+    let back: T =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: snapshot JSON reads back: {e}"));
+    assert_eq!(
+        serde_json::to_value(&back).unwrap(),
+        serde_json::to_value(value).unwrap(),
+        "{name}: round trip through the snapshot JSON"
+    );
+    back
+}
+
+/// [`pin`], and the value read back equals the original.
+fn pin_eq<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(name: &str, value: &T) {
+    let back = pin(name, value);
+    assert_eq!(&back, value, "{name}: round trip through the snapshot JSON");
+}
+
+fn summary(base: f64) -> LatencySummary {
+    LatencySummary {
+        count: 5,
+        min_ms: base,
+        p50_ms: base + 0.30000000000000004,
+        p90_ms: base + 0.7,
+        p95_ms: base + 0.75,
+        p99_ms: base + 0.9,
+        max_ms: base + 1.25,
+        mean_ms: base + 1.0 / 3.0,
+    }
+}
+
+fn tree(rss: u64) -> TreeMemory {
+    TreeMemory { rss_bytes: rss, hwm_bytes: rss * 2, processes: 3 }
+}
+
+fn histogram() -> HistogramMetric {
+    HistogramMetric {
+        summary: summary(0.5),
+        histogram: "HISTFAAAACR4nJNpmSzMwMDAxAABzFCaEUzOmQQRAAA3NwKH".into(),
+    }
+}
+
+fn placement() -> Placement {
+    Placement {
+        server_cpus: "2-3".into(),
+        driver_cpus: "1".into(),
+        shared: false,
+        memory_limit_bytes: 1 << 30,
+        parallel: Some(ParallelSlot { slot: 1, slots: 2 }),
+    }
+}
+
+fn http_target() -> HttpTarget {
+    HttpTarget {
+        transport: Transport::StreamableHttp,
+        port: 8123,
+        path: "/mcp".into(),
+        reply: Some(ReplyMode::Sse),
+        session: Some(SessionMode::Stateful),
+        api_route: Some("/api/{tool}".into()),
+        api_style: Some(ApiStyle::Gradio),
+    }
+}
+
+fn load_memory() -> LoadMemory {
+    LoadMemory {
+        idle_before: Some(tree(40 << 20)),
+        peak_during: Some(tree(90 << 20)),
+        after: Some(tree(60 << 20)),
+        samples: 42,
+        interval_ms: 250,
+        cgroup_peak_bytes: Some(123_456_789),
+    }
+}
+
+fn load_metrics() -> LoadMetrics {
+    LoadMetrics {
+        mode: "open".into(),
+        workers: 8,
+        connections: 4,
+        warmup_ms: 1_000,
+        window_ms: 5_000.25,
+        ok: 9_876,
+        failed: 12,
+        throughput_rps: 1975.2,
+        error_rate: 0.0012135922330097086,
+        errors: BTreeMap::from([("timeout".to_string(), 5), ("http_status".to_string(), 7)]),
+        sessions: 8,
+        reinitializations: 1,
+        reconnects: 2,
+        latency: Some(histogram()),
+        target_rps: Some(2_000.0),
+        late: Some(3),
+        dropped: Some(4),
+        server_cpu_cores: Some(0.97),
+        driver_cpu_cores: Some(0.31),
+        error_examples: vec!["timed out after 10000 ms".into()],
+    }
+}
+
+fn exit_info() -> ExitInfo {
+    ExitInfo { how: "terminated".into(), code: Some(143), signal: Some(15), stop_ms: 12.5 }
+}
+
+fn environment() -> Environment {
+    Environment {
+        image: ImageManifest {
+            reference: "benchlab/python-mcp:1.2.3".into(),
+            image_id: "sha256:aa".into(),
+            input_hash: "0".repeat(64),
+            base: BaseManifest {
+                reference: "benchlab/base:bookworm".into(),
+                image_id: "sha256:bb".into(),
+                suite: Some("bookworm".into()),
+                rootfs_sha256: Some("1".repeat(64)),
+            },
+            packages: vec![Package { name: "mcp".into(), version: "1.2.3".into() }],
+            system_packages: vec![Package { name: "libc6".into(), version: "2.36-9".into() }],
+        },
+        runtime: RuntimeManifest { name: "cpython-bookworm".into(), version: "3.11.2".into() },
+        host: HostManifest {
+            kernel: "6.1.0-test".into(),
+            cpu_model: "Test CPU @ 2GHz".into(),
+            cpus_online: "0-3".into(),
+            logical_cpus: 4,
+            memory_bytes: 8 << 30,
+            cgroup_version: 2,
+        },
+        engine: EngineManifest {
+            kind: "docker".into(),
+            version: "27.0.1".into(),
+            api_version: "1.46".into(),
+        },
+        placement: placement(),
+        benchlab: BenchlabManifest { version: "0.1.0".into(), binary_sha256: "2".repeat(64) },
+        scenario_sha256: "3".repeat(64),
+        deviations: vec!["runtime 3.11.2 instead of 3.11.9".into()],
+        sandbox: Some(SandboxManifest {
+            user: Some("65534:65534".into()),
+            drop_all_capabilities: true,
+            no_new_privileges: true,
+            read_only_root: true,
+            scratch: vec!["/tmp:67108864".into()],
+            pids_limit: Some(1024),
+            network: "none".into(),
+        }),
+    }
+}
+
+/// A record with every option set; `status` decides whether it carries a failure.
+fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Record {
+    let failure = match status {
+        Status::Ok => None,
+        Status::Failed => Some(Failure::new(FailureReason::Timeout, "no answer within 10000 ms")),
+    };
+    let environment = environment();
+    let mut r = Record {
+        format_version: FORMAT_VERSION,
+        run_id: "20261130T000000Z-shapes-0001".into(),
+        seq,
+        recorded_at: "2026-11-30T00:00:00Z".into(),
+        status,
+        failure,
+        cell: Cell {
+            id: format!("python-mcp-1.2.3/{}", workload.kind()),
+            server: ServerIdent {
+                id: "python-mcp-1.2.3".into(),
+                family: "python-mcp".into(),
+                sdk_version: "1.2.3".into(),
+                api: "fastmcp".into(),
+                runtime: "cpython-bookworm".into(),
+                runtime_version: "3.11.2".into(),
+                source: Some(SourceInfo {
+                    file: "servers/python/server.py".into(),
+                    sha256: "4".repeat(64),
+                    loc: 57,
+                }),
+                env: BTreeMap::from([("PYTHONHASHSEED".to_string(), "0".to_string())]),
+            },
+            transport: "streamable-http".into(),
+            suite: "weekly".into(),
+            workload,
+            placement: placement(),
+            timeouts: Timeouts { startup_ms: 30_000, call_ms: 10_000, stop_grace_ms: 2_000, term_ms: 1_500 },
+            expect,
+            http: Some(http_target()),
+            repeat: Some(Repeat { index: 1, of: 3, fresh_container: true }),
+        },
+        metrics: Metrics {
+            cold_start: Some(SampleMetric {
+                samples_ms: vec![101.5, 99.25, 100.0, 0.1, 1e-7],
+                summary: summary(99.0),
+            }),
+            tools_list: Some(SampleMetric { samples_ms: vec![1.5, 2.0], summary: summary(1.5) }),
+            calls: Some(histogram()),
+            memory: MemoryMetrics {
+                after_initialize: Some(tree(30 << 20)),
+                end: Some(tree(31 << 20)),
+                under_load: Some(load_memory()),
+            },
+            load: Some(load_metrics()),
+        },
+        observed: Observed {
+            protocol_version: Some("2025-06-18".into()),
+            server_info: Some(json!({"name": "shapes", "version": "1.2.3", "ratio": 1.5e-7})),
+            exits: vec![
+                exit_info(),
+                ExitInfo { how: "exited".into(), code: Some(0), signal: None, stop_ms: 0.5 },
+            ],
+        },
+        env_hash: environment.hash(),
+        environment,
+        prev_hash: Some("5".repeat(64)),
+        hash: String::new(),
+    };
+    r.hash = r.compute_hash();
+    r
+}
+
+/// What the committed JSON Schema of a record says is wrong with `record`.
+fn schema_errors(record: &Value) -> Vec<String> {
+    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator.iter_errors(record).map(|e| format!("{e} at {}", e.instance_path)).collect()
+}
+
+fn every_workload() -> Vec<(&'static str, Workload)> {
+    vec![
+        ("workload_cold_start", Workload::ColdStart { spawns: 10 }),
+        ("workload_serial_calls", Workload::SerialCalls { tool: "add".into(), warmup: 100, calls: 1_000 }),
+        (
+            "workload_concurrency_session",
+            Workload::Concurrency {
+                tool: "add".into(),
+                workers: 8,
+                warmup_ms: 1_000,
+                duration_ms: 5_000,
+                lifecycle: Lifecycle::Session,
+            },
+        ),
+        (
+            "workload_concurrency_per_call",
+            Workload::Concurrency {
+                tool: "echo".into(),
+                workers: 2,
+                warmup_ms: 500,
+                duration_ms: 2_000,
+                lifecycle: Lifecycle::PerCall,
+            },
+        ),
+        (
+            "workload_open_loop",
+            Workload::OpenLoop {
+                tool: "add".into(),
+                rate: 2_000,
+                connections: 4,
+                warmup_ms: 1_000,
+                duration_ms: 5_000,
+            },
+        ),
+        (
+            "workload_http_api",
+            Workload::HttpApi { tool: "add".into(), workers: 8, warmup_ms: 1_000, duration_ms: 5_000 },
+        ),
+    ]
+}
+
+#[test]
+fn a_fully_populated_record_failed_and_ok() {
+    let load = Workload::OpenLoop {
+        tool: "add".into(),
+        rate: 2_000,
+        connections: 4,
+        warmup_ms: 1_000,
+        duration_ms: 5_000,
+    };
+    let records = vec![
+        record(0, Status::Failed, Expect::Failure, load),
+        record(1, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 }),
+    ];
+    for r in &records {
+        assert_eq!(r.compute_hash(), r.hash);
+        assert_eq!(schema_errors(&serde_json::to_value(r).unwrap()), Vec::<String>::new(), "{}", r.cell.id);
+    }
+    pin_eq("records_failed_and_ok", &records);
+}
+
+#[test]
+fn every_workload_variant_alone() {
+    for (name, w) in every_workload() {
+        pin_eq(name, &w);
+    }
+}
+
+#[test]
+fn every_failure_reason() {
+    use FailureReason::*;
+    let failures: Vec<Failure> =
+        [Crash, StartupTimeout, Timeout, ProtocolError, WrongResult, ToolError, Oom, EngineError]
+            .into_iter()
+            .map(|r| Failure::new(r, format!("{} detail", r.as_str())))
+            .collect();
+    for f in &failures {
+        assert_eq!(serde_json::to_value(f.reason).unwrap(), json!(f.reason.as_str()));
+    }
+    pin_eq("failures", &failures);
+}
+
+#[test]
+fn small_enums_and_cell_parts() {
+    pin_eq("status", &vec![Status::Ok, Status::Failed]);
+    pin_eq("expect", &vec![Expect::Success, Expect::Failure]);
+    let minimal = HttpTarget {
+        transport: Transport::Sse,
+        port: 0,
+        path: "/sse".into(),
+        reply: Some(ReplyMode::Json),
+        session: Some(SessionMode::Stateless),
+        api_route: None,
+        api_style: Some(ApiStyle::Plain),
+    };
+    let stdio = HttpTarget {
+        transport: Transport::Stdio,
+        reply: None,
+        session: None,
+        api_style: None,
+        ..minimal.clone()
+    };
+    pin_eq("http_targets", &vec![http_target(), minimal, stdio]);
+    // A placement outside `--parallel` leaves the slot out.
+    pin_eq("placements", &vec![placement(), Placement { parallel: None, shared: true, ..placement() }]);
+    pin_eq("timeouts_default", &Timeouts::default());
+    pin_eq("repeat", &Repeat { index: 0, of: 1, fresh_container: false });
+    pin_eq("source_info", &SourceInfo { file: "servers/a.py".into(), sha256: "6".repeat(64), loc: 12 });
+    pin_eq("load_metrics", &load_metrics());
+    pin_eq("load_memory", &load_memory());
+}
+
+#[test]
+fn the_environment_manifest_alone() {
+    pin_eq("environment", &environment());
+    // Written before the sandbox was recorded: the key is absent, not null.
+    let old = Environment { sandbox: None, ..environment() };
+    assert!(serde_json::to_value(&old).unwrap().get("sandbox").is_none());
+}
+
+fn driver_outcome() -> DriverOutcome {
+    DriverOutcome {
+        failure: Some(Failure::new(FailureReason::WrongResult, "expected 3, got 4")),
+        protocol_version: Some("2025-11-25".into()),
+        server_info: Some(json!({"name": "shapes"})),
+        cold_start_ns: vec![101_000_000, 99_000_000],
+        tools_list_ns: vec![1_500_000],
+        calls_histogram: Some(histogram().histogram),
+        calls_ok: 999,
+        memory_after_initialize: Some(tree(30 << 20)),
+        memory_end: Some(tree(31 << 20)),
+        exits: vec![exit_info()],
+        load: Some(load_metrics()),
+        load_memory: Some(load_memory()),
+    }
+}
+
+#[test]
+fn driver_wire_messages() {
+    let spec = DriverSpec {
+        lab_dir: PathBuf::from("/lab"),
+        server: ServerLaunch {
+            argv: vec!["python".into(), "server.py".into()],
+            env: vec![("BENCHLAB_PORT".into(), "8123".into())],
+            cwd: Some("/srv".into()),
+        },
+        http: Some(http_target()),
+        suite: "weekly".into(),
+        workload: Workload::SerialCalls { tool: "add".into(), warmup: 10, calls: 100 },
+        timeouts: Timeouts::default(),
+        ungated: Some(json!({"a": 1, "b": 2})),
+    };
+    pin("driver_spec", &spec);
+    pin("driver_spec_gated_stdio", &DriverSpec { http: None, ungated: None, ..spec });
+    pin("driver_outcome", &driver_outcome());
+    pin("driver_outcome_default", &DriverOutcome::default());
+    let events = vec![
+        DriverEvent::Progress { phase: "calls".into(), done: 50, total: 100 },
+        DriverEvent::Outcome { outcome: Box::new(driver_outcome()) },
+    ];
+    pin("driver_events", &events);
+}
+
+#[test]
+fn shim_wire_messages() {
+    let requests = vec![
+        Request::Spawn {
+            argv: vec!["node".into(), "server.js".into()],
+            env: vec![("HOME".into(), "/tmp".into())],
+            cwd: Some("/srv".into()),
+            stderr_log: PathBuf::from("/lab/server.log"),
+            output_to_log: true,
+        },
+        Request::Memory { pid: 7 },
+        Request::Cpu { pid: 7 },
+        Request::CgroupPeak,
+        Request::Stop { pid: 7, grace_ms: 2_000, term_ms: 2_000 },
+        Request::Shutdown,
+    ];
+    pin("shim_requests", &requests);
+    let replies = vec![
+        Reply::Spawned { pid: 7 },
+        Reply::Memory { memory: tree(30 << 20) },
+        Reply::Cpu { cpu_ns: 1_234_567 },
+        Reply::CgroupPeak { bytes: Some(99 << 20), source: "memory.peak".into() },
+        Reply::Stopped { exit: exit_info(), memory_before_stop: Some(tree(31 << 20)) },
+        Reply::Bye,
+        Reply::Error { message: "no such process".into() },
+    ];
+    pin("shim_replies", &replies);
+}
+
+fn records_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            records_files(&p, out);
+        } else if p.file_name().is_some_and(|n| n == "records.jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_committed_record_reads_and_writes_back_unchanged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut files = Vec::new();
+    records_files(&root, &mut files);
+    assert!(files.len() >= 5, "expected several committed runs under {}, found {files:?}", root.display());
+    let (mut lines, mut bad) = (0, Vec::new());
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            lines += 1;
+            let at =
+                format!("{}:{}", f.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(f).display(), i + 1);
+            let stored: Value = serde_json::from_str(line).unwrap();
+            let record: Record = match serde_json::from_str(line) {
+                Ok(r) => r,
+                Err(e) => {
+                    bad.push(format!("{at}: does not read as a Record: {e}"));
+                    continue;
+                }
+            };
+            let errors = schema_errors(&stored);
+            if !errors.is_empty() {
+                bad.push(format!("{at}: breaks the record schema: {errors:?}"));
+            } else if serde_json::to_value(&record).unwrap() != stored {
+                bad.push(format!("{at}: writes back as different JSON"));
+            } else if record.compute_hash() != record.hash {
+                bad.push(format!("{at}: its hash no longer matches its content"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{} of {lines} committed records changed shape:\n{}", bad.len(), bad.join("\n"));
+    assert!(lines > 100, "only {lines} committed records found");
+}
