@@ -94,3 +94,40 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_errors_map_to_their_documented_codes() {
+        let io = RunError::Io { what: "write x".into(), source: std::io::Error::other("disk full") };
+        assert_eq!(Exit::from(io).code, ENVIRONMENT);
+        let interrupted = RunError::Interrupted {
+            signal: "SIGINT",
+            run_dir: "r".into(),
+            done: 1,
+            total: 2,
+            cell: "c".into(),
+            removed: 0,
+        };
+        assert_eq!(Exit::from(interrupted).code, INTERRUPTED);
+        let locked = RunError::Store(StoreError::Locked { run_dir: "r".into(), holder: "pid 1".into() });
+        assert_eq!(Exit::from(locked).code, BAD_INPUT);
+        for (kind, code) in [
+            (MeasureErrorKind::BadInput, BAD_INPUT),
+            (MeasureErrorKind::Environment, ENVIRONMENT),
+            (MeasureErrorKind::Failed, FAILED),
+            (MeasureErrorKind::Interrupted, INTERRUPTED),
+        ] {
+            assert_eq!(Exit::from(MeasureError { kind, message: "m".into() }).code, code);
+        }
+    }
+
+    #[test]
+    fn the_help_text_names_every_code() {
+        for code in [OK, FAILED, BAD_INPUT, ENVIRONMENT, INTERRUPTED] {
+            assert!(EXIT_HELP.contains(&format!("\n  {code} ")), "{code}");
+        }
+    }
+}

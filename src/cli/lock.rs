@@ -72,3 +72,26 @@ fn check_input(recipes: &RecipeBook, family: &str, version: &str, runtime: Optio
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::exit::BAD_INPUT;
+
+    #[test]
+    fn typos_in_what_to_lock_are_bad_input_before_any_engine() {
+        let recipes =
+            RecipeBook::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).expect("recipes load");
+        let refused = |family: &str, version: &str, runtime: Option<&str>| {
+            let e = check_input(&recipes, family, version, runtime).expect_err("refused");
+            assert_eq!(e.code, BAD_INPUT, "{}", e.message);
+            assert!(e.message.starts_with("plan the lock: "), "{}", e.message);
+            e.message
+        };
+        assert!(refused("python-mcp", "x..y", None).contains("release range \"x..y\""));
+        assert!(refused("nosuchfamily", "1.0", None).contains("nosuchfamily"));
+        assert!(refused("python-mcp", "0.0.1", None).contains("0.0.1"));
+        assert!(refused("python-mcp", "2.3.0", Some("nope")).contains("nope"));
+        assert!(check_input(&recipes, "python-mcp", "2.3.0", None).is_ok());
+    }
+}

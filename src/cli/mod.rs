@@ -1,6 +1,7 @@
 //! The command line: the clap `Cli` type, the dispatch to one module per command, and what the
 //! commands share (the checkout's recipes and scenarios, run options, a run's records). Each
-//! command's module parses nothing and prints its own output; the library under it never prints.
+//! command's module holds its arguments and prints its own output; the library under it never
+//! prints.
 
 use std::path::{Path, PathBuf};
 
@@ -213,4 +214,12 @@ fn records_path(run: &Path) -> PathBuf {
 /// A run's records, from its folder or its records.jsonl.
 fn load_run(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
     read_records(&records_path(run)).map_err(|e| Exit::input(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }
