@@ -1,15 +1,13 @@
-//! `benchlab measure`: measures one local stdio MCP server command the way hyperfine measures a
-//! command — cold starts, tools/list, serial calls — on pinned CPUs, in a lab cgroup when it can,
-//! through the native engine, and prints a table or JSON. It builds no images and writes no
-//! records.
+//! `benchlab measure`'s measuring: one local stdio MCP server command measured the way hyperfine
+//! measures a command — cold starts, tools/list, serial calls — on pinned CPUs, in a lab cgroup
+//! when it can, through the native engine, into a `MeasureResult`. It builds no images, writes no
+//! records and prints nothing: notices and progress are events, the table is `cli::measure`'s.
 
 use std::path::PathBuf;
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use serde::Serialize;
 
 use crate::backend::native::{CellLimits, NativeEngine, NativeRun};
-use crate::cli::Exit;
 use crate::mcp::suite::Suite;
 use crate::spec::TreeMemory;
 use crate::spec::Workload;
@@ -115,23 +113,68 @@ pub struct MeasureResult {
     pub placement: MeasurePlacement,
 }
 
-fn exit(code: i32, message: impl Into<String>) -> Exit {
-    Exit { code, message: message.into() }
+/// Why a measurement stopped, which is also the exit class it implies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasureErrorKind {
+    /// An argument that cannot be used (CPUs, suite, tool, --args).
+    BadInput,
+    /// This host: no executable, no working folder, no runtime, the engine failed.
+    Environment,
+    /// The server did not do what a server must (a crash, a wrong answer, out of memory).
+    Failed,
+    /// Ctrl-C: the server and the client were stopped.
+    Interrupted,
+}
+
+/// A measurement that did not finish, with what the user should read.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct MeasureError {
+    pub kind: MeasureErrorKind,
+    pub message: String,
+}
+
+impl MeasureError {
+    fn new(kind: MeasureErrorKind, message: impl Into<String>) -> Self {
+        MeasureError { kind, message: message.into() }
+    }
+
+    fn input(message: impl Into<String>) -> Self {
+        MeasureError::new(MeasureErrorKind::BadInput, message)
+    }
+
+    fn environment(message: impl Into<String>) -> Self {
+        MeasureError::new(MeasureErrorKind::Environment, message)
+    }
+
+    fn failed(message: impl Into<String>) -> Self {
+        MeasureError::new(MeasureErrorKind::Failed, message)
+    }
+}
+
+/// What a measurement reports while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MeasureEvent {
+    /// A departure from what was asked (no cgroup, no memory limit), for the user to read.
+    Notice(String),
+    /// A workload starts: "cold start" or "calls".
+    Workload(String),
+    /// The driver's progress within the workload.
+    Progress { phase: String, done: u64, total: u64 },
 }
 
 /// Chooses the two CPU sets: given ones, else the last allowed CPU for the server and the one
 /// before it for the driver.
-fn choose_cpus(args: &MeasureArgs, allowed: &[u32]) -> Result<(String, String), Exit> {
-    let last = *allowed.last().ok_or_else(|| exit(2, "this process may run on no CPU"))?;
+fn choose_cpus(args: &MeasureArgs, allowed: &[u32]) -> Result<(String, String), MeasureError> {
+    let last = *allowed.last().ok_or_else(|| MeasureError::input("this process may run on no CPU"))?;
     let server = args.server_cpus.clone().unwrap_or_else(|| last.to_string());
     let driver = match &args.driver_cpus {
         Some(d) => d.clone(),
         None if args.shared => server.clone(),
         None => {
-            let server_set = crate::placement::parse_cpu_list(&server).map_err(|e| exit(2, e))?;
+            let server_set = crate::placement::parse_cpu_list(&server).map_err(MeasureError::input)?;
             let other = allowed.iter().rev().find(|c| !server_set.contains(c)).ok_or_else(|| {
-                exit(
-                    2,
+                MeasureError::input(
                     format!(
                         "server and client need two different CPUs, and only {} is free here; pass --shared to put both on one (figures then include contention)",
                         crate::placement::format_cpu_list(allowed)
@@ -141,47 +184,45 @@ fn choose_cpus(args: &MeasureArgs, allowed: &[u32]) -> Result<(String, String), 
             other.to_string()
         }
     };
-    let s = crate::placement::parse_cpu_list(&server).map_err(|e| exit(2, format!("--server-cpus: {e}")))?;
-    let d = crate::placement::parse_cpu_list(&driver).map_err(|e| exit(2, format!("--driver-cpus: {e}")))?;
+    let s = crate::placement::parse_cpu_list(&server)
+        .map_err(|e| MeasureError::input(format!("--server-cpus: {e}")))?;
+    let d = crate::placement::parse_cpu_list(&driver)
+        .map_err(|e| MeasureError::input(format!("--driver-cpus: {e}")))?;
     for c in s.iter().chain(&d) {
         if !allowed.contains(c) {
-            return Err(exit(
-                2,
-                format!(
-                    "CPU {c} is not one this process may use ({})",
-                    crate::placement::format_cpu_list(allowed)
-                ),
-            ));
+            return Err(MeasureError::input(format!(
+                "CPU {c} is not one this process may use ({})",
+                crate::placement::format_cpu_list(allowed)
+            )));
         }
     }
     if !args.shared && s.iter().any(|c| d.contains(c)) {
-        return Err(exit(
-            2,
-            format!("server CPUs {server} and client CPUs {driver} overlap; pass --shared to allow it"),
-        ));
+        return Err(MeasureError::input(format!(
+            "server CPUs {server} and client CPUs {driver} overlap; pass --shared to allow it"
+        )));
     }
     Ok((server, driver))
 }
 
 /// What the driver gets: the suite (a label when ungated), the tool it calls, and the arguments
 /// of an ungated run (no suite named: the gate is off).
-fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_json::Value>), Exit> {
+fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_json::Value>), MeasureError> {
     match &args.suite {
         Some(name) => {
-            let suite = Suite::from_name(name)
-                .ok_or_else(|| exit(2, format!("unknown suite {name:?}: use weekly, pulse or bench")))?;
+            let suite = Suite::from_name(name).ok_or_else(|| {
+                MeasureError::input(format!("unknown suite {name:?}: use weekly, pulse or bench"))
+            })?;
             if args.args.is_some() {
-                return Err(exit(
-                    2,
+                return Err(MeasureError::input(
                     "--args cannot go with --suite: the suite's calls bring their own arguments",
                 ));
             }
             let tool = args.tool.clone().unwrap_or_else(|| suite.tools()[0].to_string());
             if suite.call(&tool, 0).is_none() {
-                return Err(exit(
-                    2,
-                    format!("suite {name} has no tool {tool:?} (it has: {})", suite.tools().join(", ")),
-                ));
+                return Err(MeasureError::input(format!(
+                    "suite {name} has no tool {tool:?} (it has: {})",
+                    suite.tools().join(", ")
+                )));
             }
             Ok((name.clone(), tool, None))
         }
@@ -190,9 +231,11 @@ fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_js
                 None => serde_json::json!({}),
                 Some(json) => {
                     let v: serde_json::Value = serde_json::from_str(json)
-                        .map_err(|e| exit(2, format!("--args is not JSON: {e}")))?;
+                        .map_err(|e| MeasureError::input(format!("--args is not JSON: {e}")))?;
                     if !v.is_object() {
-                        return Err(exit(2, "--args must be a JSON object, e.g. '{\"message\": \"hi\"}'"));
+                        return Err(MeasureError::input(
+                            "--args must be a JSON object, e.g. '{\"message\": \"hi\"}'",
+                        ));
                     }
                     v
                 }
@@ -202,30 +245,20 @@ fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_js
     }
 }
 
-/// Runs `benchlab measure`.
-pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
+/// Measures the command of `args` (cold starts, then serial calls, as `args` asks), reporting
+/// notices and progress through `on_event`.
+pub fn measure(
+    args: &MeasureArgs,
+    on_event: &mut (dyn FnMut(MeasureEvent) + Send),
+) -> Result<MeasureResult, MeasureError> {
     let allowed = crate::placement::available_cpus();
-    let (server_cpus, driver_cpus) = choose_cpus(&args, &allowed)?;
-    let (suite, tool, ungated) = suite_and_tool(&args)?;
-    let exe = std::env::current_exe().map_err(|e| exit(3, format!("find the benchlab executable: {e}")))?;
-    let cwd = std::env::current_dir().map_err(|e| exit(3, format!("read the working folder: {e}")))?;
-    let engine = if args.no_cgroup {
-        NativeEngine::pinned_only()
-    } else {
-        match NativeEngine::new() {
-            Ok(e) => e,
-            Err(e) => {
-                eprintln!(
-                    "notice: no cgroup for the server ({}); measuring with CPU pinning only",
-                    first_line(&e.to_string())
-                );
-                NativeEngine::pinned_only()
-            }
-        }
-    };
-    if args.memory.is_some() && !engine.uses_cgroups() {
-        eprintln!("notice: --memory needs a cgroup; the server runs without a memory limit");
-    }
+    let (server_cpus, driver_cpus) = choose_cpus(args, &allowed)?;
+    let (suite, tool, ungated) = suite_and_tool(args)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| MeasureError::environment(format!("find the benchlab executable: {e}")))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| MeasureError::environment(format!("read the working folder: {e}")))?;
+    let engine = choose_engine(args, on_event);
     let limits = CellLimits {
         server_cpus: server_cpus.clone(),
         driver_cpus: driver_cpus.clone(),
@@ -238,87 +271,136 @@ pub fn main(args: MeasureArgs) -> Result<i32, Exit> {
         memory_limit_bytes: limits.memory_limit,
         isolation: engine.describe().api_version,
     };
-    let launch =
-        ServerLaunch { argv: args.command.clone(), env: Vec::new(), cwd: Some(cwd.display().to_string()) };
-    let timeouts = Timeouts {
-        startup_ms: args.startup_timeout * 1000,
-        call_ms: args.call_timeout * 1000,
-        ..Timeouts::default()
-    };
-    let spec = |workload: Workload| DriverSpec {
-        lab_dir: PathBuf::new(),
-        server: launch.clone(),
-        http: None,
-        suite: suite.clone(),
-        workload,
-        timeouts,
-        ungated: ungated.clone(),
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| exit(3, format!("start the async runtime: {e}")))?;
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    let run = |workload: Workload, what: &str| -> Result<NativeRun, Exit> {
-        let spec = spec(workload);
+        .map_err(|e| MeasureError::environment(format!("start the async runtime: {e}")))?;
+    let session = Session {
+        args,
+        engine,
+        limits,
+        exe,
+        runtime,
+        launch: ServerLaunch {
+            argv: args.command.clone(),
+            env: Vec::new(),
+            cwd: Some(cwd.display().to_string()),
+        },
+        timeouts: Timeouts {
+            startup_ms: args.startup_timeout * 1000,
+            call_ms: args.call_timeout * 1000,
+            ..Timeouts::default()
+        },
+        suite,
+        ungated,
+    };
+    let cold = (args.runs > 0)
+        .then(|| session.run(Workload::ColdStart { spawns: args.runs }, "cold start", on_event))
+        .transpose()?;
+    let serial = (args.calls > 0)
+        .then(|| {
+            let workload =
+                Workload::SerialCalls { tool: tool.clone(), warmup: args.warmup, calls: args.calls };
+            session.run(workload, "calls", on_event)
+        })
+        .transpose()?;
+    Ok(summarize(args, (!tool.is_empty()).then_some(tool), cold.as_ref(), serial.as_ref(), placement))
+}
+
+/// The native engine in a lab cgroup, or with CPU pinning only when asked or when no cgroup can
+/// be made (with a notice); a notice too when --memory cannot be honoured.
+fn choose_engine(args: &MeasureArgs, on_event: &mut (dyn FnMut(MeasureEvent) + Send)) -> NativeEngine {
+    let engine = if args.no_cgroup {
+        NativeEngine::pinned_only()
+    } else {
+        match NativeEngine::new() {
+            Ok(e) => e,
+            Err(e) => {
+                on_event(MeasureEvent::Notice(format!(
+                    "notice: no cgroup for the server ({}); measuring with CPU pinning only",
+                    first_line(&e.to_string())
+                )));
+                NativeEngine::pinned_only()
+            }
+        }
+    };
+    if args.memory.is_some() && !engine.uses_cgroups() {
+        on_event(MeasureEvent::Notice(
+            "notice: --memory needs a cgroup; the server runs without a memory limit".into(),
+        ));
+    }
+    engine
+}
+
+/// What every workload of one measurement shares: the engine, the limits, the server's launch.
+struct Session<'a> {
+    args: &'a MeasureArgs,
+    engine: NativeEngine,
+    limits: CellLimits,
+    exe: PathBuf,
+    runtime: tokio::runtime::Runtime,
+    launch: ServerLaunch,
+    timeouts: Timeouts,
+    suite: String,
+    ungated: Option<serde_json::Value>,
+}
+
+impl Session<'_> {
+    fn spec(&self, workload: Workload) -> DriverSpec {
+        DriverSpec {
+            lab_dir: PathBuf::new(),
+            server: self.launch.clone(),
+            http: None,
+            suite: self.suite.clone(),
+            workload,
+            timeouts: self.timeouts,
+            ungated: self.ungated.clone(),
+        }
+    }
+
+    /// Runs one workload; a failure of the server, an OOM kill or Ctrl-C ends the measurement.
+    fn run(
+        &self,
+        workload: Workload,
+        what: &str,
+        on_event: &mut (dyn FnMut(MeasureEvent) + Send),
+    ) -> Result<NativeRun, MeasureError> {
+        let spec = self.spec(workload);
         let limit = crate::backend::native::time_limit(&spec);
-        bar.set_prefix(what.to_string());
-        let mut on_event = |e: DriverEvent| {
+        on_event(MeasureEvent::Workload(what.to_string()));
+        let mut on_driver_event = |e: DriverEvent| {
             if let DriverEvent::Progress { phase, done, total } = e {
-                bar.set_prefix(phase);
-                bar.set_length(total);
-                bar.set_position(done);
+                on_event(MeasureEvent::Progress { phase, done, total });
             }
         };
         // Shim and driver run in their own process groups, so a Ctrl-C reaches only us: stop
         // the cell here (dropping it kills its processes and removes its cgroup).
-        let r = runtime
+        let r = self
+            .runtime
             .block_on(async {
                 tokio::select! {
-                    r = engine.run_spec(spec, &limits, &exe, limit, &mut on_event) => Some(r),
+                    r = self.engine.run_spec(spec, &self.limits, &self.exe, limit, &mut on_driver_event) => Some(r),
                     _ = tokio::signal::ctrl_c() => None,
                 }
             })
             .ok_or_else(|| {
-                bar.finish_and_clear();
-                exit(130, "interrupted; the server and the client were stopped")
+                MeasureError::new(
+                    MeasureErrorKind::Interrupted,
+                    "interrupted; the server and the client were stopped",
+                )
             })?
-            .map_err(|e| exit(3, format!("measure {}: {e}", args.command.join(" "))))?;
+            .map_err(|e| MeasureError::environment(format!("measure {}: {e}", self.args.command.join(" "))))?;
         if let Some(f) = &r.outcome.failure {
-            bar.finish_and_clear();
-            return Err(exit(1, format!("{what} failed: {f}")));
+            return Err(MeasureError::failed(format!("{what} failed: {f}")));
         }
         if r.oom_killed {
-            bar.finish_and_clear();
-            return Err(exit(1, format!("{what}: the server was killed for exceeding its memory limit")));
+            return Err(MeasureError::failed(format!(
+                "{what}: the server was killed for exceeding its memory limit"
+            )));
         }
         Ok(r)
-    };
-    let cold =
-        (args.runs > 0).then(|| run(Workload::ColdStart { spawns: args.runs }, "cold start")).transpose()?;
-    let serial = (args.calls > 0)
-        .then(|| {
-            run(Workload::SerialCalls { tool: tool.clone(), warmup: args.warmup, calls: args.calls }, "calls")
-        })
-        .transpose()?;
-    bar.finish_and_clear();
-
-    let result =
-        summarize(&args, (!tool.is_empty()).then_some(tool), cold.as_ref(), serial.as_ref(), placement);
-    let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&result).expect("results serialise"))
-    } else {
-        render(&result)
-    };
-    // A closed pipe (`| head`) is the reader's choice, not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
-    Ok(0)
+    }
 }
 
 fn first_line(s: &str) -> &str {
@@ -354,101 +436,6 @@ fn summarize(
         cgroup_peak_bytes: [cold, serial].iter().flatten().filter_map(|r| r.memory_peak).max(),
         placement,
     }
-}
-
-fn ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} ms")
-    } else if v >= 1.0 {
-        format!("{v:.2} ms")
-    } else {
-        format!("{:.1} µs", v * 1000.0)
-    }
-}
-
-fn mib(b: u64) -> String {
-    format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
-}
-
-/// The human-readable result: a table, then where it ran.
-pub fn render(r: &MeasureResult) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["measure", "result", "range / detail"]);
-    if let Some(c) = &r.cold_start {
-        t.add_row(vec![
-            Cell::new(format!("cold start ({} runs)", c.count)),
-            Cell::new(format!("median {}, p95 {}", ms(c.p50_ms), ms(c.p95_ms))),
-            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
-        ]);
-    }
-    if let Some(c) = &r.tools_list {
-        t.add_row(vec![
-            Cell::new("tools/list".to_string()),
-            Cell::new(format!("median {}", ms(c.p50_ms))),
-            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
-        ]);
-    }
-    if let Some(c) = &r.calls {
-        let tool = r.tool.clone().unwrap_or_else(|| "first listed tool".into());
-        t.add_row(vec![
-            Cell::new(format!("serial calls ({} × {tool})", c.count)),
-            Cell::new(format!("p50 {}, p99 {}, mean {}", ms(c.p50_ms), ms(c.p99_ms), ms(c.mean_ms))),
-            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
-        ]);
-    }
-    if let Some(tp) = r.throughput_per_s {
-        t.add_row(vec![
-            Cell::new("throughput"),
-            Cell::new(format!("{tp:.0} calls/s")),
-            Cell::new("one client, serial"),
-        ]);
-    }
-    let rss =
-        |m: &Option<TreeMemory>| m.as_ref().map(|m| format!("{} ({} proc.)", mib(m.rss_bytes), m.processes));
-    if let Some(a) = rss(&r.memory_after_initialize) {
-        let end = rss(&r.memory_end).map(|e| format!("at the end {e}")).unwrap_or_default();
-        t.add_row(vec![Cell::new("RSS after initialize"), Cell::new(a), Cell::new(end)]);
-    }
-    if let Some(p) = r.cgroup_peak_bytes {
-        t.add_row(vec![
-            Cell::new("cgroup memory peak"),
-            Cell::new(mib(p)),
-            Cell::new("server, its children and the shim"),
-        ]);
-    }
-    let mut out = format!("{t}\n");
-    let server = r
-        .server_info
-        .as_ref()
-        .map(|s| {
-            format!(
-                "{} {}",
-                s.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
-                s.get("version").and_then(|v| v.as_str()).unwrap_or("")
-            )
-        })
-        .unwrap_or_default();
-    out.push_str(&format!(
-        "server: {} — {}protocol {}\n",
-        r.command.join(" "),
-        if server.trim().is_empty() { String::new() } else { format!("{}, ", server.trim()) },
-        r.protocol_version.as_deref().unwrap_or("?")
-    ));
-    out.push_str(&format!(
-        "placement: server on CPU {}, client on CPU {}, memory limit {}, isolation {}\n",
-        r.placement.server_cpus,
-        r.placement.driver_cpus,
-        r.placement.memory_limit_bytes.map(mib).unwrap_or_else(|| "none".into()),
-        r.placement.isolation
-    ));
-    out.push_str(&format!(
-        "gate: {}\n",
-        match &r.suite {
-            Some(s) => format!("the {s} suite's correctness gate passed"),
-            None => "off (no --suite): any tool list and any non-error answer counted".into(),
-        }
-    ));
-    out
 }
 
 #[cfg(test)]

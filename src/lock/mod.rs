@@ -53,12 +53,10 @@ pub async fn lock<E: Engine>(
 ) -> Result<Vec<PathBuf>, LockError> {
     let plan_err = |m: String| LockError::Input(m);
     let is_range = versions.contains("..");
-    let jobs;
-    if is_range {
-        jobs = range_jobs(engine, recipes, family, versions, pick, runtime, config, emit).await?;
-    } else {
-        jobs = recipes.lock_jobs(family, versions, runtime).map_err(plan_err)?;
-    }
+    let jobs = match is_range {
+        true => range_jobs(engine, recipes, family, versions, pick, runtime, config, emit).await?,
+        false => recipes.lock_jobs(family, versions, runtime).map_err(plan_err)?,
+    };
     // One container per runtime locks every folder of that runtime.
     let mut by_runtime: Vec<(String, Vec<crate::recipe::LockJob>)> = Vec::new();
     for job in jobs {

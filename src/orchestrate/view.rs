@@ -114,13 +114,23 @@ impl PlanView {
         ));
         out.push_str(&format!(
             "estimated time: builds {} + cells {}{} = {} ({} of {} cell estimates from earlier records in results/, the rest rough per-runtime figures)\n",
-            crate::cli::eta_text(self.build_seconds),
-            crate::cli::eta_text(self.cell_seconds),
+            eta_text(self.build_seconds),
+            eta_text(self.cell_seconds),
             if self.parallel_slots > 1 { format!(" ({} cells at a time)", self.parallel_slots) } else { String::new() },
-            crate::cli::eta_text(self.build_seconds + self.cell_seconds),
+            eta_text(self.build_seconds + self.cell_seconds),
             self.estimated_from_records,
             self.cells,
         ));
         out
+    }
+}
+
+/// A duration for a person: "45 s", "12 min", "2 h 05 min".
+pub fn eta_text(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=89 => format!("{s} s"),
+        90..=5399 => format!("{} min", (s + 30) / 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600 + 30) / 60),
     }
 }

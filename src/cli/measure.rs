@@ -1,0 +1,154 @@
+//! `benchlab measure`'s output: the progress bar, the notices, and the result as a table or JSON
+//! on stdout. The measuring lives in `crate::measure`, which prints nothing.
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::exit::{Exit, OK};
+use crate::measure::{MeasureArgs, MeasureErrorKind, MeasureEvent, MeasureResult};
+use crate::spec::TreeMemory;
+
+/// Runs `benchlab measure`.
+pub(super) fn run(args: MeasureArgs) -> Result<i32, Exit> {
+    // The bar is made when the first workload starts, after any notice.
+    let mut bar: Option<ProgressBar> = None;
+    let result = crate::measure::measure(&args, &mut |e| match e {
+        MeasureEvent::Notice(text) => eprintln!("{text}"),
+        MeasureEvent::Workload(what) => bar.get_or_insert_with(new_bar).set_prefix(what),
+        MeasureEvent::Progress { phase, done, total } => {
+            let b = bar.get_or_insert_with(new_bar);
+            b.set_prefix(phase);
+            b.set_length(total);
+            b.set_position(done);
+        }
+    });
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // A failed or interrupted workload clears the bar before the error is printed; an
+            // engine error leaves it where it stopped.
+            if e.kind != MeasureErrorKind::Environment {
+                if let Some(b) = &bar {
+                    b.finish_and_clear();
+                }
+            }
+            return Err(e.into());
+        }
+    };
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&result).expect("results serialise"))
+    } else {
+        render(&result)
+    };
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    Ok(OK)
+}
+
+fn new_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 1.0 {
+        format!("{v:.2} ms")
+    } else {
+        format!("{:.1} µs", v * 1000.0)
+    }
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+}
+
+/// The human-readable result: a table, then where it ran.
+pub fn render(r: &MeasureResult) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["measure", "result", "range / detail"]);
+    if let Some(c) = &r.cold_start {
+        t.add_row(vec![
+            Cell::new(format!("cold start ({} runs)", c.count)),
+            Cell::new(format!("median {}, p95 {}", ms(c.p50_ms), ms(c.p95_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(c) = &r.tools_list {
+        t.add_row(vec![
+            Cell::new("tools/list".to_string()),
+            Cell::new(format!("median {}", ms(c.p50_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(c) = &r.calls {
+        let tool = r.tool.clone().unwrap_or_else(|| "first listed tool".into());
+        t.add_row(vec![
+            Cell::new(format!("serial calls ({} × {tool})", c.count)),
+            Cell::new(format!("p50 {}, p99 {}, mean {}", ms(c.p50_ms), ms(c.p99_ms), ms(c.mean_ms))),
+            Cell::new(format!("{} .. {}", ms(c.min_ms), ms(c.max_ms))),
+        ]);
+    }
+    if let Some(tp) = r.throughput_per_s {
+        t.add_row(vec![
+            Cell::new("throughput"),
+            Cell::new(format!("{tp:.0} calls/s")),
+            Cell::new("one client, serial"),
+        ]);
+    }
+    let rss =
+        |m: &Option<TreeMemory>| m.as_ref().map(|m| format!("{} ({} proc.)", mib(m.rss_bytes), m.processes));
+    if let Some(a) = rss(&r.memory_after_initialize) {
+        let end = rss(&r.memory_end).map(|e| format!("at the end {e}")).unwrap_or_default();
+        t.add_row(vec![Cell::new("RSS after initialize"), Cell::new(a), Cell::new(end)]);
+    }
+    if let Some(p) = r.cgroup_peak_bytes {
+        t.add_row(vec![
+            Cell::new("cgroup memory peak"),
+            Cell::new(mib(p)),
+            Cell::new("server, its children and the shim"),
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    let server = r
+        .server_info
+        .as_ref()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
+                s.get("version").and_then(|v| v.as_str()).unwrap_or("")
+            )
+        })
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "server: {} — {}protocol {}\n",
+        r.command.join(" "),
+        if server.trim().is_empty() { String::new() } else { format!("{}, ", server.trim()) },
+        r.protocol_version.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "placement: server on CPU {}, client on CPU {}, memory limit {}, isolation {}\n",
+        r.placement.server_cpus,
+        r.placement.driver_cpus,
+        r.placement.memory_limit_bytes.map(mib).unwrap_or_else(|| "none".into()),
+        r.placement.isolation
+    ));
+    out.push_str(&format!(
+        "gate: {}\n",
+        match &r.suite {
+            Some(s) => format!("the {s} suite's correctness gate passed"),
+            None => "off (no --suite): any tool list and any non-error answer counted".into(),
+        }
+    ));
+    out
+}

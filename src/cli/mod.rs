@@ -1,0 +1,225 @@
+//! The command line: the clap `Cli` type, the dispatch to one module per command, and what the
+//! commands share (the checkout's recipes and scenarios, run options, a run's records). Each
+//! command's module holds its arguments and prints its own output; the library under it never
+//! prints.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
+
+use crate::orchestrate::RunOptions;
+use crate::recipe::RecipeBook;
+use crate::record::store::{read_records, RECORDS_FILE};
+use crate::scenario::Scenario;
+
+mod audit;
+mod base;
+mod build;
+mod compare;
+mod diff_env;
+mod driver;
+pub mod exit;
+mod lock;
+mod measure;
+mod null_server;
+mod plan;
+mod progress;
+mod report;
+mod run;
+mod schema;
+mod shim;
+mod verify;
+
+pub use exit::Exit;
+use exit::EXIT_HELP;
+
+/// benchlab: a reproducible benchmark lab for MCP servers.
+///
+/// It builds a pinned image per SDK x runtime x version, runs each server in a cgroup-limited
+/// container on pinned CPUs, drives it from a sidecar container on other CPUs, and appends a
+/// hashed record per cell to results/<run-id>/records.jsonl.
+#[derive(Debug, Parser)]
+#[command(name = "benchlab", version, after_help = EXIT_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: build what is missing, measure every cell, print the summary table.
+    ///
+    /// Example: benchlab run scenarios/quickstart.toml
+    Run(run::RunArgs),
+    /// Show the summary table of a finished run, from its records.
+    ///
+    /// Example: benchlab report results/20261130T091500Z-quickstart-1234
+    Report(report::ReportArgs),
+    /// Compare two runs cell by cell: the ratio b/a of every metric with its 95% interval, flagged
+    /// slower or faster only when the whole interval is beyond the threshold, with what changed in
+    /// each cell's environment.
+    ///
+    /// Example: benchlab compare results/quickstart/<run-a> results/quickstart/<run-b> --fail-if-slower 10
+    Compare(compare::CompareArgs),
+    /// The environment differences between two runs, field by field (packages by name), cell by
+    /// cell, with the differences every cell shares listed once.
+    DiffEnv(diff_env::DiffEnvArgs),
+    /// Verify a run's store: every record's hash and env_hash, the hash chain and sequence, the
+    /// head file and the scenario copy; names the first bad line and every problem found.
+    ///
+    /// Example: benchlab audit results/seed-000-stdio/20261130T095040Z-seed-000-stdio-8336
+    Audit(audit::AuditArgs),
+    /// Check a published source's claims against a run: every `[[claim]]` of the scenario (absolute
+    /// figures, ratios, orderings, soak slopes, outcomes, and findings about the source itself) is
+    /// matched to the run's records and judged reproduced, contradicted, inconclusive or
+    /// not_measured, with the measured value, its 95% interval, the tolerance used and the
+    /// environment differences (CPU, runtime and SDK versions, placement) that could explain a gap.
+    ///
+    /// A figure is reproduced when its whole interval lies within the tolerance band, contradicted
+    /// when it lies wholly outside, inconclusive when it straddles an edge or its cell is noisy
+    /// (CV over 10%). Repeats of a cell are pooled (median across repeats, bootstrap interval);
+    /// ratios between cells get intervals from paired (repeats) or independent (samples)
+    /// resampling. Absolute figures from other hardware are judged by the ratio they imply to a
+    /// reference figure (the claim's `relative_to`), and the report says so.
+    ///
+    /// Exit codes: 0 every measurable claim reproduced (not_measured and inconclusive do not
+    /// fail); 1 some claim contradicted; 2 bad input (a claim or scenario error, with
+    /// file:line:column; unreadable records); 3 the environment (a report that cannot be written).
+    ///
+    /// Example: benchlab verify scenarios/seed-000-stdio.toml --markdown results/seed-000-stdio/AUDIT.md
+    Verify(verify::VerifyArgs),
+    /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
+    /// the same base exists already.
+    ///
+    /// Example: benchlab base --suite trixie --package python3 --package python3-venv
+    Base(base::BaseArgs),
+    /// Show what a scenario would do, without doing it: its cells (matrices expanded, every
+    /// combination validated against the recipes), the images they need and which the engine
+    /// holds already, and the time a run would take.
+    ///
+    /// Example: benchlab plan scenarios/sweep-python-mcp.toml
+    Plan(plan::PlanArgs),
+    /// Build the image of every recipe version × runtime (or those the filters pick); images
+    /// whose inputs are unchanged are cache hits.
+    ///
+    /// Example: benchlab build --family ts-sdk --runtime bun-1.1.38
+    Build(build::BuildArgs),
+    /// Regenerate lock folders (lockfiles/<family>/<version>-<runtime>/) with a real locker (uv
+    /// for Python, npm for Node/Bun) run in a container of the target's own base.
+    ///
+    /// Example: benchlab lock python-mcp 2.3.0 --runtime cpython-trixie
+    Lock(lock::LockArgs),
+    /// The built-in floor server: MCP over stdio, or streamable HTTP (JSON replies) with a plain
+    /// REST route per tool, with the least work a correct server can do.
+    NullServer(null_server::NullServerArgs),
+    /// Print the JSON Schema of result records.
+    Schema,
+    /// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
+    ///
+    /// Example: benchlab measure -- python3 server.py
+    Measure(crate::measure::MeasureArgs),
+    /// (inside a server container) spawn and stop servers for the driver.
+    #[command(hide = true)]
+    Shim(shim::ShimArgs),
+    /// (inside a sidecar container) run one cell's workload.
+    #[command(hide = true)]
+    Driver(driver::DriverArgs),
+}
+
+/// Runs a command; returns the process exit code.
+pub fn main_with(cli: Cli) -> Result<i32, Exit> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::DiffEnv(args) => diff_env::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Base(args) => base::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Build(args) => build::run(args),
+        Command::Lock(args) => lock::run(args),
+        Command::NullServer(args) => null_server::run(args),
+        Command::Schema => schema::run(),
+        Command::Measure(args) => measure::run(args),
+        Command::Shim(args) => shim::run(args),
+        Command::Driver(args) => driver::run(args),
+    }
+}
+
+/// Where recipes and lockfiles live, and the CA bundle for downloads (builds' fetch stage,
+/// lockers).
+#[derive(Debug, clap::Args)]
+pub struct Checkout {
+    /// The checkout holding images/ and lockfiles/.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// CA bundle for downloads in image builds' fetch stage and in lockers (default:
+    /// $SSL_CERT_FILE or the system bundle). It never reaches a runtime image or a hash.
+    #[arg(long)]
+    ca_bundle: Option<PathBuf>,
+}
+
+impl Checkout {
+    /// A scenario, its matrices' release ranges read from this checkout's lockfiles.
+    fn scenario(&self, path: &Path) -> Result<Scenario, Exit> {
+        Scenario::load_in(path, &self.root.join("lockfiles")).map_err(|e| Exit::input(e.to_string()))
+    }
+
+    fn recipes(&self) -> Result<RecipeBook, Exit> {
+        RecipeBook::load(&self.root)
+            .map_err(|e| Exit::input(format!("{e}\n  (run from the benchlab checkout, or pass --root)")))
+    }
+}
+
+/// Run options from the command line: the lab's own executable and the fetch-stage CA bundle.
+fn run_options(
+    results: PathBuf,
+    run_id: Option<String>,
+    ca_bundle: Option<PathBuf>,
+) -> Result<RunOptions, Exit> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Exit::environment(format!("cannot find my own executable: {e}")))?;
+    let ca = ca_bundle
+        .or_else(|| std::env::var_os("SSL_CERT_FILE").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    Ok(RunOptions {
+        results_dir: results,
+        run_id,
+        benchlab_exe: exe,
+        ca_bundle: ca,
+        work_dir: std::env::temp_dir().join("benchlab-work"),
+        lab_volume_bytes: 64 << 20,
+        parallel: false,
+    })
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+/// A run folder's records.jsonl, or the file itself when given one.
+fn records_path(run: &Path) -> PathBuf {
+    if run.is_dir() {
+        run.join(RECORDS_FILE)
+    } else {
+        run.to_path_buf()
+    }
+}
+
+/// A run's records, from its folder or its records.jsonl.
+fn load_run(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
+    read_records(&records_path(run)).map_err(|e| Exit::input(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

@@ -1,0 +1,43 @@
+//! `benchlab null-server`: the built-in floor server, chosen from flags or the environment the
+//! orchestrator sets. The server lives in `crate::nullserver`.
+
+use super::exit::{Exit, OK};
+
+#[derive(Debug, clap::Args)]
+pub struct NullServerArgs {
+    /// The tool suite to serve (default: $BENCHLAB_SUITE or weekly).
+    #[arg(long)]
+    suite: Option<String>,
+    /// Serve streamable HTTP on 127.0.0.1 at this port (POST /mcp, POST /api/<tool>)
+    /// instead of stdio (default: $BENCHLAB_PORT when $BENCHLAB_TRANSPORT is
+    /// streamable-http).
+    #[arg(long)]
+    http: Option<u16>,
+    /// With --http: keep sessions (Mcp-Session-Id) instead of answering statelessly.
+    #[arg(long)]
+    stateful: bool,
+}
+
+pub(super) fn run(args: NullServerArgs) -> Result<i32, Exit> {
+    let NullServerArgs { suite, http, stateful } = args;
+    let name = suite.or_else(|| std::env::var("BENCHLAB_SUITE").ok()).unwrap_or_else(|| "weekly".into());
+    let suite = crate::mcp::suite::Suite::from_name(&name)
+        .ok_or_else(|| Exit::input(format!("unknown suite {name:?}")))?;
+    let env = |k: &str| std::env::var(k).ok();
+    let port = http.or_else(|| {
+        (env("BENCHLAB_TRANSPORT").as_deref() == Some("streamable-http"))
+            .then(|| env("BENCHLAB_PORT").and_then(|p| p.parse().ok()))
+            .flatten()
+    });
+    match port {
+        Some(port) => {
+            let stateful = stateful || env("BENCHLAB_SESSION").as_deref() == Some("stateful");
+            crate::nullserver::serve_http(suite, port, stateful)
+                .map_err(|e| Exit::environment(format!("null-server: {e}")))?
+        }
+        None => {
+            crate::nullserver::serve(suite).map_err(|e| Exit::environment(format!("null-server: {e}")))?
+        }
+    }
+    Ok(OK)
+}

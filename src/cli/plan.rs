@@ -1,0 +1,116 @@
+//! `benchlab plan`: what a scenario would do, printed as text or JSON — its cells, the images
+//! they need and which the engine holds, and a time estimate. The plan's figures and its text
+//! live in `orchestrate` (`view`, `estimate`); this gathers the images' states and earlier records and prints.
+
+use std::path::{Path, PathBuf};
+
+use super::exit::{Exit, OK};
+use super::run::EngineChoice;
+use super::{run_options, tokio_runtime, Checkout};
+use crate::backend::{Backend, BackendKind, ImageState};
+use crate::orchestrate::estimate::{estimate, learned, record_files, Learned};
+use crate::orchestrate::view::{PlanView, PlannedImage};
+use crate::orchestrate::{self, PlannedCell, RunOptions};
+use crate::recipe::RecipeBook;
+
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    scenario: PathBuf,
+    /// The plan as JSON, with every cell.
+    #[arg(long)]
+    json: bool,
+    /// Plan for `benchlab run --parallel` (cells on disjoint CPU sets at once).
+    #[arg(long)]
+    parallel: bool,
+    /// Where earlier runs are (their records refine the time estimate).
+    #[arg(long, default_value = "results")]
+    results: PathBuf,
+    #[command(flatten)]
+    checkout: Checkout,
+}
+
+pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
+    let PlanArgs { scenario, json, parallel, results, checkout } = args;
+    let recipes = checkout.recipes()?;
+    let sc = checkout.scenario(&scenario)?;
+    let cpus = crate::placement::available_cpus();
+    let mut cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
+    let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
+    let opts = run_options(results.clone(), None, checkout.ca_bundle.clone())?;
+    let states = tokio_runtime().block_on(image_states(&mut cells, &recipes, &opts))?;
+    let learned = learned(&earlier_ok_records(&results));
+    let view = PlanView::new(&sc.name, &cells, states, &learned, slots);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan_json(&view, &cells, &learned)).expect("JSON prints")
+        );
+    } else {
+        print!("{}", view.text());
+    }
+    Ok(OK)
+}
+
+/// Each distinct image with whether it is ready, asked of the backends a run would have (so
+/// `plan` and `run` put every cell on the same backend); with no backend at all, unknown.
+async fn image_states(
+    cells: &mut [PlannedCell],
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+) -> Result<Vec<(PlannedImage, String)>, Exit> {
+    let backends = super::run::backends(EngineChoice::Auto, opts, false).await.unwrap_or_default();
+    if !backends.is_empty() {
+        orchestrate::admit(&backends, recipes, cells).await?;
+    }
+    let mut out = Vec::new();
+    for (b, p) in orchestrate::distinct_images(cells) {
+        let (kind, state) = match backends.get(b) {
+            Some(backend) => (backend.kind(), backend.state(&p).await),
+            None => (BackendKind::Containers, ImageState::Unknown),
+        };
+        out.push((
+            PlannedImage {
+                engine: kind.as_str().into(),
+                family: p.family.clone(),
+                version: p.version.clone(),
+                runtime: p.runtime_name.clone(),
+                state,
+            },
+            p.runtime_kind.clone(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The ok records of every run under the results folder (unreadable stores are skipped).
+fn earlier_ok_records(results: &Path) -> Vec<crate::record::Record> {
+    let mut earlier = Vec::new();
+    for run in record_files(results) {
+        if let Ok(r) = crate::record::store::read_records(&run) {
+            earlier.extend(r.into_iter().filter(|r| r.status == crate::record::Status::Ok));
+        }
+    }
+    earlier
+}
+
+/// The plan as JSON, with every cell and its estimate.
+fn plan_json(view: &PlanView, cells: &[PlannedCell], learned: &Learned) -> serde_json::Value {
+    let cells_json: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "id": c.id,
+                "family": c.image.family,
+                "version": c.image.version,
+                "runtime": c.image.runtime_name,
+                "api": c.image.api,
+                "workload": c.workload.kind(),
+                "placement": c.placement,
+                "estimate_s": estimate(c, learned).seconds,
+            })
+        })
+        .collect();
+    let mut v = serde_json::to_value(view).expect("plans serialise");
+    v["cell_list"] = serde_json::Value::Array(cells_json);
+    v
+}

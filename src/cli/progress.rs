@@ -1,0 +1,137 @@
+//! The orchestrator's events rendered on stderr for `run`, `build`, `lock` and `base`: bars and
+//! spinners on a terminal, plain lines elsewhere (CI logs). It renders; it decides nothing.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::backend::PrepareEvent;
+use crate::orchestrate::view::eta_text;
+use crate::orchestrate::Event;
+
+/// Renders orchestrator events: bars on a terminal, plain lines elsewhere (CI logs).
+pub(super) struct Progress {
+    bar: Option<ProgressBar>,
+    tty: bool,
+    /// Cells run at once: plain lines, not one bar.
+    parallel: bool,
+}
+
+impl Progress {
+    pub(super) fn new() -> Self {
+        Progress { bar: None, tty: std::io::stderr().is_terminal(), parallel: false }
+    }
+
+    fn spinner(&mut self, msg: String) {
+        self.finish_bar();
+        if self.tty {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid template"),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b.set_message(msg);
+            self.bar = Some(b);
+        } else {
+            eprintln!("{msg}");
+        }
+    }
+
+    fn line(&mut self, msg: String) {
+        match &self.bar {
+            Some(b) => b.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    fn finish_bar(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+
+    pub(super) fn finish(&mut self) {
+        self.finish_bar();
+    }
+
+    pub(super) fn event(&mut self, e: Event) {
+        match e {
+            Event::Planned { run_id, run_dir, cells, images } => self.line(format!(
+                "run {run_id}: {cells} cell(s), {images} image(s); records in {}",
+                run_dir.display()
+            )),
+            Event::Prepare(PrepareEvent::BaseBootstrapping { reference, suite }) => self.spinner(format!(
+                "bootstrapping base {reference} from Debian {suite} (debootstrap, about a minute)"
+            )),
+            Event::Prepare(PrepareEvent::Ready { what, reference, cached, seconds }) => {
+                self.finish_bar();
+                if cached {
+                    self.line(format!("{what} {reference}: cache hit, no build"));
+                } else {
+                    self.line(format!("{what} {reference}: ready in {seconds:.0} s"));
+                }
+            }
+            Event::Prepare(PrepareEvent::ImageBuilding { reference, progress }) => {
+                let eta =
+                    progress.eta_s.map(|s| format!(", at most {} left", eta_text(s))).unwrap_or_default();
+                self.spinner(format!(
+                    "building image {}/{} {reference}{eta}",
+                    progress.index + 1,
+                    progress.total
+                ))
+            }
+            Event::Prepare(PrepareEvent::Locking { what }) => {
+                self.spinner(format!("locking {what}, inside the target's base"))
+            }
+            Event::Prepare(PrepareEvent::BuildLog { line }) => match &self.bar {
+                Some(b) => b.set_message(line.chars().take(100).collect::<String>()),
+                None => eprintln!("  | {line}"),
+            },
+            Event::CellStarted { index, total, cell_id, eta_s } => {
+                self.finish_bar();
+                let eta = eta_s.map(|s| format!(" (about {} left)", eta_text(s))).unwrap_or_default();
+                let msg = format!("cell {}/{total} {cell_id}{eta}", index + 1);
+                if self.tty && !self.parallel {
+                    let b = ProgressBar::new(1);
+                    b.set_style(
+                        ProgressStyle::with_template(
+                            "{prefix:40} {msg:7} [{bar:30}] {pos}/{len} {elapsed_precise}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                    );
+                    b.set_prefix(msg);
+                    self.bar = Some(b);
+                } else {
+                    eprintln!("{msg}");
+                }
+            }
+            Event::CellProgress { phase, done, total, .. } => {
+                if let Some(b) = &self.bar {
+                    b.set_length(total);
+                    b.set_position(done);
+                    b.set_message(phase);
+                }
+            }
+            Event::Parallel { slots, why } => {
+                self.parallel = slots > 1;
+                self.line(format!("--parallel: {why}"))
+            }
+            Event::LeftoversRemoved { run_id, owner, removed } => self.line(format!(
+                "removed {removed} container(s) and volume(s) left by benchlab {owner} (run {run_id}), which \
+                 died without cleaning up"
+            )),
+            Event::CellFinished { record } => {
+                self.finish_bar();
+                let status = match &record.failure {
+                    None => "ok".to_string(),
+                    Some(f) => {
+                        format!("FAILED {}: {}", f.reason.as_str(), f.detail.lines().next().unwrap_or(""))
+                    }
+                };
+                self.line(format!("  {} {status}", record.cell.id));
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `benchlab run`: a scenario run (or a run folder resumed) on the engines that can run it, with
+//! progress, then the summary table and the cells that did not do what the scenario expects.
+//! Planning, scheduling and records live in `orchestrate`; this chooses engines and prints.
+
+use std::path::PathBuf;
+
+use super::exit::{error_chain, Exit, FAILED, OK};
+use super::progress::Progress;
+use super::{run_options, tokio_runtime, Checkout};
+use crate::backend::containers::docker::DockerEngine;
+use crate::backend::containers::ContainersBackend;
+use crate::backend::native::{NativeBackend, NativeEngine};
+use crate::backend::AnyBackend;
+use crate::orchestrate::{self, RunOptions, RunSummary};
+use crate::recipe::RecipeBook;
+use crate::record::store::RECORDS_FILE;
+use crate::record::Status;
+use crate::report;
+use crate::scenario::Scenario;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The scenario file (scenarios/*.toml).
+    #[arg(required_unless_present = "resume")]
+    scenario: Option<PathBuf>,
+    /// Continue an interrupted or partly failed run: run only the cells of RUN_DIR
+    /// (<results>/<scenario>/<run id>) that have no ok record, from the scenario copy kept
+    /// there, appending to its records. Environment changes since its earlier records are
+    /// reported.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["scenario", "run_id", "results"])]
+    resume: Option<PathBuf>,
+    /// Where run folders are written: <results>/<scenario name>/<run id>/.
+    #[arg(long, default_value = "results")]
+    results: PathBuf,
+    /// Name the run folder yourself (default: UTC time, scenario name, a nonce).
+    #[arg(long)]
+    run_id: Option<String>,
+    #[command(flatten)]
+    checkout: Checkout,
+    /// Print the summary as JSON on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Measure every HTTP load workload for this long instead of the scenario's `duration`
+    /// (a reduced run: "3s", "500ms"). Each record keeps the durations it ran with.
+    #[arg(long, value_parser = parse_duration_arg)]
+    duration: Option<u64>,
+    /// Warm every HTTP load workload up for this long instead of the scenario's `warmup`.
+    #[arg(long, value_parser = parse_duration_arg)]
+    warmup: Option<u64>,
+    /// Run only the cells whose id matches this pattern (`*` matches anything; e.g.
+    /// "gradio-*/mcp-echo-*"). May be given several times.
+    #[arg(long, value_name = "PATTERN")]
+    only: Vec<String>,
+    /// Where cells run: `docker` (containers through the Docker engine), `native` (host
+    /// processes in lab cgroups, servers installed from the same lockfiles into a
+    /// content-hashed cache with the host's interpreters; stdio only), or `auto` (docker
+    /// when an engine answers, otherwise native, with a notice).
+    #[arg(long, default_value = "auto", value_enum, hide_possible_values = true)]
+    engine: EngineChoice,
+    /// Run several cells at once, each on its own CPUs, no two sharing a physical core
+    /// (recorded in each cell's placement). On a host with too few cores for two cells this
+    /// runs one at a time and says so.
+    #[arg(long)]
+    parallel: bool,
+}
+
+fn parse_duration_arg(s: &str) -> Result<u64, String> {
+    crate::text::parse_duration_ms(s)
+}
+
+pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
+    let RunArgs {
+        scenario,
+        resume,
+        results,
+        run_id,
+        checkout,
+        json,
+        duration,
+        warmup,
+        only,
+        engine,
+        parallel,
+    } = args;
+    let mut adjust = |s: &mut Scenario| {
+        s.override_load_times(warmup, duration);
+        if !only.is_empty() {
+            s.only = only.clone();
+        }
+    };
+    let scenario = match &scenario {
+        Some(path) => Some(load_scenario(&checkout, path, &mut adjust)?),
+        None => None,
+    };
+    let recipes = checkout.recipes()?;
+    let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
+    opts.parallel = parallel;
+    let summary = tokio_runtime().block_on(async {
+        let backends = backends(engine, &opts, true).await?;
+        run_with(&backends, &scenario, &resume, &recipes, &opts, &mut adjust).await
+    })?;
+    Ok(print_summary(&summary, resume.is_some(), json))
+}
+
+/// The scenario with the command line's changes, refused when `--only` leaves no cell.
+fn load_scenario(
+    checkout: &Checkout,
+    path: &std::path::Path,
+    adjust: &mut dyn FnMut(&mut Scenario),
+) -> Result<Scenario, Exit> {
+    let mut scenario = checkout.scenario(path)?;
+    adjust(&mut scenario);
+    if !scenario.only.is_empty() && scenario.cells().is_empty() {
+        return Err(Exit::input(format!(
+            "--only {:?} matches no cell of {}",
+            scenario.only,
+            scenario.path.display()
+        )));
+    }
+    Ok(scenario)
+}
+
+/// Where `--engine` lets cells run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// Docker when an engine answers, otherwise native, with a notice.
+    Auto,
+    /// Containers through the Docker engine.
+    Docker,
+    /// Host processes in lab cgroups.
+    Native,
+}
+
+/// The backends `--engine` allows that answer here, in the order cells without an engine of
+/// their own fall to them: containers (unless `native`), then the native engine (root and
+/// cgroups). With `auto` and no Docker the run goes on natively, with a notice when `tell` is
+/// set; an engine asked for by name that is missing is an environment error.
+pub(super) async fn backends(
+    choice: EngineChoice,
+    opts: &RunOptions,
+    tell: bool,
+) -> Result<Vec<AnyBackend>, Exit> {
+    let config = opts.backend_config();
+    // Native cells need root and cgroups; a scenario may name either engine per server.
+    let native = NativeEngine::new();
+    let mut out = Vec::new();
+    if choice != EngineChoice::Native {
+        let connected = match DockerEngine::connect().await {
+            Ok(d) => ContainersBackend::new(d, config.clone()).await,
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok(b) => out.push(AnyBackend::Containers(b)),
+            Err(e) if choice == EngineChoice::Docker => return Err(Exit::environment(error_chain(&e))),
+            Err(e) => {
+                if let Err(n) = &native {
+                    return Err(Exit::environment(format!(
+                        "{}\nand the native engine cannot run here either: {}",
+                        error_chain(&e),
+                        error_chain(n)
+                    )));
+                }
+                if tell {
+                    eprintln!(
+                        "notice: no container engine answers ({}), so this run uses the native engine: \
+                         servers run as host processes in lab cgroups, installed from the same lockfiles \
+                         into {} with this host's interpreters (recorded in each record's environment). \
+                         Start Docker (`scripts/engine.sh`) or pass --engine docker to insist on containers.",
+                        e.to_string().lines().next().unwrap_or(""),
+                        crate::backend::native::cache::cache_root().display()
+                    );
+                }
+            }
+        }
+    }
+    match native {
+        Ok(n) => out.push(AnyBackend::Native(NativeBackend::new(n, config))),
+        Err(e) if choice == EngineChoice::Native => return Err(Exit::environment(error_chain(&e))),
+        Err(_) => {}
+    }
+    Ok(out)
+}
+
+/// Runs a scenario or resumes a run folder, with progress on stderr.
+async fn run_with(
+    backends: &[AnyBackend],
+    scenario: &Option<Scenario>,
+    resume: &Option<PathBuf>,
+    recipes: &RecipeBook,
+    opts: &RunOptions,
+    adjust: &mut dyn FnMut(&mut Scenario),
+) -> Result<RunSummary, Exit> {
+    let mut ui = Progress::new();
+    let r = match (scenario, resume) {
+        (Some(scenario), _) => {
+            orchestrate::run(backends, scenario, recipes, opts, &mut |e| ui.event(e)).await
+        }
+        (None, Some(dir)) => {
+            orchestrate::resume(backends, dir, recipes, opts, adjust, &mut |e| ui.event(e)).await
+        }
+        (None, None) => unreachable!("clap requires a scenario or --resume"),
+    };
+    ui.finish();
+    r.map_err(Exit::from)
+}
+
+/// Prints what the run did (the resumed cells, environment changes, the summary table or JSON,
+/// the failed cells) and returns its exit code.
+fn print_summary(summary: &RunSummary, resumed: bool, json: bool) -> i32 {
+    if resumed {
+        eprintln!(
+            "resumed run {}: {} cell(s) already had an ok record and were skipped, {} ran now",
+            summary.run_id,
+            summary.skipped,
+            summary.records.len()
+        );
+    }
+    if !summary.env_changes.is_empty() {
+        eprintln!(
+            "warning: {} environment field(s) differ from the run's earlier records; these cells \
+             were not measured in the same environment (`benchlab diff-env` compares records):",
+            summary.env_changes.len()
+        );
+        for line in &summary.env_changes {
+            eprintln!("  {line}");
+        }
+    }
+    if json {
+        print!("{}", report::render(report::Format::Json, &summary.records));
+    } else {
+        print!("{}", report::render(report::Format::Table, &summary.records));
+        println!(
+            "run {}: {} records in {}  ({} image(s) built{})",
+            summary.run_id,
+            summary.records.len(),
+            summary.run_dir.join(RECORDS_FILE).display(),
+            summary.images_built,
+            if summary.images_built == 0 { ": every image was a cache hit" } else { "" }
+        );
+    }
+    print_failures(summary)
+}
+
+/// The cells that failed as the scenario expects, then those that did not do what it expects;
+/// exit 1 when there are any of the latter.
+fn print_failures(summary: &RunSummary) -> i32 {
+    let unexpected: Vec<&crate::record::Record> =
+        summary.records.iter().filter(|r| !r.as_expected()).collect();
+    for r in summary.records.iter().filter(|r| r.as_expected() && r.status == Status::Failed) {
+        let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
+        eprintln!("  {}: failed as the scenario expects ({reason})", r.cell.id);
+    }
+    if !unexpected.is_empty() {
+        eprintln!("{} cell(s) did not do what the scenario expects:", unexpected.len());
+        for r in unexpected {
+            match &r.failure {
+                Some(f) => eprintln!("  {}: {f}", r.cell.id),
+                None => eprintln!("  {}: succeeded, but the scenario expects a failure", r.cell.id),
+            }
+        }
+        return FAILED;
+    }
+    OK
+}

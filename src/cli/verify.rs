@@ -1,0 +1,78 @@
+//! `benchlab verify`: a scenario's `[[claim]]` tables judged against a run's records. Parsing
+//! and judging claims live in `claims`; this finds the run, prints and writes the audit.
+
+use std::path::{Path, PathBuf};
+
+use super::exit::{Exit, FAILED, OK};
+use super::load_run;
+use crate::claims::Verdict;
+use crate::record::store::RECORDS_FILE;
+use crate::scenario::Scenario;
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The scenario file whose `[[claim]]` tables are checked.
+    scenario: PathBuf,
+    /// The run folder (or records.jsonl) to check against (default: the newest run folder
+    /// under <results>/<scenario name>/ that has records; none: every claim not_measured).
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// Where run folders are looked for when --run is not given.
+    #[arg(long, default_value = "results")]
+    results: PathBuf,
+    /// Print the audit as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the Markdown audit report to FILE.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+pub(super) fn run(args: VerifyArgs) -> Result<i32, Exit> {
+    verify_cmd(&args.scenario, args.run.as_deref(), &args.results, args.json, args.markdown.as_deref())
+}
+
+/// The newest run folder under `<results>/<name>/` whose records.jsonl holds something.
+fn newest_run(results: &Path, name: &str) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(results.join(name))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(RECORDS_FILE).metadata().is_ok_and(|m| m.len() > 0))
+        .collect();
+    // Run ids start with a UTC timestamp, so the name orders them.
+    runs.sort();
+    runs.pop()
+}
+
+fn verify_cmd(
+    scenario: &Path,
+    run: Option<&Path>,
+    results: &Path,
+    json: bool,
+    markdown: Option<&Path>,
+) -> Result<i32, Exit> {
+    let scenario = Scenario::load(scenario).map_err(|e| Exit::input(e.to_string()))?;
+    let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    let claims = crate::claims::parse_claims(&scenario.path, &scenario.source, &cell_ids)
+        .map_err(|e| Exit::input(e.to_string()))?;
+    let run = match run {
+        Some(r) => Some(r.to_path_buf()),
+        None => newest_run(results, &scenario.name),
+    };
+    let records = match &run {
+        Some(r) => load_run(r)?,
+        None => Vec::new(),
+    };
+    let audit = crate::claims::verify(&scenario, &claims, &records, run.map(|r| r.display().to_string()));
+    if json {
+        print!("{}", crate::claims::render::json(&audit));
+    } else {
+        print!("{}", crate::claims::render::table(&audit));
+    }
+    if let Some(p) = markdown {
+        std::fs::write(p, crate::claims::render::markdown(&audit))
+            .map_err(|e| Exit::environment(format!("write {}: {e}", p.display())))?;
+    }
+    // Not measured and inconclusive do not fail; a contradicted claim does.
+    Ok(if audit.count(Verdict::Contradicted) > 0 { FAILED } else { OK })
+}
