@@ -6,6 +6,7 @@ use crate::spec::{Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, 
 
 pub mod audit;
 pub mod diffenv;
+pub mod files;
 pub mod manifest;
 pub mod store;
 

@@ -9,16 +9,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
-use serde::{Deserialize, Serialize};
 
 use crate::record::audit::audit_with;
+pub use crate::record::files::{Head, HEAD_FILE, LOCK_FILE, RECORDS_FILE};
 use crate::record::{Record, FORMAT_VERSION, READABLE_FORMAT_VERSIONS};
-
-pub const RECORDS_FILE: &str = "records.jsonl";
-/// The head of the chain, rewritten (atomically, by rename) after every append.
-pub const HEAD_FILE: &str = "records.head";
-/// Held with an exclusive flock by the one benchlab writing the run; holds its pid.
-pub const LOCK_FILE: &str = ".lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -44,14 +38,6 @@ pub enum StoreError {
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_path_buf(), source }
-}
-
-/// The last record of a store: how many records there are and the last one's hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Head {
-    pub records: u64,
-    pub hash: Option<String>,
 }
 
 /// An open run directory that records are appended to. Holds the run's lock while it lives.

@@ -2,23 +2,28 @@
 //! HTTP (JSON or SSE replies, `Mcp-Session-Id`, `MCP-Protocol-Version`, re-initialize on 404) and
 //! over the legacy HTTP+SSE transport (the `endpoint` event, 202 then the answer on the stream),
 //! and the plain REST routes (`plain` and Gradio's two-step call API). Every failure is a typed
-//! [`CallError`] whose kind is counted, never a panic.
+//! [`CallError`] whose kind is counted, never a panic. This file holds the errors, the counts and
+//! the MCP sessions; the connection is `conn`'s, the REST client `rest`'s.
+
+mod conn;
+mod rest;
+
+pub use conn::{read_body, Conn};
+pub use rest::{rest_body, RestClient};
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode, Uri};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Response, StatusCode, Uri};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::mcp::sse;
-use crate::mcp::transport::{ApiStyle, HttpTarget, Transport};
+use crate::mcp::transport::{HttpTarget, Transport};
 use crate::mcp::{self, RpcError};
 
 /// What went wrong with one call; `kind` names the counter it goes to.
@@ -73,180 +78,15 @@ fn err(kind: ErrorKind, detail: impl Into<String>) -> CallError {
     CallError { kind, detail: detail.into() }
 }
 
-thread_local! {
-    /// Kept-alive connections the server dropped between requests, reopened by `dispatch`
-    /// (the load runs on one thread; `take_reconnects` reads and resets the count).
-    static RECONNECTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// The reconnections counted on this thread since the last call.
-pub fn take_reconnects() -> u64 {
-    RECONNECTS.with(|r| r.replace(0))
-}
-
-type Http1Connection = hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>;
-
-/// One HTTP/1.1 connection to the server on the loopback. Its hyper connection state machine is
-/// polled inline by whoever awaits a request or a body on it ([`Conn::drive`]), so a request
-/// costs no hand-off to another task; only a connection that must make progress on its own
-/// (a legacy SSE stream read elsewhere) gets a task of its own.
-pub struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    /// None once the connection ended, or when a task of its own drives it.
-    conn: Option<std::pin::Pin<Box<Http1Connection>>>,
-    host: HeaderValue,
-    port: u16,
-    /// Requests this connection has carried; a kept-alive connection the server closed
-    /// between two requests is reopened once, as HTTP clients do.
-    served: u64,
-}
-
-/// Awaits `f` while polling the connection `conn` drives (both in this task).
-async fn drive<F: std::future::Future>(
-    conn: &mut Option<std::pin::Pin<Box<Http1Connection>>>,
-    f: F,
-) -> F::Output {
-    use std::future::Future;
-    use std::task::Poll;
-    let mut f = std::pin::pin!(f);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = f.as_mut().poll(cx) {
-            return Poll::Ready(v);
-        }
-        if let Some(c) = conn.as_mut() {
-            if c.as_mut().poll(cx).is_ready() {
-                // The connection ended; whatever waited on it learns so now.
-                *conn = None;
-                return f.as_mut().poll(cx);
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-impl Conn {
-    pub async fn open(port: u16) -> Result<Conn, CallError> {
-        Conn::open_with(port, false).await
-    }
-
-    /// A connection driven by a task of its own (for a response body read outside `drive`).
-    pub async fn open_spawned(port: u16) -> Result<Conn, CallError> {
-        Conn::open_with(port, true).await
-    }
-
-    async fn open_with(port: u16, spawned: bool) -> Result<Conn, CallError> {
-        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(|e| err(ErrorKind::Connect, format!("connect 127.0.0.1:{port}: {e}")))?;
-        let _ = stream.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {e}")))?;
-        let conn = if spawned {
-            tokio::task::spawn_local(async move {
-                let _ = conn.await;
-            });
-            None
-        } else {
-            Some(Box::pin(conn))
-        };
-        let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
-        Ok(Conn { sender, conn, host, port, served: 0 })
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
-    }
-
-    /// Reads a whole response body that arrived on this connection.
-    pub async fn read_body(&mut self, resp: Response<Incoming>) -> Result<Bytes, CallError> {
-        drive(&mut self.conn, resp.into_body().collect())
-            .await
-            .map(|c| c.to_bytes())
-            .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
-    }
-
-    /// The hot path: a request whose URI and header values were built once, ahead of time.
-    pub async fn send_prepared(
-        &mut self,
-        uri: &Uri,
-        headers: &[(HeaderName, HeaderValue)],
-        body: Bytes,
-    ) -> Result<Response<Incoming>, CallError> {
-        let build = |host: &HeaderValue| {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = uri.clone();
-            let h = req.headers_mut();
-            h.insert(hyper::header::HOST, host.clone());
-            for (k, v) in headers {
-                h.insert(k.clone(), v.clone());
-            }
-            req
-        };
-        let req = build(&self.host);
-        self.dispatch(req, build).await
-    }
-
-    /// Sends a request; returns the response head with its body still streaming.
-    pub async fn send(
-        &mut self,
-        method: Method,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<Response<Incoming>, CallError> {
-        let build = |host: &HeaderValue| {
-            let mut b = Request::builder().method(method.clone()).uri(path).header("host", host.clone());
-            for (k, v) in headers {
-                b = b.header(*k, *v);
-            }
-            b.body(Full::new(body.clone()))
-        };
-        let req = build(&self.host).map_err(|e| err(ErrorKind::ProtocolError, format!("request: {e}")))?;
-        self.dispatch(req, |h| build(h).expect("built once already")).await
-    }
-
-    async fn send_once(&mut self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>, hyper::Error> {
-        drive(&mut self.conn, self.sender.ready()).await?;
-        let sent = self.sender.send_request(req);
-        drive(&mut self.conn, sent).await
-    }
-
-    /// Sends on this connection; when a kept-alive connection fails before any response, reopens
-    /// it and sends once more.
-    async fn dispatch(
-        &mut self,
-        req: Request<Full<Bytes>>,
-        again: impl Fn(&HeaderValue) -> Request<Full<Bytes>>,
-    ) -> Result<Response<Incoming>, CallError> {
-        let result = match self.send_once(req).await {
-            // No response head came: the server closed or reset the kept-alive connection (an
-            // error in its previous response's handler does that, e.g. fastmcp 0.4.1's SSE
-            // POST route). Reopen and send once more, as HTTP clients do.
-            Err(_) if self.served > 0 => {
-                RECONNECTS.with(|r| r.set(r.get() + 1));
-                let spawned = self.conn.is_none() && !self.sender.is_closed();
-                *self = Conn::open_with(self.port, spawned).await?;
-                let req = again(&self.host);
-                self.send_once(req).await
-            }
-            r => r,
-        };
-        self.served += 1;
-        // The URI for the message is rebuilt on failure only: nothing extra on the hot path.
-        result.map_err(|e| err(ErrorKind::Connect, format!("{}: {e}", again(&self.host).uri())))
-    }
-}
-
-/// Reads a whole body whose connection a task of its own drives.
-pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
-    resp.into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+/// What a client counts as it goes. The caller keeps it (a load worker, in its own state) and
+/// lends it to every request, so that a request cut short by its time limit still leaves its
+/// count behind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Streamable sessions the server forgot (404), re-initialized and the request retried.
+    pub reinit: u64,
+    /// Kept-alive connections the server closed between requests, reopened by `dispatch`.
+    pub reconnects: u64,
 }
 
 /// Whether the response's content type is `mime` (parameters and case aside).
@@ -350,7 +190,11 @@ pub struct ServerHello {
 
 impl McpClient {
     /// Connects and runs the handshake (initialize, then notifications/initialized).
-    pub async fn open(target: &HttpTarget, limit: Duration) -> Result<(McpClient, ServerHello), CallError> {
+    pub async fn open(
+        target: &HttpTarget,
+        limit: Duration,
+        counts: &mut Counts,
+    ) -> Result<(McpClient, ServerHello), CallError> {
         match target.transport {
             Transport::StreamableHttp => {
                 let uri: Uri = target
@@ -368,12 +212,12 @@ impl McpClient {
                     next_id: 1,
                 };
                 s.set_headers();
-                let hello = timed(limit, s.initialize(limit)).await?;
+                let hello = timed(limit, s.initialize(limit, counts)).await?;
                 Ok((McpClient::Streamable(s), hello))
             }
             Transport::Sse => {
-                let (mut l, _) = timed(limit, Legacy::connect(target)).await?;
-                let hello = timed(limit, l.initialize(limit)).await?;
+                let (mut l, _) = timed(limit, Legacy::connect(target, counts)).await?;
+                let hello = timed(limit, l.initialize(limit, counts)).await?;
                 Ok((McpClient::Legacy(l), hello))
             }
             Transport::Stdio => Err(err(ErrorKind::ProtocolError, "stdio is not an HTTP transport")),
@@ -381,35 +225,36 @@ impl McpClient {
     }
 
     /// One request; the raw result or the server's JSON-RPC error. Streamable sessions that the
-    /// server forgot (404) are re-initialized once and the request retried: `reinit` counts it.
+    /// server forgot (404) are re-initialized once and the request retried: `counts.reinit`
+    /// counts it.
     pub async fn request(
         &mut self,
         method: &str,
         params_json: &str,
         limit: Duration,
-        reinit: &mut u64,
+        counts: &mut Counts,
     ) -> Result<RpcOutcome, CallError> {
         match self {
-            McpClient::Streamable(s) => match timed(limit, s.request(method, params_json)).await {
+            McpClient::Streamable(s) => match timed(limit, s.request(method, params_json, counts)).await {
                 Err(e) if e.kind == ErrorKind::SessionExpired => {
-                    *reinit += 1;
+                    counts.reinit += 1;
                     s.session = None;
-                    timed(limit, s.initialize(limit)).await?;
-                    timed(limit, s.request(method, params_json)).await
+                    timed(limit, s.initialize(limit, counts)).await?;
+                    timed(limit, s.request(method, params_json, counts)).await
                 }
                 r => r,
             },
-            McpClient::Legacy(l) => timed(limit, l.request(method, params_json)).await,
+            McpClient::Legacy(l) => timed(limit, l.request(method, params_json, counts)).await,
         }
     }
 
     /// Ends a stateful session (DELETE), as a polite client does; errors are ignored.
-    pub async fn close(self) {
+    pub async fn close(self, counts: &mut Counts) {
         if let McpClient::Streamable(mut s) = self {
             if let Some(id) = s.session.clone() {
                 let _ = tokio::time::timeout(
                     Duration::from_secs(1),
-                    s.conn.send(Method::DELETE, &s.path, &[("mcp-session-id", &id)], Bytes::new()),
+                    s.conn.send(Method::DELETE, &s.path, &[("mcp-session-id", &id)], Bytes::new(), counts),
                 )
                 .await;
             }
@@ -485,18 +330,18 @@ impl Streamable {
         self.headers = h;
     }
 
-    async fn post(&mut self, body: Bytes) -> Result<Response<Incoming>, CallError> {
+    async fn post(&mut self, body: Bytes, counts: &mut Counts) -> Result<Response<Incoming>, CallError> {
         self.ensure_conn().await?;
-        self.conn.send_prepared(&self.uri, &self.headers, body).await
+        self.conn.send_prepared(&self.uri, &self.headers, body, counts).await
     }
 
-    async fn initialize(&mut self, _limit: Duration) -> Result<ServerHello, CallError> {
+    async fn initialize(&mut self, _limit: Duration, counts: &mut Counts) -> Result<ServerHello, CallError> {
         self.protocol = None;
         self.session = None;
         self.set_headers();
         let id = self.next_id;
         self.next_id += 1;
-        let resp = self.post(request_body(id, "initialize", &initialize_json())).await?;
+        let resp = self.post(request_body(id, "initialize", &initialize_json()), counts).await?;
         if let Some(s) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             self.session = Some(s.to_string());
         }
@@ -504,7 +349,10 @@ impl Streamable {
         self.protocol = Some(hello.protocol_version.clone());
         self.set_headers();
         let resp = self
-            .post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
+            .post(
+                Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"),
+                counts,
+            )
             .await?;
         let status = resp.status();
         let _ = self.conn.read_body(resp).await?;
@@ -514,10 +362,15 @@ impl Streamable {
         Ok(hello)
     }
 
-    async fn request(&mut self, method: &str, params_json: &str) -> Result<RpcOutcome, CallError> {
+    async fn request(
+        &mut self,
+        method: &str,
+        params_json: &str,
+        counts: &mut Counts,
+    ) -> Result<RpcOutcome, CallError> {
         let id = self.next_id;
         self.next_id += 1;
-        let resp = self.post(request_body(id, method, params_json)).await?;
+        let resp = self.post(request_body(id, method, params_json), counts).await?;
         self.answer(resp, id).await
     }
 
@@ -555,11 +408,12 @@ pub struct Legacy {
 }
 
 impl Legacy {
-    async fn connect(target: &HttpTarget) -> Result<(Legacy, ()), CallError> {
+    async fn connect(target: &HttpTarget, counts: &mut Counts) -> Result<(Legacy, ()), CallError> {
         // The stream's body is read frame by frame outside `drive`: its connection runs on its own.
         let mut get = Conn::open_spawned(target.port).await?;
-        let resp =
-            get.send(Method::GET, &target.path, &[("accept", "text/event-stream")], Bytes::new()).await?;
+        let resp = get
+            .send(Method::GET, &target.path, &[("accept", "text/event-stream")], Bytes::new(), counts)
+            .await?;
         if resp.status() != StatusCode::OK {
             let status = resp.status();
             let body = read_body(resp).await.unwrap_or_default();
@@ -611,13 +465,15 @@ impl Legacy {
         }
     }
 
-    async fn post(&mut self, body: Bytes) -> Result<(), CallError> {
+    async fn post(&mut self, body: Bytes, counts: &mut Counts) -> Result<(), CallError> {
         if self.post.is_closed() {
             self.post = Conn::open(self.port).await?;
         }
         let endpoint = self.endpoint.clone();
-        let resp =
-            self.post.send(Method::POST, &endpoint, &[("content-type", "application/json")], body).await?;
+        let resp = self
+            .post
+            .send(Method::POST, &endpoint, &[("content-type", "application/json")], body, counts)
+            .await?;
         let status = resp.status();
         let body = self.post.read_body(resp).await?;
         if !status.is_success() {
@@ -629,17 +485,25 @@ impl Legacy {
         Ok(())
     }
 
-    async fn initialize(&mut self, _limit: Duration) -> Result<ServerHello, CallError> {
-        let hello = hello_from(self.request("initialize", &initialize_json()).await?)?;
-        self.post(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"))
-            .await?;
+    async fn initialize(&mut self, _limit: Duration, counts: &mut Counts) -> Result<ServerHello, CallError> {
+        let hello = hello_from(self.request("initialize", &initialize_json(), counts).await?)?;
+        self.post(
+            Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"),
+            counts,
+        )
+        .await?;
         Ok(hello)
     }
 
-    async fn request(&mut self, method: &str, params_json: &str) -> Result<RpcOutcome, CallError> {
+    async fn request(
+        &mut self,
+        method: &str,
+        params_json: &str,
+        counts: &mut Counts,
+    ) -> Result<RpcOutcome, CallError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.post(request_body(id, method, params_json)).await?;
+        self.post(request_body(id, method, params_json), counts).await?;
         loop {
             let ev = self.next_event().await?;
             if ev.event != "message" {
@@ -662,101 +526,6 @@ pub fn resolve_endpoint(sse_path: &str, data: &str) -> String {
     }
     let base = sse_path.rfind('/').map_or("/", |i| &sse_path[..=i]);
     format!("{base}{data}")
-}
-
-/// A plain REST client for one tool route.
-pub struct RestClient {
-    conn: Conn,
-    port: u16,
-    style: ApiStyle,
-    route_template: String,
-}
-
-impl RestClient {
-    pub async fn open(target: &HttpTarget) -> Result<RestClient, CallError> {
-        let route_template = target
-            .api_route
-            .clone()
-            .ok_or_else(|| err(ErrorKind::ProtocolError, "the server has no plain HTTP route"))?;
-        Ok(RestClient {
-            conn: Conn::open(target.port).await?,
-            port: target.port,
-            style: target.api_style.unwrap_or_default(),
-            route_template,
-        })
-    }
-
-    /// Calls `tool` with a prepared body; returns the value's raw JSON text.
-    pub async fn call(&mut self, tool: &str, body: &Bytes) -> Result<String, CallError> {
-        if self.conn.is_closed() {
-            self.conn = Conn::open(self.port).await?;
-        }
-        let route = self.route_template.replace("{tool}", tool);
-        let resp = self
-            .conn
-            .send(Method::POST, &route, &[("content-type", "application/json")], body.clone())
-            .await?;
-        let status = resp.status();
-        let bytes = self.conn.read_body(resp).await?;
-        if !status.is_success() {
-            return Err(err(
-                if status.is_server_error() { ErrorKind::ToolError } else { ErrorKind::HttpStatus },
-                format!("POST {route}: HTTP {status}: {}", preview(&bytes)),
-            ));
-        }
-        match self.style {
-            ApiStyle::Plain => String::from_utf8(bytes.to_vec())
-                .map_err(|_| err(ErrorKind::ProtocolError, "the body is not UTF-8")),
-            ApiStyle::Gradio => {
-                #[derive(Deserialize)]
-                struct Queued {
-                    event_id: String,
-                }
-                let q: Queued = serde_json::from_slice(&bytes).map_err(|e| {
-                    err(ErrorKind::ProtocolError, format!("no event_id ({e}): {}", preview(&bytes)))
-                })?;
-                let path = format!("{route}/{}", q.event_id);
-                let resp = self
-                    .conn
-                    .send(Method::GET, &path, &[("accept", "text/event-stream")], Bytes::new())
-                    .await?;
-                let status = resp.status();
-                let body = self.conn.read_body(resp).await?;
-                if status != StatusCode::OK {
-                    return Err(err(
-                        ErrorKind::HttpStatus,
-                        format!("GET {path}: HTTP {status}: {}", preview(&body)),
-                    ));
-                }
-                let events =
-                    sse::parse_all(&body).map_err(|e| err(ErrorKind::ProtocolError, e.to_string()))?;
-                match events.iter().rev().find(|e| e.event == "complete" || e.event == "error") {
-                    Some(e) if e.event == "complete" => {
-                        let v: Value = serde_json::from_str(&e.data)
-                            .map_err(|x| err(ErrorKind::ProtocolError, format!("complete event: {x}")))?;
-                        let first = v.as_array().and_then(|a| a.first()).cloned().unwrap_or(Value::Null);
-                        Ok(first.to_string())
-                    }
-                    Some(e) => Err(err(ErrorKind::ToolError, format!("error event: {}", e.data))),
-                    None => {
-                        Err(err(ErrorKind::ProtocolError, format!("no complete event: {}", preview(&body))))
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The body of a REST call for `args` in the route's style.
-pub fn rest_body(style: ApiStyle, args: &Value) -> Bytes {
-    match style {
-        ApiStyle::Plain => Bytes::from(args.to_string()),
-        ApiStyle::Gradio => {
-            let data: Vec<Value> =
-                args.as_object().map(|o| o.values().cloned().collect()).unwrap_or_default();
-            Bytes::from(serde_json::json!({ "data": data }).to_string())
-        }
-    }
 }
 
 #[cfg(test)]

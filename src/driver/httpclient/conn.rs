@@ -1,0 +1,181 @@
+//! One HTTP/1.1 connection to the server on the loopback, its hyper state machine polled inline
+//! by whoever awaits on it, reopened once when the server closed it between two requests. What is
+//! sent on it (MCP, REST) is the clients' business.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+use hyper_util::rt::TokioIo;
+
+use super::{err, CallError, Counts, ErrorKind};
+
+type Http1Connection = hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>;
+
+/// One HTTP/1.1 connection to the server on the loopback. Its hyper connection state machine is
+/// polled inline by whoever awaits a request or a body on it ([`Conn::drive`]), so a request
+/// costs no hand-off to another task; only a connection that must make progress on its own
+/// (a legacy SSE stream read elsewhere) gets a task of its own.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    /// None once the connection ended, or when a task of its own drives it.
+    conn: Option<std::pin::Pin<Box<Http1Connection>>>,
+    host: HeaderValue,
+    port: u16,
+    /// Requests this connection has carried; a kept-alive connection the server closed
+    /// between two requests is reopened once, as HTTP clients do.
+    served: u64,
+}
+
+/// Awaits `f` while polling the connection `conn` drives (both in this task).
+async fn drive<F: std::future::Future>(
+    conn: &mut Option<std::pin::Pin<Box<Http1Connection>>>,
+    f: F,
+) -> F::Output {
+    use std::future::Future;
+    use std::task::Poll;
+    let mut f = std::pin::pin!(f);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = f.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        if let Some(c) = conn.as_mut() {
+            if c.as_mut().poll(cx).is_ready() {
+                // The connection ended; whatever waited on it learns so now.
+                *conn = None;
+                return f.as_mut().poll(cx);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+impl Conn {
+    pub async fn open(port: u16) -> Result<Conn, CallError> {
+        Conn::open_with(port, false).await
+    }
+
+    /// A connection driven by a task of its own (for a response body read outside `drive`).
+    pub async fn open_spawned(port: u16) -> Result<Conn, CallError> {
+        Conn::open_with(port, true).await
+    }
+
+    async fn open_with(port: u16, spawned: bool) -> Result<Conn, CallError> {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| err(ErrorKind::Connect, format!("connect 127.0.0.1:{port}: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {e}")))?;
+        let conn = if spawned {
+            tokio::task::spawn_local(async move {
+                let _ = conn.await;
+            });
+            None
+        } else {
+            Some(Box::pin(conn))
+        };
+        let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
+        Ok(Conn { sender, conn, host, port, served: 0 })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Reads a whole response body that arrived on this connection.
+    pub async fn read_body(&mut self, resp: Response<Incoming>) -> Result<Bytes, CallError> {
+        drive(&mut self.conn, resp.into_body().collect())
+            .await
+            .map(|c| c.to_bytes())
+            .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+    }
+
+    /// The hot path: a request whose URI and header values were built once, ahead of time.
+    pub async fn send_prepared(
+        &mut self,
+        uri: &Uri,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+        counts: &mut Counts,
+    ) -> Result<Response<Incoming>, CallError> {
+        let build = |host: &HeaderValue| {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = uri.clone();
+            let h = req.headers_mut();
+            h.insert(hyper::header::HOST, host.clone());
+            for (k, v) in headers {
+                h.insert(k.clone(), v.clone());
+            }
+            req
+        };
+        let req = build(&self.host);
+        self.dispatch(req, build, counts).await
+    }
+
+    /// Sends a request; returns the response head with its body still streaming.
+    pub async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+        counts: &mut Counts,
+    ) -> Result<Response<Incoming>, CallError> {
+        let build = |host: &HeaderValue| {
+            let mut b = Request::builder().method(method.clone()).uri(path).header("host", host.clone());
+            for (k, v) in headers {
+                b = b.header(*k, *v);
+            }
+            b.body(Full::new(body.clone()))
+        };
+        let req = build(&self.host).map_err(|e| err(ErrorKind::ProtocolError, format!("request: {e}")))?;
+        self.dispatch(req, |h| build(h).expect("built once already"), counts).await
+    }
+
+    async fn send_once(&mut self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>, hyper::Error> {
+        drive(&mut self.conn, self.sender.ready()).await?;
+        let sent = self.sender.send_request(req);
+        drive(&mut self.conn, sent).await
+    }
+
+    /// Sends on this connection; when a kept-alive connection fails before any response, reopens
+    /// it and sends once more (counted in `counts.reconnects`).
+    async fn dispatch(
+        &mut self,
+        req: Request<Full<Bytes>>,
+        again: impl Fn(&HeaderValue) -> Request<Full<Bytes>>,
+        counts: &mut Counts,
+    ) -> Result<Response<Incoming>, CallError> {
+        let result = match self.send_once(req).await {
+            // No response head came: the server closed or reset the kept-alive connection (an
+            // error in its previous response's handler does that, e.g. fastmcp 0.4.1's SSE
+            // POST route). Reopen and send once more, as HTTP clients do.
+            Err(_) if self.served > 0 => {
+                counts.reconnects += 1;
+                let spawned = self.conn.is_none() && !self.sender.is_closed();
+                *self = Conn::open_with(self.port, spawned).await?;
+                let req = again(&self.host);
+                self.send_once(req).await
+            }
+            r => r,
+        };
+        self.served += 1;
+        // The URI for the message is rebuilt on failure only: nothing extra on the hot path.
+        result.map_err(|e| err(ErrorKind::Connect, format!("{}: {e}", again(&self.host).uri())))
+    }
+}
+
+/// Reads a whole body whose connection a task of its own drives.
+pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
+    resp.into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+}

@@ -1,0 +1,255 @@
+//! The HTTP workloads: `concurrency` (closed loop), `open_loop` (fixed arrival rate, latency from
+//! each request's intended send time, as wrk2 does) and `http_api` (the plain REST route). The
+//! server is spawned through the shim with its output in a log; the driver waits for its port,
+//! runs the correctness gate over the cell's transport, then the load on a single-threaded tokio
+//! runtime (one connection per virtual user, one HdrHistogram per worker, merged at the end),
+//! while a sampler thread reads the server tree's memory and CPU through the shim. This file runs
+//! a cell end to end and resolves its plan; the parts are `gate`, `drive` (with the loops in
+//! `closed` and `open` and their plumbing in `worker`) and `sampler`.
+
+mod closed;
+mod drive;
+mod gate;
+mod open;
+mod sampler;
+mod worker;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::driver::httpclient::rest_body;
+use crate::driver::stdio::{stderr_tail, ShimClient};
+use crate::driver::workload::Progress;
+use crate::mcp::suite::Suite;
+use crate::mcp::transport::HttpTarget;
+use crate::mcp::{self};
+use crate::spec::{DriverOutcome, DriverSpec};
+use crate::spec::{Failure, FailureReason, LoadMemory};
+use crate::spec::{Lifecycle, Workload};
+
+pub use drive::{drive, no_success_failure};
+pub use gate::gate_server;
+
+use sampler::{sampler, SAMPLE_INTERVAL};
+use worker::{Prepared, Shared, PREPARED};
+
+/// Waits for the server's port; a dead server is a crash, a silent one a start-up timeout.
+fn wait_for_port(shim: &mut ShimClient, pid: u32, port: u16, deadline: Instant) -> Result<(), Failure> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut polls = 0u32;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+            return Ok(());
+        }
+        polls += 1;
+        if polls.is_multiple_of(5) && shim.memory(pid)?.processes == 0 {
+            return Err(Failure::new(
+                FailureReason::Crash,
+                format!("the server exited before it listened on port {port}"),
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::new(
+                FailureReason::StartupTimeout,
+                format!("the server did not listen on 127.0.0.1:{port} within the start-up limit"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs an HTTP workload end to end.
+pub fn run(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    let target = spec.http.clone().ok_or_else(|| {
+        Failure::new(
+            FailureReason::EngineError,
+            "an HTTP workload needs the server's HTTP target in its spec",
+        )
+    })?;
+    let log = spec.lab_dir.join("server.log");
+    let started = Instant::now();
+    let pid = shim.spawn_logged(&spec.server, &log)?;
+    let with_log = |mut f: Failure| {
+        if let Some(tail) = stderr_tail(&log) {
+            f.detail = format!("{}\n--- server output (tail) ---\n{}", f.detail, tail.trim_end());
+        }
+        f
+    };
+    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started).map_err(with_log);
+    match shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms)) {
+        Ok((exit, _)) => out.exits.push(exit),
+        Err(f) if result.is_ok() => return Err(f),
+        Err(_) => {}
+    }
+    result
+}
+
+/// What a load does, resolved from the workload and the server's HTTP target.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub target: HttpTarget,
+    pub tool: String,
+    /// Virtual users (closed loop) or connections (open loop).
+    pub workers: u32,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub lifecycle: Lifecycle,
+    /// Through the plain REST route instead of MCP.
+    pub rest: bool,
+    /// Open loop: calls per second.
+    pub rate: Option<u64>,
+    pub call_limit: Duration,
+}
+
+impl LoadPlan {
+    pub fn new(workload: &Workload, target: HttpTarget, call_limit: Duration) -> Result<LoadPlan, Failure> {
+        let ms = Duration::from_millis;
+        let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
+            Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle } => {
+                (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
+            }
+            Workload::HttpApi { tool, workers, warmup_ms, duration_ms } => {
+                (tool, *workers, *warmup_ms, *duration_ms, Lifecycle::Session, true, None)
+            }
+            Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms } => {
+                (tool, *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
+            }
+            other => {
+                return Err(Failure::new(
+                    FailureReason::EngineError,
+                    format!("{} is not an HTTP workload", other.kind()),
+                ))
+            }
+        };
+        if rest && target.api_route.is_none() {
+            return Err(Failure::new(
+                FailureReason::EngineError,
+                "an http_api workload needs a server with a plain HTTP route",
+            ));
+        }
+        Ok(LoadPlan {
+            target,
+            tool: tool.clone(),
+            workers,
+            warmup: ms(warmup),
+            duration: ms(duration),
+            lifecycle,
+            rest,
+            rate,
+            call_limit,
+        })
+    }
+
+    fn prepared(&self, suite: Suite) -> Result<Vec<Prepared>, Failure> {
+        let style = self.target.api_style.unwrap_or_default();
+        (0..PREPARED)
+            .map(|i| {
+                let (args, expected) = suite.call(&self.tool, i).ok_or_else(|| {
+                    Failure::new(
+                        FailureReason::EngineError,
+                        format!("suite {} has no tool {:?}", suite.name(), self.tool),
+                    )
+                })?;
+                Ok(Prepared {
+                    params_json: mcp::tools_call_params(&self.tool, &args).to_string(),
+                    rest: rest_body(style, &args),
+                    args,
+                    expected,
+                    verified: RefCell::new(None),
+                })
+            })
+            .collect()
+    }
+
+    fn shared(&self, prepared: Vec<Prepared>) -> Shared {
+        let now = Instant::now();
+        Shared {
+            target: self.target.clone(),
+            tool: self.tool.clone(),
+            rest: self.rest,
+            lifecycle: self.lifecycle,
+            prepared,
+            call_limit: self.call_limit,
+            warm_end: now,
+            end: now,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_spawned(
+    spec: &DriverSpec,
+    suite: Suite,
+    shim: &mut ShimClient,
+    out: &mut DriverOutcome,
+    progress: &mut Progress,
+    target: HttpTarget,
+    pid: u32,
+    started: Instant,
+) -> Result<(), Failure> {
+    let startup_deadline = started + spec.timeouts.startup();
+    wait_for_port(shim, pid, target.port, startup_deadline)?;
+    let plan = LoadPlan::new(&spec.workload, target, spec.timeouts.call())?;
+    let hello = gate_server(&plan, suite, startup_deadline)?;
+    out.protocol_version = Some(hello.protocol_version);
+    out.server_info = hello.server_info;
+    progress("gate", 1, 1);
+
+    // Idle memory, then the load with the sampler running beside it.
+    let idle = shim.memory(pid)?;
+    out.memory_after_initialize = Some(idle.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sampler_thread = None;
+    let mut sampler_err = None;
+    let mut on_window = |warm_end: Instant, end: Instant| match shim.try_clone() {
+        Ok(s) => {
+            let st = stop.clone();
+            sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, warm_end, end, st)));
+        }
+        Err(f) => sampler_err = Some(f),
+    };
+    let result = drive(&plan, suite, progress, &mut on_window);
+    stop.store(true, Ordering::Relaxed);
+    let sampled = sampler_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
+    if let Some(f) = sampler_err {
+        return Err(f);
+    }
+    let mut m = result?;
+    m.server_cpu_cores =
+        sampled.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
+
+    // After: let the server settle without clients, then read it again.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = shim.memory(pid).ok().filter(|m| m.processes > 0);
+    out.memory_end = after.clone();
+    out.load_memory = Some(LoadMemory {
+        idle_before: Some(idle),
+        peak_during: sampled.peak,
+        after,
+        samples: sampled.samples,
+        interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
+        cgroup_peak_bytes: shim.cgroup_peak().ok().flatten(),
+    });
+    let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
+    progress("load", total_ms, total_ms);
+    let no_success = no_success_failure(&m);
+    out.load = Some(m);
+    if sampled.died {
+        return Err(Failure::new(FailureReason::Crash, "the server exited during the load"));
+    }
+    match no_success {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,78 @@
+//! Tests of merging the workers' counts and naming a load's failure.
+
+use std::time::Duration;
+
+use super::drive::merge;
+use super::worker::WorkerStats;
+use super::*;
+use crate::driver::httpclient::{CallError, ErrorKind};
+
+fn plan(rate: Option<u64>) -> LoadPlan {
+    LoadPlan {
+        target: HttpTarget {
+            transport: crate::mcp::transport::Transport::StreamableHttp,
+            port: 1,
+            path: "/mcp".into(),
+            reply: None,
+            session: None,
+            api_route: None,
+            api_style: None,
+        },
+        tool: "echo".into(),
+        workers: 2,
+        warmup: Duration::from_secs(1),
+        duration: Duration::from_secs(2),
+        lifecycle: Lifecycle::Session,
+        rest: false,
+        rate,
+        call_limit: Duration::from_secs(1),
+    }
+}
+
+#[test]
+fn workers_merge_into_rates_errors_and_one_histogram() {
+    let mut a = WorkerStats::new();
+    let mut b = WorkerStats::new();
+    for _ in 0..300 {
+        a.account(Duration::from_micros(500), &Ok(()));
+    }
+    for _ in 0..100 {
+        b.account(Duration::from_millis(2), &Ok(()));
+    }
+    let timeout = CallError { kind: ErrorKind::Timeout, detail: "slow".into() };
+    for _ in 0..4 {
+        b.account(Duration::ZERO, &Err(timeout.clone()));
+    }
+    b.taken = 90;
+    b.late = 7;
+    let m = merge(&plan(Some(250)), &[a, b]);
+    assert_eq!((m.ok, m.failed), (400, 4));
+    assert_eq!(m.throughput_rps, 200.0);
+    assert!((m.error_rate - 4.0 / 404.0).abs() < 1e-12);
+    assert_eq!(m.errors.get("timeout"), Some(&4));
+    assert_eq!(m.error_examples.len(), 3, "examples are capped per worker");
+    let s = &m.latency.as_ref().unwrap().summary;
+    assert_eq!(s.count, 400);
+    assert!((s.p50_ms - 0.5).abs() < 0.01 && (s.max_ms - 2.0).abs() < 0.01, "{s:?}");
+    // Open loop: 2 s at 250/s is 500 slots; 90 taken, so 410 were dropped.
+    assert_eq!((m.target_rps, m.late, m.dropped), (Some(250.0), Some(7), Some(410)));
+    assert!(no_success_failure(&m).is_none());
+}
+
+#[test]
+fn a_load_without_one_success_fails_by_its_most_common_error() {
+    let mut w = WorkerStats::new();
+    let e = |kind| Err(CallError { kind, detail: String::new() });
+    w.account(Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(Duration::ZERO, &e(ErrorKind::HttpStatus));
+    let m = merge(&plan(None), &[w]);
+    assert_eq!((m.mode.as_str(), m.error_rate, m.dropped), ("closed", 1.0, None));
+    let f = no_success_failure(&m).unwrap();
+    assert_eq!(f.reason, FailureReason::Timeout);
+    assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);
+    let none = merge(&plan(None), &[WorkerStats::new()]);
+    let f = no_success_failure(&none).unwrap();
+    assert_eq!(f.reason, FailureReason::Timeout);
+    assert!(f.detail.contains("no call completed within the 2.0 s"), "{}", f.detail);
+}

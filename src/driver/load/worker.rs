@@ -1,0 +1,158 @@
+//! The load workers' plumbing: the prepared calls and their check, what every worker shares
+//! (the target, the window, one call on a virtual user's connection) and what each worker counts.
+//! The loops that drive them are `closed` and `open`; merging the counts is `drive`'s.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use crate::driver::httpclient::{CallError, Counts, ErrorKind, McpClient, RestClient};
+use crate::mcp::transport::HttpTarget;
+use crate::mcp::{self};
+use crate::spec::Lifecycle;
+use crate::stats;
+
+/// How many distinct argument sets a load cycles through (so no layer answers from a cache).
+pub(super) const PREPARED: u64 = 16;
+
+/// One prepared call: its bodies, and the answer a correct server gives.
+pub(super) struct Prepared {
+    pub(super) params_json: String,
+    pub(super) rest: Bytes,
+    pub(super) args: Value,
+    pub(super) expected: Value,
+    /// The raw result text last verified correct: an identical answer needs no JSON tree.
+    pub(super) verified: RefCell<Option<String>>,
+}
+
+impl Prepared {
+    /// Checks a raw answer: an MCP tools/call result (`mcp`) or a REST value.
+    pub(super) fn check(&self, tool: &str, raw: &str, mcp_result: bool) -> Result<(), CallError> {
+        if self.verified.borrow().as_deref() == Some(raw) {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(raw).map_err(|e| CallError {
+            kind: ErrorKind::ProtocolError,
+            detail: format!("{tool}: not JSON: {e}"),
+        })?;
+        let value = if mcp_result {
+            mcp::tool_value(&v).map_err(|e| CallError {
+                kind: ErrorKind::ToolError,
+                detail: format!("{tool} {}: the tool reported an error: {e}", self.args),
+            })?
+        } else {
+            v
+        };
+        if mcp::values_match(&self.expected, &value) {
+            *self.verified.borrow_mut() = Some(raw.to_string());
+            Ok(())
+        } else {
+            Err(CallError {
+                kind: ErrorKind::WrongResult,
+                detail: format!("{tool} {}: expected {}, got {value}", self.args, self.expected),
+            })
+        }
+    }
+}
+
+/// What every worker shares (single-threaded: `Rc`).
+pub(super) struct Shared {
+    pub(super) target: HttpTarget,
+    pub(super) tool: String,
+    pub(super) rest: bool,
+    pub(super) lifecycle: Lifecycle,
+    pub(super) prepared: Vec<Prepared>,
+    pub(super) call_limit: Duration,
+    pub(super) warm_end: Instant,
+    pub(super) end: Instant,
+}
+
+/// A virtual user's connection: an MCP session or a REST client.
+pub(super) enum Client {
+    Mcp(Box<McpClient>),
+    Rest(RestClient),
+}
+
+impl Shared {
+    /// Opens a virtual user's connection (its handshake's reconnects count in `counts`).
+    pub(super) async fn open(&self, counts: &mut Counts) -> Result<Client, CallError> {
+        if self.rest {
+            Ok(Client::Rest(RestClient::open(&self.target).await?))
+        } else {
+            Ok(Client::Mcp(Box::new(McpClient::open(&self.target, self.call_limit, counts).await?.0)))
+        }
+    }
+
+    pub(super) async fn call(
+        &self,
+        client: &mut Client,
+        i: u64,
+        counts: &mut Counts,
+    ) -> Result<(), CallError> {
+        let p = &self.prepared[(i % PREPARED) as usize];
+        match client {
+            Client::Mcp(c) => {
+                let out = c.request("tools/call", &p.params_json, self.call_limit, counts).await?;
+                let raw = out.map_err(|e| CallError {
+                    kind: ErrorKind::ToolError,
+                    detail: format!("{} {}: JSON-RPC error {} {}", self.tool, p.args, e.code, e.message),
+                })?;
+                p.check(&self.tool, &raw, true)
+            }
+            Client::Rest(c) => {
+                let raw =
+                    crate::driver::httpclient::timed(self.call_limit, c.call(&self.tool, &p.rest, counts))
+                        .await?;
+                p.check(&self.tool, &raw, false)
+            }
+        }
+    }
+}
+
+/// One worker's counts.
+pub(super) struct WorkerStats {
+    pub(super) hist: Histogram<u64>,
+    pub(super) ok: u64,
+    pub(super) errors: BTreeMap<&'static str, u64>,
+    pub(super) examples: Vec<String>,
+    pub(super) sessions: u64,
+    /// Sessions re-initialized and kept-alive connections reopened, as the clients counted them.
+    pub(super) counts: Counts,
+    /// Open loop: requests taken in the window, and those that started late.
+    pub(super) taken: u64,
+    pub(super) late: u64,
+}
+
+impl WorkerStats {
+    pub(super) fn new() -> Self {
+        WorkerStats {
+            hist: stats::latency_histogram(),
+            ok: 0,
+            errors: BTreeMap::new(),
+            examples: Vec::new(),
+            sessions: 0,
+            counts: Counts::default(),
+            taken: 0,
+            late: 0,
+        }
+    }
+
+    pub(super) fn account(&mut self, latency: Duration, r: &Result<(), CallError>) {
+        match r {
+            Ok(()) => {
+                self.ok += 1;
+                stats::record(&mut self.hist, latency);
+            }
+            Err(e) => {
+                *self.errors.entry(e.kind.as_str()).or_default() += 1;
+                if self.examples.len() < 3 {
+                    self.examples.push(format!("{}: {}", e.kind.as_str(), e.detail));
+                }
+            }
+        }
+    }
+}
