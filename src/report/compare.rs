@@ -48,6 +48,7 @@ use crate::stats::{self, Interval, Pairing};
 
 use super::markdown::cell as md;
 use super::rows::{status_text, Unit, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+use super::units::unit_text;
 
 /// The threshold of `benchlab compare` when none is given, in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
@@ -752,7 +753,7 @@ impl FromStr for CompareFormat {
 }
 
 fn value_text(unit: Unit, v: f64) -> String {
-    super::markdown::unit_text(unit, v)
+    unit_text(unit, v)
 }
 
 /// A difference of rates in percentage points: `+1.20 pp`.

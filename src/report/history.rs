@@ -36,10 +36,8 @@ use serde::Serialize;
 use crate::record::{Record, Status};
 use crate::stats::{self, Interval};
 
-use super::load::{is_load, rate_number};
-use super::markdown::unit_text;
-use super::rows::{Unit, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
-use super::units::ms_interval;
+use super::rows::{is_load, status_text, Unit, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+use super::units::{ms_interval, rate_number, unit_text};
 
 /// A series with at least this many distinct versions is a history.
 pub const MIN_VERSIONS: usize = 3;
@@ -532,7 +530,7 @@ fn failure_text(records: &[&Record]) -> Option<String> {
     }
     let mut reasons: Vec<String> = Vec::new();
     for r in &failed {
-        let text = super::rows::status_text(r);
+        let text = status_text(r);
         let text = text.strip_prefix("failed: ").unwrap_or(&text).to_string();
         if !reasons.contains(&text) {
             reasons.push(text);
