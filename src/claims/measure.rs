@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::record::{Record, Status};
 use crate::report::{CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+use crate::spec::HistogramMetric;
 use crate::stats::{self, Interval, Pairing};
 
 use super::parse::{cell_matches, Aggregate, Selector};
@@ -105,119 +106,40 @@ fn stat_fn(stat: &str) -> fn(&mut [f64]) -> f64 {
     }
 }
 
+/// A single reading: no interval, no spread.
+fn reading(cell: &str, v: Option<f64>, what: &str) -> Measure {
+    let v = v.ok_or_else(|| format!("{cell} recorded no {what}"))?;
+    Ok(Measured {
+        estimate: v,
+        ci: None,
+        n: 1,
+        repeats: 1,
+        cv: None,
+        noisy: false,
+        basis: Basis::Reading,
+        cells: vec![cell.to_string()],
+        resample: vec![v],
+    })
+}
+
 /// One record's figure for a selector (no repeats, no aggregation).
 fn from_record(r: &Record, sel: &Selector) -> Measure {
     let m = &r.metrics;
     let cell = r.cell.id.clone();
-    let reading = |v: Option<f64>, what: &str| -> Measure {
-        let v = v.ok_or_else(|| format!("{cell} recorded no {what}"))?;
-        Ok(Measured {
-            estimate: v,
-            ci: None,
-            n: 1,
-            repeats: 1,
-            cv: None,
-            noisy: false,
-            basis: Basis::Reading,
-            cells: vec![cell.clone()],
-            resample: vec![v],
-        })
-    };
+    let reading = |v: Option<f64>, what: &str| reading(&cell, v, what);
     let load = m.load.as_ref();
     let under = m.memory.under_load.as_ref();
     match sel.metric.as_str() {
         "cold_start" | "tools_list" => {
             let sm = if sel.metric == "cold_start" { &m.cold_start } else { &m.tools_list };
             let samples = sm.as_ref().map(|s| s.samples_ms.clone()).unwrap_or_default();
-            if samples.is_empty() {
-                return Err(format!("{cell} recorded no {} samples", sel.metric));
-            }
-            if sel.stat == "first" {
-                return reading(Some(samples[0]), "first sample");
-            }
-            let (samples, stat) = if sel.stat == "rest_p50" {
-                (samples[1..].to_vec(), "p50")
-            } else {
-                (samples, sel.stat.as_str())
-            };
-            let f = stat_fn(stat);
-            let estimate = f(&mut samples.clone());
-            let n = samples.len() as u64;
-            let ci = (n >= MIN_CI_SAMPLES).then(|| {
-                stats::bootstrap_ci(
-                    &samples,
-                    f,
-                    RESAMPLES,
-                    CONFIDENCE,
-                    seed(&format!("{cell}\0{}", sel.text())),
-                )
-            });
-            let cv = stats::coefficient_of_variation(&samples);
-            Ok(Measured {
-                estimate,
-                ci,
-                n,
-                repeats: 1,
-                cv,
-                noisy: stats::is_noisy(cv),
-                basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
-                cells: vec![cell],
-                resample: samples,
-            })
+            from_samples(&cell, samples, sel)
         }
         "calls" | "latency" => {
             let hm =
                 if sel.metric == "calls" { m.calls.as_ref() } else { load.and_then(|l| l.latency.as_ref()) };
             let hm = hm.ok_or_else(|| format!("{cell} recorded no {} histogram", sel.metric))?;
-            let h = stats::decode_histogram(&hm.histogram).map_err(|e| format!("{cell}: {e}"))?;
-            if h.is_empty() {
-                return Err(format!("{cell}: the {} histogram is empty", sel.metric));
-            }
-            let n = h.len();
-            let cv = stats::histogram_cv(&h);
-            let (estimate, ci) = match sel.stat.as_str() {
-                "max" => (hm.summary.max_ms, None),
-                "mean" | "total" => {
-                    let mean = h.mean() / 1e6;
-                    let half = 1.96 * h.stdev() / 1e6 / (n as f64).sqrt();
-                    let k = if sel.stat == "total" { n as f64 / 1000.0 } else { 1.0 };
-                    let i = Interval {
-                        estimate: mean * k,
-                        lower: (mean - half) * k,
-                        upper: (mean + half) * k,
-                        confidence: CONFIDENCE,
-                    };
-                    (i.estimate, Some(i))
-                }
-                q => {
-                    let q = match q {
-                        "p90" => 0.90,
-                        "p95" => 0.95,
-                        "p99" => 0.99,
-                        _ => 0.50,
-                    };
-                    let cis = stats::histogram_quantile_cis(
-                        &h,
-                        &[q],
-                        RESAMPLES,
-                        CONFIDENCE,
-                        seed(&format!("{cell}\0{}", sel.text())),
-                    );
-                    let i = cis[0];
-                    (i.estimate, Some(i))
-                }
-            };
-            Ok(Measured {
-                estimate,
-                ci,
-                n,
-                repeats: 1,
-                cv,
-                noisy: false,
-                basis: if ci.is_some() { Basis::Histogram } else { Basis::Reading },
-                cells: vec![cell],
-                resample: vec![estimate],
-            })
+            from_histogram(&cell, hm, sel)
         }
         "rss_after_initialize" => {
             reading(m.memory.after_initialize.as_ref().map(|t| t.rss_bytes as f64), "RSS after initialize")
@@ -245,6 +167,90 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
         "rss_slope" => Err("no workload of the lab runs long enough to fit an RSS slope (a soak)".into()),
         other => Err(format!("unknown metric {other}")),
     }
+}
+
+/// A statistic of one run's cold-start or tools/list samples, bootstrapped when there are enough.
+fn from_samples(cell: &str, samples: Vec<f64>, sel: &Selector) -> Measure {
+    if samples.is_empty() {
+        return Err(format!("{cell} recorded no {} samples", sel.metric));
+    }
+    if sel.stat == "first" {
+        return reading(cell, Some(samples[0]), "first sample");
+    }
+    let (samples, stat) =
+        if sel.stat == "rest_p50" { (samples[1..].to_vec(), "p50") } else { (samples, sel.stat.as_str()) };
+    let f = stat_fn(stat);
+    let estimate = f(&mut samples.clone());
+    let n = samples.len() as u64;
+    let ci = (n >= MIN_CI_SAMPLES).then(|| {
+        stats::bootstrap_ci(&samples, f, RESAMPLES, CONFIDENCE, seed(&format!("{cell}\0{}", sel.text())))
+    });
+    let cv = stats::coefficient_of_variation(&samples);
+    Ok(Measured {
+        estimate,
+        ci,
+        n,
+        repeats: 1,
+        cv,
+        noisy: stats::is_noisy(cv),
+        basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
+        cells: vec![cell.to_string()],
+        resample: samples,
+    })
+}
+
+/// A statistic of one run's calls or load latency histogram: quantiles bootstrapped from the
+/// histogram, the mean (or total) with its normal interval, the max as a reading.
+fn from_histogram(cell: &str, hm: &HistogramMetric, sel: &Selector) -> Measure {
+    let h = stats::decode_histogram(&hm.histogram).map_err(|e| format!("{cell}: {e}"))?;
+    if h.is_empty() {
+        return Err(format!("{cell}: the {} histogram is empty", sel.metric));
+    }
+    let n = h.len();
+    let cv = stats::histogram_cv(&h);
+    let (estimate, ci) = match sel.stat.as_str() {
+        "max" => (hm.summary.max_ms, None),
+        "mean" | "total" => {
+            let mean = h.mean() / 1e6;
+            let half = 1.96 * h.stdev() / 1e6 / (n as f64).sqrt();
+            let k = if sel.stat == "total" { n as f64 / 1000.0 } else { 1.0 };
+            let i = Interval {
+                estimate: mean * k,
+                lower: (mean - half) * k,
+                upper: (mean + half) * k,
+                confidence: CONFIDENCE,
+            };
+            (i.estimate, Some(i))
+        }
+        q => {
+            let q = match q {
+                "p90" => 0.90,
+                "p95" => 0.95,
+                "p99" => 0.99,
+                _ => 0.50,
+            };
+            let cis = stats::histogram_quantile_cis(
+                &h,
+                &[q],
+                RESAMPLES,
+                CONFIDENCE,
+                seed(&format!("{cell}\0{}", sel.text())),
+            );
+            let i = cis[0];
+            (i.estimate, Some(i))
+        }
+    };
+    Ok(Measured {
+        estimate,
+        ci,
+        n,
+        repeats: 1,
+        cv,
+        noisy: false,
+        basis: if ci.is_some() { Basis::Histogram } else { Basis::Reading },
+        cells: vec![cell.to_string()],
+        resample: vec![estimate],
+    })
 }
 
 /// The records of one cell id: the latest of each repeat index.

@@ -15,8 +15,8 @@ use super::charts::{self, Bar, Curve, FailedMark, Level, Series, StepMark, Versi
 use super::history::{self, change_text, histories, point_text, step_at, step_line, History, MetricHistory};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER, LOAD_NOTE};
 use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
-use super::rows::{metric_rows, summary_rows, Metric, MetricRow, CONFIDENCE};
-use super::units::{mib, ms, ms_interval, percent};
+use super::rows::{is_load, metric_rows, summary_rows, Metric, MetricRow, Unit, CONFIDENCE};
+use super::units::{mib, ms, ms_interval, percent, rate_number};
 
 /// Escapes text for HTML content and attribute values.
 pub(super) fn esc(s: &str) -> String {
@@ -332,7 +332,7 @@ fn series_over_workers(rows: &[LoadRow], y: fn(&LoadRow) -> Option<f64>) -> Vec<
 fn load_curve_groups(records: &[Record]) -> Vec<(String, Vec<Curve>)> {
     type Named = (String, hdrhistogram::Histogram<u64>);
     let mut groups: Vec<(String, Vec<Named>)> = Vec::new();
-    for (r, row) in records.iter().filter(|r| load::is_load(r)).zip(load::load_rows(records)) {
+    for (r, row) in records.iter().filter(|r| is_load(r)).zip(load::load_rows(records)) {
         let Some(lat) = r.metrics.load.as_ref().and_then(|l| l.latency.as_ref()) else { continue };
         let Ok(h) = stats::decode_histogram(&lat.histogram) else { continue };
         if h.is_empty() {
@@ -442,7 +442,7 @@ fn load_section(o: &mut String, records: &[Record], rows: &[LoadRow]) {
                 "workers (log scale)",
                 "req/s",
                 &series_over_workers(rows, |r| r.throughput_rps),
-                &|y| load::rate_number(y),
+                &|y| rate_number(y),
             ),
             "Correct answers per second of the measured window, closed loop (concurrency and http_api), one line per server and transport; a repeated cell at its median.",
         );
@@ -575,10 +575,10 @@ fn step_style(regression: bool) -> &'static str {
 }
 
 fn history_chart(o: &mut String, h: &History, m: &MetricHistory) {
-    let scale = if m.unit == super::rows::Unit::Bytes { 1.0 / (1024.0 * 1024.0) } else { 1.0 };
+    let scale = if m.unit == Unit::Bytes { 1.0 / (1024.0 * 1024.0) } else { 1.0 };
     let (y_desc, label): (&str, fn(f64) -> String) = match m.unit {
-        super::rows::Unit::Bytes => ("MiB", |y| format!("{y:.0}")),
-        super::rows::Unit::Rps => ("req/s", |y| load::rate_number(y)),
+        Unit::Bytes => ("MiB", |y| format!("{y:.0}")),
+        Unit::Rps => ("req/s", |y| rate_number(y)),
         _ => ("ms", |y| {
             let s = format!("{y:.3}");
             s.trim_end_matches('0').trim_end_matches('.').to_string()

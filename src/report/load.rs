@@ -12,6 +12,9 @@ use crate::record::{Record, Status};
 use crate::spec::{Lifecycle, Workload};
 use crate::stats;
 
+use super::rows::{is_load, status_text};
+use super::units::{cores_text, error_rate_text, rate_number, thousands};
+
 /// One HTTP load cell: one record, or the median of a cell's repeats.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadRow {
@@ -102,14 +105,8 @@ pub fn transport_label(r: &Record) -> String {
     }
 }
 
-/// Whether a record is an HTTP load cell (by its workload, so a load cell that failed before
-/// measuring still counts).
-pub fn is_load(r: &Record) -> bool {
-    r.cell.workload.is_load() || r.metrics.load.is_some()
-}
-
 fn status_and_detail(r: &Record) -> (String, Option<String>) {
-    let status = super::rows::status_text(r);
+    let status = status_text(r);
     let detail = match (r.status, &r.failure) {
         (Status::Failed, Some(f)) => f.detail.lines().next().map(str::to_string),
         _ => None,
@@ -338,49 +335,12 @@ pub fn workers_text(r: &LoadRow) -> String {
     }
 }
 
-/// A rate in req/s: `14,385`, `933.0`, `2.50`.
-pub fn rate_number(x: f64) -> String {
-    if !x.is_finite() {
-        "—".into()
-    } else if x >= 1000.0 {
-        thousands(x.round() as u64)
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
-/// `10,000`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Throughput, with the target for open loop: `9,231`, `4,980 of 5,000`.
 pub fn throughput_text(r: &LoadRow) -> String {
     match (r.throughput_rps, r.target_rps) {
         (None, _) => "—".into(),
         (Some(t), Some(target)) => format!("{} of {}", rate_number(t), rate_number(target)),
         (Some(t), None) => rate_number(t),
-    }
-}
-
-/// An error rate, always shown: `0 %` when nothing failed, `0.012 %`, `3.40 %`.
-pub fn error_rate_text(rate: Option<f64>) -> String {
-    match rate {
-        None => "—".into(),
-        Some(x) if !x.is_finite() => "—".into(),
-        Some(0.0) => "0 %".into(),
-        Some(x) if x < 0.001 => format!("{:.3} %", x * 100.0),
-        Some(x) => format!("{:.2} %", x * 100.0),
     }
 }
 
@@ -413,11 +373,6 @@ pub fn open_loop_text(r: &LoadRow) -> String {
     }
     let n = |v: Option<u64>| v.map_or("—".into(), thousands);
     format!("late {}, dropped {}", n(r.late), n(r.dropped))
-}
-
-/// `0.76`, or `—`.
-pub fn cores_text(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map_or("—".into(), |x| format!("{x:.2}"))
 }
 
 fn mib_number(b: u64) -> String {

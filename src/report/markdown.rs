@@ -10,8 +10,8 @@ use crate::stats::NOISY_CV;
 
 use super::history::{self, histories, point_text, step_at, step_line};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LOAD_HEADER, LOAD_NOTE};
-use super::rows::{metric_rows, summary_rows, MetricRow, Unit, CONFIDENCE, RESAMPLES};
-use super::units::{mib, ms, ms_interval, percent, short};
+use super::rows::{metric_rows, summary_rows, MetricRow, SummaryRow, CONFIDENCE, RESAMPLES};
+use super::units::{mib, ms, ms_interval, percent, short, thousands, unit_text};
 
 /// Makes text safe inside a Markdown table cell: no column breaks, no line breaks, no HTML.
 pub(super) fn cell(s: &str) -> String {
@@ -95,19 +95,6 @@ pub(super) fn host_lines(records: &[Record]) -> Vec<String> {
 pub(super) fn value_text(row: &MetricRow) -> String {
     unit_text(row.unit, row.median)
 }
-
-/// A figure in its unit, for people.
-pub(super) fn unit_text(unit: Unit, v: f64) -> String {
-    match unit {
-        Unit::Ms => ms(Some(v)),
-        Unit::Bytes => mib(Some(v as u64)),
-        Unit::Rps => format!("{} req/s", load::rate_number(v)),
-        Unit::Ratio => load::error_rate_text(Some(v)),
-        Unit::Cores => format!("{} cores", load::cores_text(Some(v))),
-    }
-}
-
-use super::load::thousands;
 
 /// The note under the per-cell table that says how its figures were computed.
 pub(super) fn method_note() -> String {
@@ -224,7 +211,7 @@ pub fn history_markdown(records: &[Record]) -> Option<String> {
     Some(out)
 }
 
-fn summary_section(o: &mut String, summary: &[super::SummaryRow]) {
+fn summary_section(o: &mut String, summary: &[SummaryRow]) {
     o.push_str("## Summary\n\n");
     o.push_str(
         "| server | sdk | runtime | cpus s/d | cold start p50 | tools/list p50 | call p50 | call p95 | call p99 | RSS after init | LOC | status |\n",

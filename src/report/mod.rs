@@ -32,11 +32,11 @@ pub use compare::{
 pub use csv::csv;
 pub use history::{compare_versions, histories, history_json, History, HistoryMetric, Step};
 pub use html::html;
-pub use load::{is_load, load_rows, load_summary_rows, transport_label, LoadRow};
+pub use load::{load_rows, load_summary_rows, transport_label, LoadRow};
 pub use markdown::{history_markdown, markdown};
 pub use rows::{
-    metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE, MIN_CI_SAMPLES,
-    RESAMPLES, SEED,
+    is_load, metric_rows, status_text, summary_rows, Metric, MetricRow, SummaryRow, Unit, CONFIDENCE,
+    MIN_CI_SAMPLES, RESAMPLES, SEED,
 };
 pub use table::{history_table, load_table, summary_table, tables};
 

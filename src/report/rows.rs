@@ -1,6 +1,7 @@
 //! What the renderers show, derived from records once: the summary rows (one per server,
 //! workloads merged) and the metric rows (one per cell and metric, with medians, bootstrap
-//! confidence intervals, percentiles and the noise flag). Pure: records in, rows out.
+//! confidence intervals, percentiles and the noise flag), and what every renderer asks of a
+//! record (its status text, whether it is a load cell). Pure: records in, rows out.
 
 use serde::Serialize;
 
@@ -36,7 +37,7 @@ pub struct SummaryRow {
 /// cells have their own rows (`load::load_summary_rows`).
 pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
     let mut rows: Vec<SummaryRow> = Vec::new();
-    for r in records.iter().filter(|r| !super::load::is_load(r)) {
+    for r in records.iter().filter(|r| !is_load(r)) {
         let s = &r.cell.server;
         let idx = match rows.iter().position(|row| row.server == s.id) {
             Some(i) => i,
@@ -268,6 +269,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 fn seed(cell: &str, metric: Metric) -> u64 {
     SEED ^ fnv1a(format!("{cell}\0{}", metric.as_str()).as_bytes())
+}
+
+/// Whether a record is an HTTP load cell (by its workload, so a load cell that failed before
+/// measuring still counts).
+pub fn is_load(r: &Record) -> bool {
+    r.cell.workload.is_load() || r.metrics.load.is_some()
 }
 
 /// The status column of a record: `ok`, `failed: crash`, `failed: crash (expected)`.

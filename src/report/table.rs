@@ -6,9 +6,9 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TCell, CellAlignment, Co
 use crate::record::Record;
 
 use super::history::{self, histories, point_text, step_at, step_line};
-use super::load::{load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER};
+use super::load::{load_cells, load_summary_rows, placement_text, status_cell, LoadRow, LOAD_HEADER};
+use super::rows::{summary_rows, SummaryRow};
 use super::units::{mib, ms};
-use super::{summary_rows, SummaryRow};
 
 /// The terminal table.
 pub fn summary_table(rows: &[SummaryRow]) -> Table {
@@ -95,7 +95,7 @@ pub fn tables(records: &[Record]) -> String {
         if !summary.is_empty() {
             out.push('\n');
         }
-        out.push_str(&format!("HTTP load ({})\n", super::load::placement_text(&load)));
+        out.push_str(&format!("HTTP load ({})\n", placement_text(&load)));
         out.push_str(&load_table(&load).to_string());
         out.push('\n');
     }

@@ -1,8 +1,10 @@
 //! How figures read to people: durations in the unit that suits them, bytes in MiB, ratios as
-//! percentages, intervals in the unit of their estimate. Machine formats (CSV, Bencher JSON) do
-//! not use these.
+//! percentages, intervals in the unit of their estimate, rates, error rates, cores and counts, and
+//! any figure in its `Unit`. Machine formats (CSV, Bencher JSON) do not use these.
 
 use crate::stats::Interval;
+
+use super::rows::Unit;
 
 /// The unit, factor from ms and decimals a duration in ms reads best in (as [`ms`] writes it).
 fn duration_unit(x: f64) -> (&'static str, f64, usize) {
@@ -50,6 +52,59 @@ pub fn percent(v: Option<f64>) -> String {
 /// The first 12 characters of a hash, for tables where the full one does not fit.
 pub fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+/// A rate in req/s: `14,385`, `933.0`, `2.50`.
+pub fn rate_number(x: f64) -> String {
+    if !x.is_finite() {
+        "—".into()
+    } else if x >= 1000.0 {
+        thousands(x.round() as u64)
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// `10,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An error rate, always shown: `0 %` when nothing failed, `0.012 %`, `3.40 %`.
+pub fn error_rate_text(rate: Option<f64>) -> String {
+    match rate {
+        None => "—".into(),
+        Some(x) if !x.is_finite() => "—".into(),
+        Some(0.0) => "0 %".into(),
+        Some(x) if x < 0.001 => format!("{:.3} %", x * 100.0),
+        Some(x) => format!("{:.2} %", x * 100.0),
+    }
+}
+
+/// `0.76`, or `—`.
+pub fn cores_text(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite()).map_or("—".into(), |x| format!("{x:.2}"))
+}
+
+/// A figure in its unit, for people.
+pub(super) fn unit_text(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Ms => ms(Some(v)),
+        Unit::Bytes => mib(Some(v as u64)),
+        Unit::Rps => format!("{} req/s", rate_number(v)),
+        Unit::Ratio => error_rate_text(Some(v)),
+        Unit::Cores => format!("{} cores", cores_text(Some(v))),
+    }
 }
 
 #[cfg(test)]

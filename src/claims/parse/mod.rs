@@ -1,0 +1,136 @@
+//! The `[[claim]]` tables of a scenario file: their schema, parsing with file:line:column errors,
+//! unknown keys refused, and validation against the scenario's own cells. It reads text and
+//! nothing else; measuring and judging live in `measure` and `mod`. The typed claims are in
+//! `types`, the tables as written in `raw`, and each kind's checks and conversion in `kinds`;
+//! this file reads the file and checks what spans claims (unique ids, `relative_to`).
+//!
+//! # Schema
+//!
+//! A claim is a `[[claim]]` table at the end of a scenario file. Every claim has:
+//!
+//! ```toml
+//! [[claim]]
+//! id = "s000-stdio-p50-node"          # unique in the file; other claims refer to it
+//! source = { file = "000_6fe3b4b3acef3dc1.txt", section = "The Executive Decision Matrix",
+//!            row = "Stdio Round-Trip Latency (p50)",
+//!            hardware = { cpu_model = "AMD EPYC 9654", cpus = 8 } }   # row, hardware optional
+//! statement = "0.82 ms (Node.js)"     # the source's own words
+//! kind = "absolute"                   # absolute | ratio | ordering | soak_slope | outcome | finding
+//! ```
+//!
+//! and, by kind:
+//!
+//! - `absolute`: `measure` (a selector), `value`, `unit`, optional `tolerance` (relative, default
+//!   0.15: reproduced when the measured interval lies within [value/(1+t), value·(1+t)]) and
+//!   optional `relative_to = "<claim id>"`: another absolute claim of the same unit. When the lab's
+//!   hardware does not match `source.hardware`, the figure is judged by the ratio it implies to
+//!   that claim (value / other value against the measured ratio of the two selectors).
+//! - `ratio`: `numerator` and `denominator` selectors, `value` (e.g. 1.42 from 643/461), optional
+//!   `tolerance`. Units cancel, so hardware does not matter.
+//! - `ordering`: `items`, a list of selectors from the smallest to the largest; every adjacent pair
+//!   is judged by the interval of their ratio (above 1: holds; below 1/(1+t): reversed, with
+//!   `tolerance` t defaulting to 0).
+//! - `soak_slope`: `measure` (metric `rss_slope`), `value` (the slope claimed, e.g. 0) and `unit`
+//!   (`MiB/h`), `duration` (e.g. "24h"). No workload of the lab runs that long: not measured.
+//! - `outcome`: `cell` and `expect = "failure" | "success"`, optional `reason` (a record failure
+//!   reason such as `crash`): whether the cell did what the source says.
+//! - `finding`: an inconsistency inside the source. `figures` (a list of `{ label, value }` as the
+//!   source prints them), `check` and `explanation`. `check = "differ"`: figures that should agree
+//!   and do not; `"identical"`: figures of different things that are identical; `"arithmetic"`:
+//!   `figures[0]` should equal `expected` (what the source's other figures give) and does not.
+//!   The check is made here, when the file is read: a finding its figures do not show is an error.
+//!
+//! A selector is `{ cell = "<server>/<workload>", metric = "...", stat = "...", aggregate = "..." }`.
+//! `cell` may use `*` wildcards and `,` between alternatives, and must match at least one cell of the scenario; with several
+//! matches, `aggregate` (`mean`, `median`, `min`, `max`) says how they combine (required). Metrics
+//! and their statistics (the first is the default):
+//!
+//! | metric | stats | unit |
+//! |---|---|---|
+//! | `cold_start`, `tools_list` | p50, mean, min, max, p95, p99, first, rest_p50 | ms |
+//! | `calls` | p50, p90, p95, p99, max, mean, total | ms (total: s) |
+//! | `rss_after_initialize` | value | bytes |
+//! | `loc` | value | lines |
+//! | `throughput` | value | req/s |
+//! | `latency` (HTTP load) | p50, p90, p95, p99, max, mean | ms |
+//! | `error_rate` | value | fraction (`%` in claims) |
+//! | `server_cpu` | value | cores (`%` in claims: 100% = one core) |
+//! | `rss_idle`, `rss_peak`, `rss_after`, `cgroup_peak` | value | bytes |
+//! | `rss_slope` | value | MiB/h (soak_slope only) |
+//!
+//! Units a claim may give: `ms`, `s`, `MB` (10^6 bytes), `MiB`, `req/s`, `%`, `lines`, `cores`,
+//! `MiB/h`; the unit must fit the metric.
+
+mod kinds;
+mod raw;
+mod types;
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::Path;
+
+use crate::text::line_col;
+
+use kinds::body;
+use raw::RawFile;
+
+pub use types::{
+    cell_matches, dim_of, Aggregate, Body, Claim, ClaimsError, Dim, Figure, Hardware, Kind, Selector, Source,
+    SourceRef, DEFAULT_TOLERANCE, METRICS,
+};
+
+/// Parses the claims of a scenario file. `cell_ids` are the scenario's cells: every selector
+/// must match one of them.
+pub fn parse_claims(path: &Path, source: &str, cell_ids: &[String]) -> Result<Vec<Claim>, ClaimsError> {
+    let at = |span: Range<usize>, message: String| {
+        let (line, column) = line_col(source, span.start);
+        ClaimsError::At { path: path.into(), line, column, message }
+    };
+    let raw: RawFile = toml::from_str(source).map_err(|e| match e.span() {
+        Some(span) => at(span, e.message().to_string()),
+        None => ClaimsError::Whole { path: path.into(), message: e.message().to_string() },
+    })?;
+    let mut claims = Vec::new();
+    let mut ids = BTreeSet::new();
+    for c in &raw.claims {
+        let span = c.span();
+        let c = c.get_ref();
+        if !ids.insert(c.id.get_ref().clone()) {
+            return Err(at(c.id.span(), format!("claim id {:?} is used twice", c.id.get_ref())));
+        }
+        let body = body(c, cell_ids).map_err(|(s, m)| at(s, m))?;
+        let (line, _) = line_col(source, span.start);
+        claims.push(Claim {
+            id: c.id.get_ref().clone(),
+            source: SourceRef {
+                file: c.source.file.clone(),
+                section: c.source.section.clone(),
+                row: c.source.row.clone(),
+                hardware: c.source.hardware.as_ref().map(|h| (h.cpu_model.clone(), h.cpus)),
+            },
+            statement: c.statement.clone(),
+            body,
+            line,
+        });
+    }
+    // relative_to must name an absolute claim of the same unit.
+    for (c, raw) in claims.iter().zip(&raw.claims) {
+        if let Body::Absolute { measure, relative_to: Some(other), .. } = &c.body {
+            let span = raw.get_ref().relative_to.as_ref().map(|r| r.span()).unwrap_or(raw.span());
+            match claims.iter().find(|o| &o.id == other).map(|o| &o.body) {
+                Some(Body::Absolute { measure: om, .. }) if om.dim() == measure.dim() && other != &c.id => {}
+                Some(_) => {
+                    return Err(at(
+                        span,
+                        format!("`relative_to` {other:?} is not another absolute claim in the same unit"),
+                    ))
+                }
+                None => return Err(at(span, format!("`relative_to` names no claim: {other:?}"))),
+            }
+        }
+    }
+    Ok(claims)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,58 @@
+//! The `[[claim]]` tables as written: the flat serde form of a claim, every key of every kind
+//! optional, unknown keys refused, spans kept for errors. Which keys a kind needs or refuses, and
+//! what they mean, is `kinds`' business.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::types::{Aggregate, Kind, Source};
+
+/// A selector as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSelector {
+    pub cell: Spanned<String>,
+    pub metric: Spanned<String>,
+    pub stat: Option<Spanned<String>>,
+    pub aggregate: Option<Aggregate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFigure {
+    pub label: String,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClaim {
+    pub id: Spanned<String>,
+    pub source: Source,
+    pub statement: String,
+    pub kind: Spanned<Kind>,
+    pub measure: Option<Spanned<RawSelector>>,
+    pub numerator: Option<Spanned<RawSelector>>,
+    pub denominator: Option<Spanned<RawSelector>>,
+    pub items: Option<Spanned<Vec<Spanned<RawSelector>>>>,
+    pub value: Option<Spanned<f64>>,
+    pub unit: Option<Spanned<String>>,
+    pub tolerance: Option<Spanned<f64>>,
+    pub relative_to: Option<Spanned<String>>,
+    pub duration: Option<String>,
+    pub cell: Option<Spanned<String>>,
+    pub expect: Option<Spanned<String>>,
+    pub reason: Option<String>,
+    pub figures: Option<Vec<RawFigure>>,
+    pub check: Option<Spanned<String>>,
+    pub expected: Option<f64>,
+    pub explanation: Option<String>,
+}
+
+/// The scenario file seen by the claims parser: its `[[claim]]` tables and nothing else (the
+/// scenario parser owns and checks the rest).
+#[derive(Debug, Deserialize)]
+pub(super) struct RawFile {
+    #[serde(rename = "claim", default)]
+    pub claims: Vec<Spanned<RawClaim>>,
+}

@@ -1,0 +1,266 @@
+//! Version history of version-matrix sweeps, the way asv shows a benchmark across commits: records
+//! of one server family × runtime × workload at many SDK versions become series (versions in
+//! semver-ish order, repeats pooled), each metric a line of medians with 95 % intervals, and the
+//! releases where a metric moved beyond noise are named as steps. Pure functions of records; the
+//! renderers (table, Markdown, HTML, JSON) call these and draw nothing themselves here.
+//!
+//! # Step detection
+//!
+//! Per series and metric, over the versions that have a value, in version order:
+//!
+//! 1. Work on z = ln(value), so that a step is a relative change whatever the unit.
+//! 2. Estimate the noise σ (on the ln scale) as the largest of: [`NOISE_FLOOR`]; the median over
+//!    the points of their 95 % interval's relative half-width ((hi − lo) / 2 / value); and the
+//!    robust spread of consecutive differences (1.4826 · median |z[k+1] − z[k]| / √2), which sees
+//!    the run-to-run noise that an interval from within one run cannot.
+//! 3. Fit a piecewise-constant model by penalized least absolute deviation: choose the segment
+//!    boundaries minimizing Σ_segments (Σ_k |z_k − median(segment)| / σ + β), with
+//!    β = [`PENALTY_PER_LN_N`] · ln(n + 1), by dynamic programming over boundaries (O(n³) at
+//!    worst, milliseconds for n ≤ 150). Every segment has at least [`MIN_SEGMENT`] points: one
+//!    point cannot tell an outlier from a step, so a single odd release never splits the series
+//!    (and a step at the newest release shows once a second release confirms it).
+//! 4. A boundary is reported as a step only when (a) the two segments' levels (their medians)
+//!    differ by at least [`MIN_STEP_CHANGE`] (the larger at least 10 % above the smaller), and
+//!    (b) the two points either side of the boundary have disjoint 95 % intervals, in the
+//!    direction of the step (a point without an interval, such as an RSS reading, must instead
+//!    differ from its neighbour by [`MIN_STEP_CHANGE`] itself). Rule (b) keeps a slow drift from
+//!    being cut into a staircase of steps: neighbouring releases of a drift are within noise.
+//!
+//! A step is a regression when the metric got worse: higher for latencies and memory, lower for
+//! throughput.
+
+//!
+//! The parts: `version` orders versions, `series` groups records into series and makes their
+//! points, `steps` fits the levels and finds the steps by the rule above, `text` writes what the
+//! renderers show of them (and the JSON form). The types they share are here.
+
+mod series;
+mod steps;
+mod text;
+mod version;
+
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+use crate::record::Record;
+use crate::stats::Interval;
+
+use super::rows::Unit;
+
+pub use series::{histories, MIN_VERSIONS};
+pub use steps::{MIN_SEGMENT, MIN_STEP_CHANGE, NOISE_FLOOR, PENALTY_PER_LN_N};
+pub(super) use text::{arrow, change_text, point_text, step_at};
+pub use text::{history_json, method_note, step_line};
+pub use version::compare_versions;
+
+/// What a history follows across versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryMetric {
+    /// Median cold start (cold_start workloads), ms.
+    ColdStart,
+    /// Median first tools/list (cold_start workloads), ms.
+    ToolsList,
+    /// Median call latency (serial-calls histograms, or load latency for load cells), ms.
+    CallP50,
+    /// 99th percentile call latency, ms.
+    CallP99,
+    /// Load cells: correct answers per second (median of repeats).
+    Throughput,
+    /// RSS after initialize (median of repeats), bytes.
+    RssAfterInitialize,
+}
+
+impl HistoryMetric {
+    pub const ALL: [HistoryMetric; 6] = [
+        HistoryMetric::ColdStart,
+        HistoryMetric::ToolsList,
+        HistoryMetric::CallP50,
+        HistoryMetric::CallP99,
+        HistoryMetric::Throughput,
+        HistoryMetric::RssAfterInitialize,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryMetric::ColdStart => "cold_start",
+            HistoryMetric::ToolsList => "tools_list",
+            HistoryMetric::CallP50 => "call_p50",
+            HistoryMetric::CallP99 => "call_p99",
+            HistoryMetric::Throughput => "throughput",
+            HistoryMetric::RssAfterInitialize => "rss_after_initialize",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            HistoryMetric::ColdStart => "cold start",
+            HistoryMetric::ToolsList => "tools/list",
+            HistoryMetric::CallP50 => "call p50",
+            HistoryMetric::CallP99 => "call p99",
+            HistoryMetric::Throughput => "throughput",
+            HistoryMetric::RssAfterInitialize => "RSS after init",
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            HistoryMetric::Throughput => Unit::Rps,
+            HistoryMetric::RssAfterInitialize => Unit::Bytes,
+            _ => Unit::Ms,
+        }
+    }
+
+    /// Whether a higher value is worse (latency, memory) or better (throughput).
+    pub fn higher_is_worse(self) -> bool {
+        self != HistoryMetric::Throughput
+    }
+}
+
+/// What makes records one series: everything but the SDK version (and the server id, which names
+/// the version, and the API generation, which changes with it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct SeriesKey {
+    pub family: String,
+    /// Runtime name (`cpython-trixie`, `node-22.12.0`, `bun-1.1.38`).
+    pub runtime: String,
+    pub transport: String,
+    pub suite: String,
+    /// The workload's name in its cell id (`cold_start`, `calls-1000`) and its kind and tool.
+    pub workload: String,
+    pub kind: String,
+    pub tool: Option<String>,
+    /// Placement: server and driver cpusets, and whether they share CPUs.
+    pub server_cpus: String,
+    pub driver_cpus: String,
+    pub shared: bool,
+    /// The server's extra environment, `K=V` joined by spaces (empty when none).
+    pub env: String,
+}
+
+impl SeriesKey {
+    fn of(r: &Record) -> SeriesKey {
+        let c = &r.cell;
+        SeriesKey {
+            family: c.server.family.clone(),
+            runtime: c.server.runtime.clone(),
+            transport: c.transport.clone(),
+            suite: c.suite.clone(),
+            workload: c.id.rsplit('/').next().unwrap_or(c.workload.kind()).to_string(),
+            kind: c.workload.kind().to_string(),
+            tool: c.workload.tool().map(str::to_string),
+            server_cpus: c.placement.server_cpus.clone(),
+            driver_cpus: c.placement.driver_cpus.clone(),
+            shared: c.placement.shared,
+            env: c.server.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+        }
+    }
+
+    /// `python-mcp on cpython-trixie, stdio, weekly suite, calls-1000 (add), cpus 1/0` (server/driver,
+    /// `shared` when they share CPUs).
+    pub fn label(&self) -> String {
+        let mut s = format!(
+            "{} on {}, {}, {} suite, {}",
+            self.family, self.runtime, self.transport, self.suite, self.workload
+        );
+        if let Some(t) = &self.tool {
+            s.push_str(&format!(" ({t})"));
+        }
+        s.push_str(&format!(", cpus {}/{}", self.server_cpus, self.driver_cpus));
+        if self.shared {
+            s.push_str(" shared");
+        }
+        if !self.env.is_empty() {
+            s.push_str(&format!(", env {}", self.env));
+        }
+        s
+    }
+}
+
+/// One metric at one version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    pub value: f64,
+    /// The 95 % interval of `value`, when there were enough samples.
+    pub ci: Option<Interval>,
+    /// Samples behind the value (spawns, calls, repeats or readings).
+    pub n: u64,
+}
+
+/// One metric across a series' versions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricHistory {
+    pub metric: HistoryMetric,
+    pub unit: Unit,
+    /// One entry per version of the series, `None` where that version did not measure it.
+    pub points: Vec<Option<Point>>,
+    /// The fitted levels: (index of the first version, index of the last version, level).
+    pub segments: Vec<Segment>,
+}
+
+/// A run of versions at one level in the piecewise-constant fit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Segment {
+    /// Indexes into the series' versions, inclusive.
+    pub first: usize,
+    pub last: usize,
+    /// The median of the segment's values.
+    pub level: f64,
+}
+
+/// A release where a metric moved beyond noise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub metric: HistoryMetric,
+    /// The last version of the old level and the first of the new one.
+    pub from_version: String,
+    pub to_version: String,
+    /// Indexes of `from_version` and `to_version` in the series' versions.
+    pub from_index: usize,
+    pub index: usize,
+    /// The two versions' own values.
+    pub from_value: f64,
+    pub to_value: f64,
+    /// The segment levels either side, and after / before.
+    pub before: f64,
+    pub after: f64,
+    pub ratio: f64,
+    pub regression: bool,
+}
+
+/// One series with at least [`MIN_VERSIONS`] versions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct History {
+    pub key: SeriesKey,
+    pub label: String,
+    /// The runtime versions installed, distinct, in order of first appearance.
+    pub runtime_versions: Vec<String>,
+    /// In version order.
+    pub versions: Vec<String>,
+    /// Per version, what failed there: `None` when every record was ok, else the failure
+    /// reasons (`crash`, `crash (expected)`), prefixed by `1 of 2 failed: ` when some records were
+    /// ok. A version where everything failed has no points.
+    pub failures: Vec<Option<String>>,
+    /// Per version, the API generation(s) of its server source (`fastmcp`, `mcpserver`), joined
+    /// by `+`: a step where this changes may come from the server source, not the SDK.
+    pub apis: Vec<String>,
+    /// Metrics that have a value at some version, in [`HistoryMetric::ALL`] order.
+    pub metrics: Vec<MetricHistory>,
+    /// In version order, then metric order.
+    pub steps: Vec<Step>,
+}
+
+impl History {
+    /// Whether some version had a failed record (the tables then show a column of them).
+    pub fn any_failure(&self) -> bool {
+        self.failures.iter().any(Option::is_some)
+    }
+
+    /// Whether the server source's API generation changes across the versions (the tables then
+    /// show it per version).
+    pub fn api_changes(&self) -> bool {
+        self.apis.windows(2).any(|w| w[0] != w[1])
+    }
+}

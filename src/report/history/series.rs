@@ -1,0 +1,206 @@
+//! Records into series: grouping by everything but the SDK version, the versions in order, and
+//! one point per version and metric (repeats pooled, with its 95 % interval); what failed at each
+//! version. The fit and the steps come from `steps`.
+
+use std::collections::BTreeMap;
+
+use crate::record::{Record, Status};
+use crate::stats::{self, Interval};
+
+use super::steps::{fit, steps_of};
+use super::version::compare_versions;
+use super::{History, HistoryMetric, MetricHistory, Point, SeriesKey, Step};
+use crate::report::rows::{is_load, status_text, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+
+/// A series with at least this many distinct versions is a history.
+pub const MIN_VERSIONS: usize = 3;
+
+pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn seed(label: &str, version: &str, metric: HistoryMetric) -> u64 {
+    SEED ^ fnv1a(format!("history\0{label}\0{version}\0{}", metric.as_str()).as_bytes())
+}
+
+/// Which metrics a workload's series follows: cold start and tools/list from cold_start cells,
+/// latency percentiles from serial-calls and load cells, throughput from load cells, RSS from all.
+fn metrics_of(kind: &str, load: bool) -> &'static [HistoryMetric] {
+    use HistoryMetric::*;
+    match (kind, load) {
+        ("cold_start", _) => &[ColdStart, ToolsList, RssAfterInitialize],
+        (_, true) => &[Throughput, CallP50, CallP99, RssAfterInitialize],
+        _ => &[CallP50, CallP99, RssAfterInitialize],
+    }
+}
+
+fn sample_point(values: Vec<f64>, seed: u64) -> Option<Point> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as u64;
+    let value = stats::median(&mut values.clone());
+    let ci = (n >= MIN_CI_SAMPLES).then(|| stats::median_ci(&values, RESAMPLES, CONFIDENCE, seed));
+    Some(Point { value, ci: ci.filter(Interval::is_finite), n })
+}
+
+fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record]) -> Option<Point> {
+    let s = seed(label, version, metric);
+    match metric {
+        HistoryMetric::ColdStart | HistoryMetric::ToolsList => {
+            let samples: Vec<f64> = records
+                .iter()
+                .filter_map(|r| {
+                    if metric == HistoryMetric::ColdStart {
+                        r.metrics.cold_start.as_ref()
+                    } else {
+                        r.metrics.tools_list.as_ref()
+                    }
+                })
+                .flat_map(|m| m.samples_ms.iter().copied())
+                .filter(|v| v.is_finite())
+                .collect();
+            sample_point(samples, s)
+        }
+        HistoryMetric::CallP50 | HistoryMetric::CallP99 => {
+            let q = if metric == HistoryMetric::CallP50 { 0.50 } else { 0.99 };
+            let hists: Vec<_> = records
+                .iter()
+                .filter_map(|r| {
+                    r.metrics.calls.as_ref().or_else(|| r.metrics.load.as_ref()?.latency.as_ref())
+                })
+                .collect();
+            let mut pooled: Option<hdrhistogram::Histogram<u64>> = None;
+            for h in hists.iter().filter_map(|m| stats::decode_histogram(&m.histogram).ok()) {
+                match &mut pooled {
+                    Some(p) => {
+                        let _ = p.add(&h);
+                    }
+                    None => pooled = Some(h),
+                }
+            }
+            match pooled.filter(|h| !h.is_empty()) {
+                Some(h) => {
+                    let value = h.value_at_quantile(q) as f64 / 1e6;
+                    let ci = (h.len() >= MIN_CI_SAMPLES)
+                        .then(|| stats::histogram_quantile_cis(&h, &[q], RESAMPLES, CONFIDENCE, s))
+                        .and_then(|v| v.first().copied())
+                        .filter(Interval::is_finite);
+                    Some(Point { value, ci, n: h.len() })
+                }
+                // No histogram decodes: the first stored summary, without an interval.
+                None => hists.iter().find(|m| m.summary.count > 0).map(|m| Point {
+                    value: if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms },
+                    ci: None,
+                    n: m.summary.count,
+                }),
+            }
+        }
+        HistoryMetric::Throughput => {
+            let v =
+                records.iter().filter_map(|r| r.metrics.load.as_ref()).map(|l| l.throughput_rps).collect();
+            sample_point(v, s)
+        }
+        HistoryMetric::RssAfterInitialize => {
+            let mut v: Vec<f64> = records
+                .iter()
+                .filter_map(|r| r.metrics.memory.after_initialize.as_ref())
+                .map(|m| m.rss_bytes as f64)
+                .collect();
+            if v.is_empty() {
+                return None;
+            }
+            let n = v.len() as u64;
+            Some(Point { value: stats::median(&mut v), ci: None, n })
+        }
+    }
+}
+
+/// The version histories of the records: one per series with at least [`MIN_VERSIONS`] distinct
+/// SDK versions that have an ok record, in order of the series' first record. Only ok records
+/// make points; a failed record shows as its version's failure. Repeats of a cell are pooled:
+/// their samples and histograms together, or the median of their readings.
+pub fn histories(records: &[Record]) -> Vec<History> {
+    let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
+    for r in records {
+        let key = SeriesKey::of(r);
+        let i = match groups.iter().position(|g| g.0 == key) {
+            Some(i) => i,
+            None => {
+                groups.push((key, BTreeMap::new()));
+                groups.len() - 1
+            }
+        };
+        groups[i].1.entry(r.cell.server.sdk_version.clone()).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .filter(|g| {
+            g.1.values().filter(|rs| rs.iter().any(|r| r.status == Status::Ok)).count() >= MIN_VERSIONS
+        })
+        .map(|(key, all)| {
+            let failures = |v: &str| failure_text(&all[v]);
+            let by_version: BTreeMap<String, Vec<&Record>> = all
+                .iter()
+                .map(|(v, rs)| (v.clone(), rs.iter().copied().filter(|r| r.status == Status::Ok).collect()))
+                .collect();
+            let mut versions: Vec<String> = by_version.keys().cloned().collect();
+            versions.sort_by(|a, b| compare_versions(a, b));
+            let label = key.label();
+            let load = by_version.values().flatten().any(|r| is_load(r));
+            let mut runtime_versions: Vec<String> = Vec::new();
+            for v in &versions {
+                for r in &by_version[v] {
+                    if !runtime_versions.contains(&r.cell.server.runtime_version) {
+                        runtime_versions.push(r.cell.server.runtime_version.clone());
+                    }
+                }
+            }
+            let apis: Vec<String> = versions
+                .iter()
+                .map(|v| {
+                    let mut a: Vec<&str> = all[v].iter().map(|r| r.cell.server.api.as_str()).collect();
+                    a.sort_unstable();
+                    a.dedup();
+                    a.join("+")
+                })
+                .collect();
+            let failures: Vec<Option<String>> = versions.iter().map(|v| failures(v)).collect();
+            let mut metrics = Vec::new();
+            for &metric in metrics_of(&key.kind, load) {
+                let points: Vec<Option<Point>> =
+                    versions.iter().map(|v| point(&label, v, metric, &by_version[v])).collect();
+                if points.iter().all(Option::is_none) {
+                    continue;
+                }
+                let segments = fit(&points);
+                metrics.push(MetricHistory { metric, unit: metric.unit(), points, segments });
+            }
+            let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
+            steps.sort_by_key(|s| s.index);
+            History { key, label, runtime_versions, versions, failures, apis, metrics, steps }
+        })
+        .collect()
+}
+
+/// What failed among one version's records (see [`History::failures`]).
+fn failure_text(records: &[&Record]) -> Option<String> {
+    let failed: Vec<&&Record> = records.iter().filter(|r| r.status == Status::Failed).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for r in &failed {
+        let text = status_text(r);
+        let text = text.strip_prefix("failed: ").unwrap_or(&text).to_string();
+        if !reasons.contains(&text) {
+            reasons.push(text);
+        }
+    }
+    let reasons = reasons.join(", ");
+    Some(if failed.len() == records.len() {
+        reasons
+    } else {
+        format!("{} of {} failed: {reasons}", failed.len(), records.len())
+    })
+}
