@@ -467,7 +467,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
                             runtime: p.runtime_name.clone(),
                             state,
                         },
-                        p.runtime_kind.clone(),
+                        p.runtime_kind,
                     ));
                 }
                 out

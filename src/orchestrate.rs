@@ -1189,8 +1189,8 @@ fn build_record(
     outcome: DriverOutcome,
     failure_override: Option<Failure>,
 ) -> Record {
-    let runtime_version = match cell.image.runtime_kind.as_str() {
-        "native" => env!("CARGO_PKG_VERSION").to_string(),
+    let runtime_version = match cell.image.runtime_kind {
+        crate::recipe::RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
         _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
     };
     let environment = Environment {
@@ -1202,7 +1202,10 @@ fn build_record(
             packages: facts.packages.clone(),
             system_packages: facts.system_packages.clone(),
         },
-        runtime: RuntimeManifest { name: cell.image.runtime_kind.clone(), version: runtime_version.clone() },
+        runtime: RuntimeManifest {
+            name: cell.image.runtime_kind.as_str().into(),
+            version: runtime_version.clone(),
+        },
         host: ctx.host.clone(),
         engine: ctx.engine.clone(),
         placement: cell.placement.clone(),
@@ -1213,7 +1216,7 @@ fn build_record(
             .iter()
             .cloned()
             .chain(runtime_deviation(
-                &cell.image.runtime_kind,
+                cell.image.runtime_kind.as_str(),
                 cell.source_runtime.as_deref(),
                 &runtime_version,
             ))
@@ -1298,7 +1301,7 @@ async fn native_runtime(
     cell: &mut PlannedCell,
     host_python: &mut Option<String>,
 ) -> Result<(), RunError> {
-    if cell.image.runtime_kind != "cpython" {
+    if cell.image.runtime_kind != crate::recipe::RuntimeKind::Cpython {
         return Ok(());
     }
     let Some(suite) = cell.image.base.suite() else { return Ok(()) };
@@ -1320,7 +1323,7 @@ async fn native_runtime(
         let mut want = cell.want.clone();
         want.runtime = Some(rt.clone());
         if let Ok(image) = recipes.resolve(&want) {
-            if image.runtime_kind == "cpython" && image.base.suite() == host_suite {
+            if image.runtime_kind == crate::recipe::RuntimeKind::Cpython && image.base.suite() == host_suite {
                 cell.deviations.push(format!(
                     "the scenario asks for {} (CPython {}); natively this host's python3 is {host}, so the cell ran the {rt} lock on it",
                     cell.image.runtime_name,
@@ -1597,11 +1600,11 @@ pub async fn lock<E: Engine>(
         // Every release with its publication time, from the index the tools use by default
         // (pip's own idea of it; npm's registry): `{"1.2.0": "2025-01-03T16:23:39Z", ...}`.
         let script = match first.locker {
-            "uv" => format!(
+            crate::recipe::Locker::Uv => format!(
                 "set -e; python3 -m venv /tmp/lister; SSL_CERT_FILE=/ca.pem /tmp/lister/bin/python -c '{}' {package}",
                 PYPI_RELEASES.replace('\'', "\"")
             ),
-            _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
+            crate::recipe::Locker::Npm => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
         };
         let out = run_locker(engine, &base.image_id, script, Vec::new(), opts, "list releases", emit).await?;
         let text = out.join("\n");
@@ -1683,7 +1686,7 @@ pub async fn lock<E: Engine>(
                 source: e,
             })?;
         let mut script = String::from("set -e; ");
-        if first.locker == "uv" {
+        if first.locker == crate::recipe::Locker::Uv {
             script.push_str(&format!(
                 "python3 -m venv /tmp/locker; \
                  PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; "
@@ -1698,12 +1701,12 @@ pub async fn lock<E: Engine>(
                 f = crate::recipe::releases::EXCLUDE_NEWER_FILE
             ));
             script.push_str(&match first.locker {
-                "uv" => format!(
+                crate::recipe::Locker::Uv => format!(
                     "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
                      ${{before:+--exclude-newer $before}} \
                      --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
                 ),
-                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
+                crate::recipe::Locker::Npm => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
             });
         }
         let started = Instant::now();
@@ -1826,7 +1829,7 @@ mod tests {
             version: "1.0".into(),
             api: "new".into(),
             runtime_name: "py".into(),
-            runtime_kind: "cpython".into(),
+            runtime_kind: crate::recipe::RuntimeKind::Cpython,
             base,
             fetch_base: None,
             launch: ServerLaunch { argv: vec!["/srv/weekly.py".into()], env: vec![], cwd: None },

@@ -10,6 +10,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
 use crate::orchestrate::PlannedCell;
+use crate::recipe::RuntimeKind;
 use crate::record::Record;
 use crate::spec::Workload;
 
@@ -65,12 +66,12 @@ pub struct PlanView {
 }
 
 /// Rough figures where no earlier record helps: (spawn to initialized, one call), seconds.
-fn rough(runtime_kind: &str) -> (f64, f64) {
+fn rough(runtime_kind: RuntimeKind) -> (f64, f64) {
     match runtime_kind {
-        "cpython" => (0.6, 0.0008),
-        "node" => (0.12, 0.0002),
-        "bun" => (0.08, 0.0002),
-        _ => (0.01, 0.00005),
+        RuntimeKind::Cpython => (0.6, 0.0008),
+        RuntimeKind::Node => (0.12, 0.0002),
+        RuntimeKind::Bun => (0.08, 0.0002),
+        RuntimeKind::Native => (0.01, 0.00005),
     }
 }
 
@@ -95,7 +96,7 @@ pub fn learned(records: &[Record]) -> BTreeMap<(String, String), (f64, f64)> {
             };
             let (s, c) = (mid(spawn), mid(call));
             (s.is_some() || c.is_some()).then(|| {
-                let r = rough("");
+                let r = rough(RuntimeKind::Native);
                 (k, (s.unwrap_or(r.0), c.unwrap_or(r.1)))
             })
         })
@@ -109,7 +110,7 @@ pub fn estimate(cell: &PlannedCell, learned: &BTreeMap<(String, String), (f64, f
     let (spawn, call, from_records) = match learned.get(&key) {
         Some(&(s, c)) => (s, c, true),
         None => {
-            let (s, c) = rough(&cell.image.runtime_kind);
+            let (s, c) = rough(cell.image.runtime_kind);
             (s, c, false)
         }
     };
@@ -124,8 +125,8 @@ pub fn estimate(cell: &PlannedCell, learned: &BTreeMap<(String, String), (f64, f
 }
 
 /// Seconds an image build takes here, roughly (download and install of the locked set).
-fn build_seconds(state: ImageState, runtime_kind: &str) -> f64 {
-    let one = if runtime_kind == "cpython" { 25.0 } else { 20.0 };
+fn build_seconds(state: ImageState, runtime_kind: RuntimeKind) -> f64 {
+    let one = if runtime_kind == RuntimeKind::Cpython { 25.0 } else { 20.0 };
     match state {
         ImageState::Cached => 0.0,
         ImageState::Build | ImageState::Unknown => one,
@@ -138,7 +139,7 @@ impl PlanView {
     pub fn new(
         scenario: &str,
         cells: &[PlannedCell],
-        images: Vec<(PlannedImage, String)>,
+        images: Vec<(PlannedImage, RuntimeKind)>,
         learned: &BTreeMap<(String, String), (f64, f64)>,
         parallel_slots: usize,
     ) -> PlanView {
@@ -155,7 +156,7 @@ impl PlanView {
             cell_seconds += e.seconds;
             from += usize::from(e.from_records);
         }
-        let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, kind)).sum();
+        let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, *kind)).sum();
         PlanView {
             scenario: scenario.to_string(),
             cells: cells.len(),
