@@ -1,6 +1,6 @@
 //! The scenario file's schema as written (serde types with spans, unknown keys refused): servers,
-//! matrices, workloads and timeouts. It checks nothing beyond what serde does; validation and
-//! expansion live beside it (`matrix`, `workload`, and the scenario in `mod`).
+//! matrices, workloads and timeouts. It checks nothing beyond what serde does; expansion and
+//! validation live beside it (`matrix`, `workload`, `validate`).
 
 use std::collections::BTreeMap;
 
