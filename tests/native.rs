@@ -405,7 +405,7 @@ fn ca_bundle() -> PathBuf {
 fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
     let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
     let plan = book.resolve(&want("python-mcp", Some("2.3.0"), "weekly")).unwrap();
-    assert_eq!(plan.runtime_kind, "cpython");
+    assert_eq!(plan.runtime_kind.as_str(), "cpython");
     let cache = tempfile::tempdir().unwrap();
     let rt = rt();
     let mut lines = Vec::new();
@@ -478,7 +478,7 @@ fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
     let mut w = want("ts-sdk", Some("1.32.2"), "weekly");
     w.runtime = Some(runtime.into());
     let plan = book.resolve(&w).unwrap();
-    assert_eq!(plan.runtime_kind, kind);
+    assert_eq!(plan.runtime_kind.as_str(), kind);
     let cache = tempfile::tempdir().unwrap();
     let rt = rt();
     let mut lines = Vec::new();

@@ -11,7 +11,7 @@ use crate::backend::{Backend, BackendKind, ImageState};
 use crate::orchestrate::estimate::{estimate, learned, record_files, Learned};
 use crate::orchestrate::view::{PlanView, PlannedImage};
 use crate::orchestrate::{self, PlannedCell, RunOptions};
-use crate::recipe::RecipeBook;
+use crate::recipe::{RecipeBook, RuntimeKind};
 
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
@@ -57,7 +57,7 @@ async fn image_states(
     cells: &mut [PlannedCell],
     recipes: &RecipeBook,
     opts: &RunOptions,
-) -> Result<Vec<(PlannedImage, String)>, Exit> {
+) -> Result<Vec<(PlannedImage, RuntimeKind)>, Exit> {
     let backends = super::run::backends(EngineChoice::Auto, opts, false).await.unwrap_or_default();
     if !backends.is_empty() {
         orchestrate::admit(&backends, recipes, cells).await?;
@@ -76,7 +76,7 @@ async fn image_states(
                 runtime: p.runtime_name.clone(),
                 state,
             },
-            p.runtime_kind.clone(),
+            p.runtime_kind,
         ));
     }
     Ok(out)

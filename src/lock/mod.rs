@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::backend::containers::{images, ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
 use crate::backend::{BackendConfig, EngineError, PrepareEvent};
-use crate::recipe::RecipeBook;
+use crate::recipe::{Locker, RecipeBook};
 use crate::spec::Sandbox;
 
 /// Prints `{version: first upload time}` of the package named by argv[1], from the JSON API of
@@ -75,7 +75,7 @@ pub async fn lock<E: Engine>(
                 source: e,
             })?;
         let mut script = String::from("set -e; ");
-        if first.locker == "uv" {
+        if first.locker == Locker::Uv {
             script.push_str(&format!(
                 "python3 -m venv /tmp/locker; \
                  PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; "
@@ -90,7 +90,7 @@ pub async fn lock<E: Engine>(
                 f = crate::recipe::releases::EXCLUDE_NEWER_FILE
             ));
             script.push_str(&match first.locker {
-                "uv" => format!(
+                Locker::Uv => format!(
                     "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
                      ${{before:+--exclude-newer $before}} \
                      --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
@@ -148,7 +148,7 @@ async fn range_jobs<E: Engine>(
     // Every release with its publication time, from the index the tools use by default
     // (pip's own idea of it; npm's registry): `{"1.2.0": "2025-01-03T16:23:39Z", ...}`.
     let script = match first.locker {
-        "uv" => format!(
+        Locker::Uv => format!(
             "set -e; python3 -m venv /tmp/lister; SSL_CERT_FILE=/ca.pem /tmp/lister/bin/python -c '{}' {package}",
             PYPI_RELEASES.replace('\'', "\"")
         ),

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::plan::PlannedCell;
+use crate::recipe::RuntimeKind;
 use crate::record::Record;
 use crate::spec::Pace;
 
@@ -29,12 +30,12 @@ pub struct Estimate {
 const PER_CELL_S: f64 = 2.5;
 
 /// Rough figures where no earlier record helps.
-fn rough(runtime_kind: &str) -> Pace {
+fn rough(runtime_kind: RuntimeKind) -> Pace {
     let (spawn_s, call_s) = match runtime_kind {
-        "cpython" => (0.6, 0.0008),
-        "node" => (0.12, 0.0002),
-        "bun" => (0.08, 0.0002),
-        _ => (0.01, 0.00005),
+        RuntimeKind::Cpython => (0.6, 0.0008),
+        RuntimeKind::Node => (0.12, 0.0002),
+        RuntimeKind::Bun => (0.08, 0.0002),
+        RuntimeKind::Native => (0.01, 0.00005),
     };
     Pace { spawn_s, call_s }
 }
@@ -60,7 +61,7 @@ pub fn learned(records: &[Record]) -> Learned {
             };
             let (s, c) = (mid(spawn), mid(call));
             (s.is_some() || c.is_some()).then(|| {
-                let r = rough("");
+                let r = rough(RuntimeKind::Native);
                 (k, Pace { spawn_s: s.unwrap_or(r.spawn_s), call_s: c.unwrap_or(r.call_s) })
             })
         })
@@ -99,15 +100,15 @@ pub fn estimate(cell: &PlannedCell, learned: &Learned) -> Estimate {
     let key = (cell.image.family.clone(), cell.image.runtime_name.clone());
     let (pace, from_records) = match learned.get(&key) {
         Some(&p) => (p, true),
-        None => (rough(&cell.image.runtime_kind), false),
+        None => (rough(cell.image.runtime_kind), false),
     };
     Estimate { seconds: PER_CELL_S + cell.workload.expected_seconds(pace), from_records }
 }
 
 /// Seconds an image build takes here, roughly (download and install of the locked set).
-pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: &str) -> f64 {
+pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: RuntimeKind) -> f64 {
     use crate::backend::ImageState;
-    let one = if runtime_kind == "cpython" { 25.0 } else { 20.0 };
+    let one = if runtime_kind == RuntimeKind::Cpython { 25.0 } else { 20.0 };
     match state {
         ImageState::Cached => 0.0,
         ImageState::Build | ImageState::Unknown => one,

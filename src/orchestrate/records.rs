@@ -5,6 +5,7 @@
 
 use super::plan::PlannedCell;
 use crate::backend::{CellOutcome, Prepared};
+use crate::recipe::RuntimeKind;
 use crate::record::manifest::{
     BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, RuntimeManifest,
 };
@@ -93,8 +94,8 @@ pub fn build_record(
 ) -> Record {
     let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox } = cell_outcome;
     let sandbox = sandbox.unwrap_or_else(|| cell.sandbox.clone());
-    let runtime_version = match cell.image.runtime_kind.as_str() {
-        "native" => env!("CARGO_PKG_VERSION").to_string(),
+    let runtime_version = match cell.image.runtime_kind {
+        RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
         _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
     };
     let environment = Environment {
@@ -106,7 +107,10 @@ pub fn build_record(
             packages: facts.packages.clone(),
             system_packages: facts.system_packages.clone(),
         },
-        runtime: RuntimeManifest { name: cell.image.runtime_kind.clone(), version: runtime_version.clone() },
+        runtime: RuntimeManifest {
+            name: cell.image.runtime_kind.as_str().into(),
+            version: runtime_version.clone(),
+        },
         host: ctx.host.clone(),
         engine: engine.clone(),
         placement: cell.placement.clone(),
@@ -117,7 +121,7 @@ pub fn build_record(
             .iter()
             .cloned()
             .chain(runtime_deviation(
-                &cell.image.runtime_kind,
+                cell.image.runtime_kind.as_str(),
                 cell.source_runtime.as_deref(),
                 &runtime_version,
             ))

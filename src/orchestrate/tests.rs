@@ -243,7 +243,7 @@ async fn plan_and_run_agree_on_images_and_estimated_time() {
             state,
         };
         assert_eq!(i, 0);
-        images.push((planned, p.runtime_kind.clone()));
+        images.push((planned, p.runtime_kind));
     }
     let view = view::PlanView::new(&sc.name, &cells, images, &learned, 1);
     // What the run does.

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::estimate::{build_seconds, estimate, Learned};
 use super::plan::PlannedCell;
 use crate::backend::ImageState;
+use crate::recipe::RuntimeKind;
 
 /// One image of the plan.
 #[derive(Debug, Clone, Serialize)]
@@ -43,7 +44,7 @@ impl PlanView {
     pub fn new(
         scenario: &str,
         cells: &[PlannedCell],
-        images: Vec<(PlannedImage, String)>,
+        images: Vec<(PlannedImage, RuntimeKind)>,
         learned: &Learned,
         parallel_slots: usize,
     ) -> PlanView {
@@ -60,7 +61,7 @@ impl PlanView {
             cell_seconds += e.seconds;
             from += usize::from(e.from_records);
         }
-        let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, kind)).sum();
+        let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, *kind)).sum();
         PlanView {
             scenario: scenario.to_string(),
             cells: cells.len(),

@@ -243,7 +243,7 @@ mod tests {
             version: "1.0".into(),
             api: "new".into(),
             runtime_name: "py".into(),
-            runtime_kind: "cpython".into(),
+            runtime_kind: crate::recipe::RuntimeKind::Cpython,
             base,
             fetch_base: None,
             launch: ServerLaunch { argv: vec!["/srv/weekly.py".into()], env: vec![], cwd: None },

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::backend::EngineError;
-use crate::recipe::ImagePlan;
+use crate::recipe::{ImagePlan, RuntimeKind};
 use crate::record::manifest::Package;
 use crate::spec::ServerLaunch;
 
@@ -182,7 +182,7 @@ pub async fn prepare_in(
             "the native engine runs stdio servers only; use --engine docker for HTTP cells",
         ));
     }
-    let kind = plan.runtime_kind.as_str();
+    let kind = plan.runtime_kind;
     let build = match (&plan.build, kind) {
         (None, _) => {
             return Ok(NativeEnv {
@@ -199,15 +199,18 @@ pub async fn prepare_in(
     };
     // The tool that installs decides what lands in the entry, so it is part of the hash.
     let tool = match kind {
-        "cpython" => host_python()?,
-        "node" | "bun" => on_path("npm").ok_or_else(|| {
+        RuntimeKind::Cpython => host_python()?,
+        RuntimeKind::Node | RuntimeKind::Bun => on_path("npm").ok_or_else(|| {
             EngineError::op("find", "npm", "no npm on this host: install it (apt-get install npm)")
         })?,
-        other => {
+        RuntimeKind::Native => {
             return Err(EngineError::op(
                 "prepare",
                 format!("{} {}", plan.family, plan.version),
-                format!("the native engine cannot install a {other:?} runtime (cpython, node and bun only)"),
+                format!(
+                    "the native engine cannot install a {:?} runtime (cpython, node and bun only)",
+                    kind.as_str()
+                ),
             ))
         }
     };
@@ -215,7 +218,7 @@ pub async fn prepare_in(
     let files: std::collections::BTreeMap<&str, String> =
         build.files.iter().map(|(n, c)| (n.as_str(), crate::hash::sha256_hex(c))).collect();
     let input_hash = crate::hash::canonical_hash(&serde_json::json!({
-        "runtime_kind": kind,
+        "runtime_kind": kind.as_str(),
         "tool": tool.display().to_string(),
         "tool_version": tool_version,
         "files": files,
@@ -241,7 +244,7 @@ pub async fn prepare_in(
     };
     let launch = rewrite_launch(&plan.launch, &entry);
     let interpreter = match kind {
-        "cpython" => facts.interpreter.clone(),
+        RuntimeKind::Cpython => facts.interpreter.clone(),
         _ => launch.argv.first().cloned().unwrap_or_default(),
     };
     Ok(NativeEnv {
@@ -259,7 +262,7 @@ pub async fn prepare_in(
 async fn install(
     root: &Path,
     entry: &Path,
-    kind: &str,
+    kind: RuntimeKind,
     tool: &Path,
     build: &crate::recipe::BuildInputs,
     ca_bundle: &Path,
@@ -286,7 +289,7 @@ async fn install(
         write(name, data)?;
     }
     let manifest_out = match kind {
-        "cpython" => {
+        RuntimeKind::Cpython => {
             let venv = tmp.join("venv");
             let mut cmd = tokio::process::Command::new(tool);
             cmd.arg("-m").arg("venv").arg(&venv);
@@ -339,7 +342,7 @@ async fn install(
     };
     let (runtime_version, packages) = image_manifest(manifest_out).await?;
     let interpreter = match kind {
-        "cpython" => tool.display().to_string(),
+        RuntimeKind::Cpython => tool.display().to_string(),
         _ => rewrite_path(build.launcher.split_whitespace().next().unwrap_or_default(), entry),
     };
     let facts = EntryFacts { runtime_version, interpreter, packages };

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use crate::backend::{Admission, EngineError};
-use crate::recipe::ImagePlan;
+use crate::recipe::{ImagePlan, RuntimeKind};
 
 /// The CPython minor version of each Debian suite a recipe runtime names (its `python3`).
 const SUITE_PYTHON: &[(&str, &str)] = &[("bullseye", "3.9"), ("bookworm", "3.11"), ("trixie", "3.13")];
@@ -20,7 +20,7 @@ pub async fn adapt(
     deviations: &mut Vec<String>,
     host_python: &Mutex<Option<String>>,
 ) -> Result<(), EngineError> {
-    if image.runtime_kind != "cpython" {
+    if image.runtime_kind != RuntimeKind::Cpython {
         return Ok(());
     }
     let Some(suite) = image.base.suite() else { return Ok(()) };
@@ -43,7 +43,7 @@ pub async fn adapt(
         let mut want = a.want.clone();
         want.runtime = Some(rt.clone());
         if let Ok(other) = a.recipes.resolve(&want) {
-            if other.runtime_kind == "cpython" && other.base.suite() == host_suite {
+            if other.runtime_kind == RuntimeKind::Cpython && other.base.suite() == host_suite {
                 deviations.push(format!(
                     "the scenario asks for {} (CPython {}); natively this host's python3 is {host}, so the cell ran the {rt} lock on it",
                     image.runtime_name,

@@ -1,0 +1,171 @@
+//! Unit tests of recipe loading, resolution, lock checks and image input hashes.
+
+use super::*;
+
+/// A checkout with one recipe: two API generations, two runtimes, two suites.
+fn fixture() -> (tempfile::TempDir, RecipeBook) {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let w = |p: &str, c: &str| {
+        std::fs::create_dir_all(r.join(p).parent().unwrap()).unwrap();
+        std::fs::write(r.join(p), c).unwrap();
+    };
+    w(
+        "images/common/Dockerfile.cpython",
+        "FROM {{FETCH_BASE}} AS fetch\nFROM {{BASE}}\nRUN {{LAUNCHER}} x\n",
+    );
+    w("images/common/image-manifest.py", "print('{}')\n");
+    w(
+        "images/sdk/recipe.toml",
+        r#"
+family = "sdk"
+description = "a test SDK"
+default_runtime = "py-a"
+[runtime.py-a]
+kind = "cpython"
+dockerfile = "../common/Dockerfile.cpython"
+suite = "bookworm"
+base_packages = ["python3"]
+launcher = ["/opt/venv/bin/python"]
+[runtime.py-b]
+kind = "cpython"
+dockerfile = "../common/Dockerfile.cpython"
+suite = "trixie"
+base_packages = ["python3"]
+fetch_packages = ["git"]
+launcher = ["/opt/venv/bin/python"]
+[api.new]
+argv = ["/srv/{suite}.py"]
+env = { QUIET = "1" }
+[api.new.sources]
+weekly = "servers/new/weekly.py"
+pulse = "servers/new/pulse.py"
+[api.old]
+argv = ["/srv/{suite}.py"]
+[api.old.sources]
+weekly = "servers/old/weekly.py"
+[[version]]
+version = "2.0"
+api = "new"
+runtimes = ["py-a", "py-b"]
+"#,
+    );
+    w("images/sdk/servers/new/weekly.py", "# a comment\nimport sdk\n\nsdk.run()\n");
+    w("images/sdk/servers/new/pulse.py", "import sdk\n");
+    w("images/sdk/servers/old/weekly.py", "import old\n");
+    w("lockfiles/sdk/2.0-py-a/requirements.txt", "sdk==2.0 --hash=sha256:00\n");
+    w("lockfiles/sdk/2.0-py-b/requirements.txt", "sdk==2.0 --hash=sha256:11\n");
+    let book = RecipeBook::load(r).unwrap();
+    (d, book)
+}
+
+fn want(suite: &str) -> ServerWant {
+    ServerWant {
+        family: "sdk".into(),
+        version: Some("2.0".into()),
+        suite: suite.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_stale_lock_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("requirements.in"), "mcp==1.1.2\nUvicorn[standard]==0.54.0  # asgi\n").unwrap();
+    std::fs::write(
+        d.join("requirements.txt"),
+        "# generated\nmcp==1.1.2 \\\n    --hash=sha256:aa\nuvicorn==0.54.0 \\\n    --hash=sha256:bb\n",
+    )
+    .unwrap();
+    assert_eq!(check_lock(d), Ok(()));
+    std::fs::write(d.join("requirements.in"), "mcp==1.1.3\n").unwrap();
+    assert!(check_lock(d).unwrap_err().contains("mcp==1.1.3"));
+    let js = tempfile::tempdir().unwrap();
+    let j = js.path();
+    std::fs::write(j.join("package.json"), r#"{"dependencies":{"a":"1.0.0"}}"#).unwrap();
+    std::fs::write(j.join("package-lock.json"), r#"{"packages":{"":{"dependencies":{"a":"1.0.0"}}}}"#)
+        .unwrap();
+    assert_eq!(check_lock(j), Ok(()));
+    std::fs::write(j.join("package.json"), r#"{"dependencies":{"a":"2.0.0"}}"#).unwrap();
+    assert!(check_lock(j).unwrap_err().contains("2.0.0"));
+}
+
+#[test]
+fn resolves_launch_sources_and_loc() {
+    let (_d, book) = fixture();
+    let plan = book.resolve(&want("weekly")).unwrap();
+    assert_eq!(plan.api, "new");
+    assert_eq!(plan.launch.argv, ["/opt/venv/bin/python", "/srv/weekly.py"]);
+    assert!(plan.launch.env.contains(&("QUIET".into(), "1".into())));
+    assert!(plan.launch.env.contains(&("BENCHLAB_SUITE".into(), "weekly".into())));
+    let src = plan.source.as_ref().unwrap();
+    assert_eq!((src.file.as_str(), src.loc), ("images/sdk/servers/new/weekly.py", 2));
+    let names: Vec<&str> = plan.build.as_ref().unwrap().files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["lock/requirements.txt", "srv/pulse.py", "srv/weekly.py", "image-manifest.py"]);
+    assert_eq!(plan.fetch_base, None);
+    // The other suite shares the image.
+    assert!(plan.same_image(&book.resolve(&want("pulse")).unwrap()));
+    // A runtime with download-only packages gets its own fetch base.
+    let b = book.resolve(&ServerWant { runtime: Some("py-b".into()), ..want("weekly") }).unwrap();
+    assert_eq!(b.fetch_base, Some(BaseSource::bootstrap("trixie", &["python3", "git"])));
+    assert_eq!(
+        b.dockerfile("BASE", "FETCH").unwrap(),
+        "FROM FETCH AS fetch\nFROM BASE\nRUN /opt/venv/bin/python x\n"
+    );
+}
+
+#[test]
+fn resolve_errors_name_the_field_at_fault() {
+    let (_d, book) = fixture();
+    let field = |w: ServerWant| book.resolve(&w).unwrap_err().field;
+    assert_eq!(field(ServerWant { family: "nope".into(), ..want("weekly") }), WantField::Family);
+    assert_eq!(field(ServerWant { version: Some("9".into()), ..want("weekly") }), WantField::Version);
+    assert_eq!(field(ServerWant { runtime: Some("py-z".into()), ..want("weekly") }), WantField::Runtime);
+    assert_eq!(field(ServerWant { api: Some("old".into()), ..want("weekly") }), WantField::Api);
+}
+
+#[test]
+fn refuses_what_the_recipe_cannot_build() {
+    let (_d, book) = fixture();
+    let e = |w: ServerWant| book.resolve(&w).unwrap_err().to_string();
+    assert!(
+        e(ServerWant { version: Some("9".into()), ..want("weekly") }).contains("no recipe for version \"9\"")
+    );
+    assert!(e(ServerWant { family: "nope".into(), ..want("weekly") }).contains("unknown server family"));
+    assert!(e(ServerWant { runtime: Some("py-z".into()), ..want("weekly") }).contains("no runtime \"py-z\""));
+    assert!(e(ServerWant { api: Some("old".into()), ..want("pulse") }).contains("refused unless"));
+    let ok = book
+        .resolve(&ServerWant { api: Some("old".into()), expect_failure: true, ..want("weekly") })
+        .unwrap();
+    assert_eq!(ok.api, "old");
+    assert!(e(ServerWant { api: Some("old".into()), expect_failure: true, ..want("pulse") })
+        .contains("has no pulse suite"));
+    assert_eq!(
+        book.resolve(&ServerWant { family: NULL_FAMILY.into(), ..want("weekly") }).unwrap().build,
+        None
+    );
+}
+
+#[test]
+fn input_hash_tracks_inputs_but_not_the_ca_bundle() {
+    let (_d, book) = fixture();
+    let plan = book.resolve(&want("weekly")).unwrap();
+    let h = plan.input_hash("sha256:base1", "sha256:base1");
+    assert_eq!(h, plan.input_hash("sha256:base1", "sha256:base1"));
+    assert_ne!(h, plan.input_hash("sha256:base2", "sha256:base1"));
+    assert_ne!(h, plan.input_hash("sha256:base1", "sha256:base2"));
+    let mut changed = plan.clone();
+    changed.build.as_mut().unwrap().files[0].1.push(b'\n');
+    assert_ne!(h, changed.input_hash("sha256:base1", "sha256:base1"));
+    let a = plan.context_tar("b", "b", b"ca-one").unwrap();
+    let b = plan.context_tar("b", "b", b"ca-two").unwrap();
+    assert_ne!(a, b, "the CA bundle is in the context, not in the hash");
+    assert!(plan.reference(&h).starts_with("benchlab/sdk:2.0-py-a-"));
+}
+
+#[test]
+fn counts_lines_of_code_without_comments() {
+    assert_eq!(count_loc("# c\n\nimport x\n  # d\nx()\n", "py"), 2);
+    assert_eq!(count_loc("// c\nimport x;\n/* a\n b */\nconst y = 1; /* z */\n", "mjs"), 2);
+}

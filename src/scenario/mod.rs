@@ -1,0 +1,213 @@
+//! Scenario files (`scenarios/*.toml`): parsing with file:line:column errors, the parsed and
+//! validated `Scenario`, and its expansion into cells (servers × workloads). The schema is in
+//! `raw`, matrices in `matrix`, workloads in `workload`, cross-entry checks in `validate`. It
+//! reads the file and nothing else: recipes are resolved by the orchestrator, before anything is
+//! built.
+
+mod matrix;
+mod raw;
+mod validate;
+mod workload;
+
+use std::path::{Path, PathBuf};
+
+use crate::spec::{PlacementSpec, Timeouts, Workload};
+use crate::text::{glob_match, line_col};
+use raw::RawScenario;
+
+pub use matrix::DEFAULT_LOCKFILES;
+pub use raw::{EngineKind, ServerEntry};
+
+/// A parsed, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub path: PathBuf,
+    pub source: String,
+    pub name: String,
+    pub description: String,
+    pub suite: String,
+    pub placement: PlacementSpec,
+    pub timeouts: Timeouts,
+    pub servers: Vec<ServerEntry>,
+    pub workloads: Vec<Workload>,
+    /// The name of each workload in cell ids (its kind unless the scenario names it).
+    pub workload_names: Vec<String>,
+    /// The server ids each workload is limited to (None: every server).
+    pub workload_servers: Vec<Option<Vec<String>>>,
+    /// How many times every cell runs.
+    pub repeats: u32,
+    /// Cell-id patterns (`*` wildcards) a run is limited to; empty: every cell.
+    pub only: Vec<String>,
+}
+
+/// A scenario problem, located in its file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    At { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}: {message}")]
+    Whole { path: PathBuf, message: String },
+}
+
+/// One cell of the plan before recipes are resolved.
+#[derive(Debug, Clone)]
+pub struct CellSpec {
+    pub server: ServerEntry,
+    pub suite: String,
+    pub workload: Workload,
+    /// The workload's name in the cell id.
+    pub name: String,
+    /// Which run of the cell this is (0-based) and how many there are.
+    pub repeat: u32,
+    pub repeats: u32,
+}
+
+impl CellSpec {
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.server.id.get_ref(), self.name)
+    }
+}
+
+impl Scenario {
+    /// Loads a scenario; release ranges of its matrices come from `lockfiles/` under the working
+    /// folder.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_in(path, Path::new(DEFAULT_LOCKFILES))
+    }
+
+    /// Loads a scenario whose matrices' release ranges are listed under `lockfiles`.
+    pub fn load_in(path: &Path, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
+        let source = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Read { path: path.into(), source })?;
+        Scenario::parse_in(path, source, lockfiles)
+    }
+
+    pub fn parse(path: &Path, source: String) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(path, source, Path::new(DEFAULT_LOCKFILES))
+    }
+
+    pub fn parse_in(path: &Path, source: String, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
+        let raw: RawScenario = toml::from_str(&source).map_err(|e| match e.span() {
+            Some(span) => {
+                let (line, column) = line_col(&source, span.start);
+                ScenarioError::At { path: path.into(), line, column, message: e.message().to_string() }
+            }
+            None => ScenarioError::Whole { path: path.into(), message: e.message().to_string() },
+        })?;
+        let RawScenario {
+            name,
+            description,
+            suite,
+            placement,
+            timeouts,
+            servers,
+            matrices,
+            workloads,
+            repeats,
+            ..
+        } = raw;
+        let mut s = Scenario {
+            path: path.into(),
+            name,
+            description,
+            suite: suite.get_ref().clone(),
+            placement,
+            timeouts: {
+                let d = Timeouts::default();
+                Timeouts {
+                    startup_ms: timeouts.startup_ms.unwrap_or(d.startup_ms),
+                    call_ms: timeouts.call_ms.unwrap_or(d.call_ms),
+                    stop_grace_ms: timeouts.stop_grace_ms.unwrap_or(d.stop_grace_ms),
+                    term_ms: timeouts.term_ms.unwrap_or(d.term_ms),
+                }
+            },
+            servers,
+            workloads: Vec::new(),
+            workload_names: Vec::new(),
+            workload_servers: Vec::new(),
+            repeats: repeats.as_ref().map_or(1, |r| *r.get_ref()),
+            only: Vec::new(),
+            source,
+        };
+        for m in &matrices {
+            let servers = m.expand(lockfiles).map_err(|(span, msg)| s.error_at(span, msg))?;
+            s.servers.extend(servers);
+        }
+        s.check_suite(suite.span())?;
+        if s.servers.is_empty() {
+            return Err(ScenarioError::Whole {
+                path: path.into(),
+                message: "no [[server]] or [[matrix]] entries: nothing to measure".into(),
+            });
+        }
+        if workloads.is_empty() {
+            return Err(ScenarioError::Whole {
+                path: path.into(),
+                message: "no [[workload]] entries: nothing to run".into(),
+            });
+        }
+        s.check_servers()?;
+        if let Some(r) = &repeats {
+            if !(1..=1000).contains(r.get_ref()) {
+                return Err(s.error_at(r.span(), "`repeats` is from 1 to 1000"));
+            }
+        }
+        for raw_w in &workloads {
+            s.add_workload(raw_w)?;
+        }
+        Ok(s)
+    }
+
+    /// Replaces every load workload's warm-up and duration (a reduced run of a long scenario);
+    /// the cells record the times they ran with.
+    pub fn override_load_times(&mut self, warmup_ms: Option<u64>, duration_ms: Option<u64>) {
+        for w in &mut self.workloads {
+            w.override_times(warmup_ms, duration_ms);
+        }
+    }
+
+    /// Locates a span of this scenario's file, for errors found after parsing (unknown recipe,
+    /// impossible version).
+    pub fn error_at(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
+        let (line, column) = line_col(&self.source, span.start);
+        ScenarioError::At { path: self.path.clone(), line, column, message: message.into() }
+    }
+
+    /// Expands the scenario into cells, server by server, workload by workload.
+    pub fn cells(&self) -> Vec<CellSpec> {
+        let mut out = Vec::new();
+        for server in &self.servers {
+            for ((workload, name), only) in
+                self.workloads.iter().zip(&self.workload_names).zip(&self.workload_servers)
+            {
+                if only.as_ref().is_some_and(|l| !l.contains(server.id.get_ref())) {
+                    continue;
+                }
+                let id = format!("{}/{name}", server.id.get_ref());
+                if !self.only.is_empty() && !self.only.iter().any(|p| glob_match(p, &id)) {
+                    continue;
+                }
+                for repeat in 0..self.repeats {
+                    out.push(CellSpec {
+                        server: server.clone(),
+                        suite: server.suite.clone().unwrap_or_else(|| self.suite.clone()),
+                        workload: workload.clone(),
+                        name: name.clone(),
+                        repeat,
+                        repeats: self.repeats,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub fn sha256(&self) -> String {
+        crate::hash::sha256_hex(self.source.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests;

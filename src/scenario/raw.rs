@@ -1,0 +1,161 @@
+//! The scenario file's schema as written (serde types with spans, unknown keys refused): servers,
+//! matrices, workloads and timeouts. It checks nothing beyond what serde does; expansion and
+//! validation live beside it (`matrix`, `workload`, `validate`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
+use crate::spec::{Expect, Lifecycle, PlacementMode, PlacementSpec};
+
+/// One server under test.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEntry {
+    /// The scenario's name for the server, unique within it.
+    pub id: Spanned<String>,
+    /// A recipe family in `images/` (`python-mcp`, ...), or `benchlab-null` for the floor.
+    pub family: Spanned<String>,
+    /// The SDK version; required for recipe families.
+    pub version: Option<Spanned<String>>,
+    /// The runtime (`cpython-bookworm`, ...); the recipe's default when absent.
+    pub runtime: Option<Spanned<String>>,
+    /// Overrides the scenario's suite for this server.
+    pub suite: Option<String>,
+    /// Runs the server source of another API generation than the version's own; only with
+    /// `expect = "failure"` (to show that it fails, as a published claim may say).
+    pub api: Option<Spanned<String>>,
+    /// Extra environment for the server process (recorded in the cell).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `success` (the default) or `failure`: a cell expected to fail is a result when it fails.
+    #[serde(default)]
+    pub expect: Expect,
+    /// `stdio` (the default), `streamable-http` or `sse`: the transport the cell reaches the
+    /// server through. `concurrency`, `open_loop` and `http_api` workloads need an HTTP one.
+    pub transport: Option<Spanned<Transport>>,
+    /// Streamable HTTP only: `json` or `sse` replies (the recipe's first when absent).
+    pub reply: Option<Spanned<ReplyMode>>,
+    /// Streamable HTTP only: `stateful` or `stateless` (the recipe's first when absent).
+    pub session: Option<Spanned<SessionMode>>,
+    /// The runtime version the source being reproduced used (e.g. "3.12.3"); when the cell runs
+    /// another, the record's environment lists the deviation.
+    pub source_runtime: Option<String>,
+    /// `split` or `shared`: this server's placement mode instead of the scenario's (a matrix's
+    /// `placements` axis sets it).
+    pub placement: Option<Spanned<PlacementMode>>,
+    /// `docker` or `native`: where this server's cells run, whatever `run --engine` says (a
+    /// matrix's `engines` axis sets it; comparing both shows what the container costs).
+    pub engine: Option<Spanned<EngineKind>>,
+}
+
+/// Where a cell runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// Containers through the Docker engine.
+    Docker,
+    /// Host processes in lab cgroups (`engine::native`).
+    Native,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Docker => "docker",
+            EngineKind::Native => "native",
+        }
+    }
+}
+
+/// A version matrix: one `[[server]]` per combination of its axes, expanded and validated
+/// before anything is built. `versions` is a list or a release range (`"1.1.2..1.x"`) expanded
+/// against `lockfiles/<family>/releases.toml`; `id` is a template over `{version}`, `{runtime}`,
+/// `{transport}`, `{placement}`, `{engine}` and `{api}` that must name every axis with more than
+/// one value.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMatrix {
+    pub(super) id: Spanned<String>,
+    pub(super) family: Spanned<String>,
+    pub(super) versions: Spanned<toml::Value>,
+    /// With a range: `all` (default) or `latest-patch` (of each minor).
+    pub(super) pick: Option<Spanned<String>>,
+    pub(super) runtimes: Option<Spanned<Vec<String>>>,
+    pub(super) transports: Option<Spanned<Vec<Transport>>>,
+    pub(super) placements: Option<Spanned<Vec<PlacementMode>>>,
+    pub(super) engines: Option<Spanned<Vec<EngineKind>>>,
+    pub(super) api: Option<Spanned<String>>,
+    pub(super) suite: Option<String>,
+    #[serde(default)]
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) reply: Option<Spanned<ReplyMode>>,
+    pub(super) session: Option<Spanned<SessionMode>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) description: String,
+    #[serde(default = "default_suite")]
+    pub(super) suite: Spanned<String>,
+    #[serde(default)]
+    pub(super) placement: PlacementSpec,
+    #[serde(default)]
+    pub(super) timeouts: TimeoutsSpec,
+    #[serde(rename = "server", default)]
+    pub(super) servers: Vec<ServerEntry>,
+    /// Version matrices, expanded into more servers.
+    #[serde(rename = "matrix", default)]
+    pub(super) matrices: Vec<RawMatrix>,
+    #[serde(rename = "workload", default)]
+    pub(super) workloads: Vec<Spanned<RawWorkload>>,
+    /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
+    pub(super) repeats: Option<Spanned<u32>>,
+    /// The published claims the scenario checks (`benchlab verify`); parsed by `claims`.
+    #[serde(rename = "claim", default)]
+    #[allow(dead_code)]
+    pub(super) claims: Vec<toml::Value>,
+}
+
+/// A workload as written: flat, so that an unknown or misplaced key is reported at the key itself
+/// (serde's tagged enums can only point at the whole table).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    pub(super) kind: Spanned<String>,
+    /// Names the workload in cell ids (`<server>/<name>`); needed when a kind appears twice.
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) spawns: Option<Spanned<u32>>,
+    pub(super) tool: Option<Spanned<String>>,
+    /// A number of calls (serial_calls) or a duration such as `"2s"` (load workloads).
+    pub(super) warmup: Option<Spanned<toml::Value>>,
+    pub(super) calls: Option<Spanned<u32>>,
+    /// Load workloads: a number of virtual users, or a list of them (one cell each).
+    pub(super) workers: Option<Spanned<toml::Value>>,
+    pub(super) duration: Option<Spanned<String>>,
+    pub(super) rate: Option<Spanned<u64>>,
+    pub(super) connections: Option<Spanned<u32>>,
+    pub(super) lifecycle: Option<Spanned<Lifecycle>>,
+    /// The ids of the servers this workload runs on (all of them when absent).
+    pub(super) servers: Option<Spanned<Vec<String>>>,
+}
+
+pub(super) type SpanErr = (std::ops::Range<usize>, String);
+
+fn default_suite() -> Spanned<String> {
+    Spanned::new(0..0, "weekly".to_string())
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TimeoutsSpec {
+    pub(super) startup_ms: Option<u64>,
+    pub(super) call_ms: Option<u64>,
+    pub(super) stop_grace_ms: Option<u64>,
+    pub(super) term_ms: Option<u64>,
+}

@@ -1,0 +1,224 @@
+//! Unit tests of scenario parsing, validation and matrix expansion.
+
+use super::*;
+use crate::spec::{Memory, PlacementMode};
+use crate::text::{parse_duration_ms, parse_memory};
+
+const GOOD: &str = r#"
+name = "t"
+suite = "weekly"
+[placement]
+mode = "split"
+memory = "512MiB"
+
+[[server]]
+id = "null"
+family = "benchlab-null"
+
+[[server]]
+id = "mcp"
+family = "python-mcp"
+version = "2.3.0"
+
+[[workload]]
+kind = "cold_start"
+spawns = 3
+
+[[workload]]
+kind = "serial_calls"
+tool = "add_numbers"
+warmup = 10
+calls = 100
+"#;
+
+fn parse(s: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(Path::new("scenarios/t.toml"), s.to_string())
+}
+
+#[test]
+fn expands_servers_times_workloads() {
+    let s = parse(GOOD).unwrap();
+    assert_eq!(s.placement.memory, Memory(512 << 20));
+    let ids: Vec<_> = s.cells().iter().map(CellSpec::id).collect();
+    assert_eq!(ids, ["null/cold_start", "null/serial_calls", "mcp/cold_start", "mcp/serial_calls"]);
+}
+
+#[test]
+fn unknown_keys_are_refused_with_line_and_column() {
+    let bad = GOOD.replace("spawns = 3", "spawns = 3\nspwans = 4");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:20:1: "), "{e}");
+    assert!(e.contains("spwans"), "{e}");
+    let bad = GOOD.replace("spawns = 3", "spawns = 3\ncalls = 4");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:20:9: ") && e.contains("does not belong"), "{e}");
+    let bad = GOOD.replace("mode = \"split\"", "mode = \"split\"\ncpus = 2");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:6:1: ") && e.contains("cpus"), "{e}");
+}
+
+#[test]
+fn wrong_types_are_refused_with_line_and_column() {
+    let bad = GOOD.replace("spawns = 3", "spawns = \"three\"");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:19:10: "), "{e}");
+    let bad = GOOD.replace("memory = \"512MiB\"", "memory = \"512MB\"");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:6:10: ") && e.contains("unknown unit"), "{e}");
+}
+
+#[test]
+fn semantic_errors_point_at_the_entry() {
+    let bad = GOOD.replace("tool = \"add_numbers\"", "tool = \"fibonacci\"");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.contains("scenarios/t.toml:") && e.contains("no tool \"fibonacci\""), "{e}");
+    let bad = GOOD.replace("id = \"mcp\"", "id = \"null\"");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:13:6: ") && e.contains("used twice"), "{e}");
+}
+
+#[test]
+fn globs_and_durations() {
+    assert!(glob_match("gradio-*/mcp-echo-*", "gradio-cl1/mcp-echo-w10"));
+    assert!(!glob_match("gradio-*/mcp-echo-*", "fastmcp/mcp-echo-w10"));
+    assert!(glob_match("*", "x"));
+    assert!(glob_match("a*b*c", "abc") && !glob_match("a*b*c", "acb"));
+    assert!(glob_match("null/cold_start", "null/cold_start") && !glob_match("null", "null/x"));
+    assert_eq!(parse_duration_ms("1.5s"), Ok(1500));
+    assert_eq!(parse_duration_ms("250ms"), Ok(250));
+    assert_eq!(parse_duration_ms("2m"), Ok(120_000));
+    assert!(parse_duration_ms("10").is_err() && parse_duration_ms("5h").is_err());
+}
+
+#[test]
+fn http_workloads_expand_worker_lists_and_check_transports() {
+    let http = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\ntransport = \"streamable-http\"")
+        + "\n[[workload]]\nkind = \"concurrency\"\ntool = \"echo\"\nworkers = [1, 10]\nduration = \"2s\"\nservers = [\"null\"]\n";
+    let e = parse(&http).unwrap_err().to_string();
+    assert!(e.contains("runs over stdio") && e.contains("\"null\""), "{e}");
+    let fixed = http
+        .replace(
+            "kind = \"cold_start\"\nspawns = 3",
+            "kind = \"cold_start\"\nspawns = 3\nservers = [\"mcp\"]",
+        )
+        .replace("warmup = 10\ncalls = 100", "warmup = 10\ncalls = 100\nservers = [\"mcp\"]");
+    let s = parse(&fixed).unwrap();
+    let ids: Vec<_> = s.cells().iter().map(CellSpec::id).collect();
+    assert_eq!(ids, ["null/concurrency-w1", "null/concurrency-w10", "mcp/cold_start", "mcp/serial_calls"]);
+    let bad = fixed.replace("workers = [1, 10]", "workers = [1, 1]");
+    assert!(parse(&bad).unwrap_err().to_string().contains("twice"));
+    let bad = fixed.replace("duration = \"2s\"", "duration = \"2 parsecs\"");
+    assert!(parse(&bad).unwrap_err().to_string().contains("unknown unit"));
+}
+
+#[test]
+fn memory_units() {
+    assert_eq!(parse_memory("1GiB"), Ok(1 << 30));
+    assert_eq!(parse_memory("4096"), Ok(4096));
+    assert!(parse_memory("1GB").is_err());
+}
+
+#[test]
+fn line_col_counts_from_one() {
+    assert_eq!(line_col("ab\ncd", 0), (1, 1));
+    assert_eq!(line_col("ab\ncd", 4), (2, 2));
+}
+
+const MATRIX: &str = r#"
+name = "m"
+[[matrix]]
+id = "mcp-{version}-{runtime}"
+family = "python-mcp"
+versions = "1.1.2..1.x"
+pick = "latest-patch"
+runtimes = ["cpython-bookworm", "cpython-trixie"]
+api = "lowlevel"
+
+[[workload]]
+kind = "cold_start"
+spawns = 2
+"#;
+
+fn with_releases(versions: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("python-mcp")).unwrap();
+    let list: Vec<String> = versions.iter().map(|v| format!("{v:?}")).collect();
+    std::fs::write(
+        d.path().join("python-mcp/releases.toml"),
+        format!("package = \"mcp\"\nlisted = \"2026-11-30\"\nversions = [{}]\n", list.join(", ")),
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn a_matrix_expands_ranges_and_axes_into_servers() {
+    let d = with_releases(&["1.0.0", "1.1.2", "1.1.3", "1.2.0", "1.2.1", "1.10.0", "2.0.0"]);
+    let s = Scenario::parse_in(Path::new("m.toml"), MATRIX.into(), d.path()).unwrap();
+    let ids: Vec<&str> = s.servers.iter().map(|x| x.id.get_ref().as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "mcp-1.1.2-cpython-bookworm",
+            "mcp-1.1.2-cpython-trixie",
+            "mcp-1.1.3-cpython-bookworm",
+            "mcp-1.1.3-cpython-trixie",
+            "mcp-1.2.1-cpython-bookworm",
+            "mcp-1.2.1-cpython-trixie",
+            "mcp-1.10.0-cpython-bookworm",
+            "mcp-1.10.0-cpython-trixie",
+        ]
+    );
+    assert!(s.servers.iter().all(|x| x.api.as_ref().map(|a| a.get_ref().as_str()) == Some("lowlevel")));
+    assert_eq!(s.cells().len(), 8);
+}
+
+#[test]
+fn matrix_errors_point_at_the_field() {
+    // No release list yet: the error names the lock command, at the `versions` line.
+    let empty = tempfile::tempdir().unwrap();
+    let e = Scenario::parse_in(Path::new("m.toml"), MATRIX.into(), empty.path()).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:6:"), "{e}");
+    assert!(e.contains("benchlab lock python-mcp 1.1.2..1.x"), "{e}");
+    // Two runtimes but an id template without {runtime}: ids would collide.
+    let d = with_releases(&["1.1.2"]);
+    let src = MATRIX.replace("mcp-{version}-{runtime}", "mcp-{version}");
+    let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:4:") && e.contains("{runtime}"), "{e}");
+    // A bad pick and a bad range.
+    let src = MATRIX.replace("latest-patch", "newest");
+    let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:7:") && e.contains("unknown pick"), "{e}");
+    let src = MATRIX.replace("1.1.2..1.x", "1.1.2..one");
+    let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:6:") && e.contains("release range"), "{e}");
+    // A range that holds no release.
+    let src = MATRIX.replace("1.1.2..1.x", "3.0.0..3.x");
+    let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+    assert!(e.contains("no release of mcp"), "{e}");
+    // Unknown key in a matrix.
+    let src = MATRIX.replace("api = \"lowlevel\"", "apis = \"lowlevel\"");
+    let e = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:9:") && e.contains("apis"), "{e}");
+}
+
+#[test]
+fn matrix_lists_engines_and_placements() {
+    let src = r#"
+name = "e"
+[[matrix]]
+id = "mcp-{engine}-{placement}"
+family = "python-mcp"
+versions = ["2.3.0"]
+engines = ["docker", "native"]
+placements = ["split", "shared"]
+[[workload]]
+kind = "cold_start"
+spawns = 1
+"#;
+    let s = Scenario::parse_in(Path::new("e.toml"), src.into(), Path::new("/nonexistent")).unwrap();
+    let ids: Vec<&str> = s.servers.iter().map(|x| x.id.get_ref().as_str()).collect();
+    assert_eq!(ids, ["mcp-docker-split", "mcp-native-split", "mcp-docker-shared", "mcp-native-shared"]);
+    assert_eq!(s.servers[1].engine.as_ref().map(|e| *e.get_ref()), Some(EngineKind::Native));
+    assert_eq!(s.servers[2].placement.as_ref().map(|p| *p.get_ref()), Some(PlacementMode::Shared));
+}

@@ -1,0 +1,169 @@
+//! Checks across a scenario's entries, made once its servers are known: server ids and suites,
+//! and each workload against the servers it runs on (their suites' tools, their transports),
+//! with the names its cells take. Errors point at the entry at fault.
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::raw::{RawWorkload, ServerEntry};
+use super::{Scenario, ScenarioError};
+use crate::mcp::suite::Suite;
+use crate::spec::Workload;
+
+impl Scenario {
+    /// Refuses an unknown scenario suite, at `span` (its key).
+    pub(super) fn check_suite(&self, span: Range<usize>) -> Result<(), ScenarioError> {
+        if Suite::from_name(&self.suite).is_none() {
+            let names: Vec<_> = Suite::ALL.iter().map(|x| x.name()).collect();
+            return Err(
+                self.error_at(span, format!("unknown suite {:?} (known: {})", self.suite, names.join(", ")))
+            );
+        }
+        Ok(())
+    }
+
+    /// Server ids are well-formed and unique, and their suites known.
+    pub(super) fn check_servers(&self) -> Result<(), ScenarioError> {
+        for (i, srv) in self.servers.iter().enumerate() {
+            let id = srv.id.get_ref();
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                return Err(self.error_at(
+                    srv.id.span(),
+                    format!("server id {id:?} must be non-empty letters, digits, '-', '_' or '.'"),
+                ));
+            }
+            if self.servers[..i].iter().any(|o| o.id.get_ref() == id) {
+                return Err(self.error_at(srv.id.span(), format!("server id {id:?} is used twice")));
+            }
+            if let Some(suite) = &srv.suite {
+                if Suite::from_name(suite).is_none() {
+                    return Err(
+                        self.error_at(srv.id.span(), format!("server {id:?}: unknown suite {suite:?}"))
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Types a `[[workload]]` table, checks each of its workloads against the servers it runs
+    /// on, and adds them with their cell-id names.
+    pub(super) fn add_workload(&mut self, raw_w: &Spanned<RawWorkload>) -> Result<(), ScenarioError> {
+        let suite = Suite::from_name(&self.suite).expect("checked above");
+        let typed = raw_w.get_ref().typed().map_err(|(span, m)| self.error_at(span, m))?;
+        let only = raw_w.get_ref().servers.as_ref();
+        if let Some(list) = only {
+            for id in list.get_ref() {
+                if !self.servers.iter().any(|x| x.id.get_ref() == id) {
+                    return Err(self.error_at(
+                        list.span(),
+                        format!("`servers` names {id:?}, which is no [[server]] id"),
+                    ));
+                }
+            }
+        }
+        for (workload, suffix) in typed {
+            let w = Spanned::new(raw_w.span(), workload);
+            self.check_workload(&w, raw_w.get_ref(), suite)?;
+            if self.workloads.contains(w.get_ref()) {
+                return Err(self.error_at(w.span(), "this workload is listed twice"));
+            }
+            let name = self.workload_name(raw_w.get_ref(), &w, &suffix)?;
+            self.workloads.push(w.get_ref().clone());
+            self.workload_names.push(name);
+            self.workload_servers.push(only.map(|l| l.get_ref().clone()));
+        }
+        Ok(())
+    }
+
+    /// A workload's counts, and its tool and transport on every server it runs on.
+    fn check_workload(
+        &self,
+        w: &Spanned<Workload>,
+        raw: &RawWorkload,
+        suite: Suite,
+    ) -> Result<(), ScenarioError> {
+        match w.get_ref() {
+            Workload::ColdStart { spawns } if *spawns == 0 => {
+                return Err(self.error_at(w.span(), "cold_start needs spawns >= 1"))
+            }
+            Workload::SerialCalls { calls, .. } if *calls == 0 => {
+                return Err(self.error_at(w.span(), "serial_calls needs calls >= 1"))
+            }
+            _ => {}
+        }
+        let only = raw.servers.as_ref();
+        let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.get_ref().contains(x.id.get_ref()));
+        if let Some(tool) = w.get_ref().tool() {
+            for srv in self.servers.iter().filter(runs_on) {
+                let suite = srv.suite.as_deref().and_then(Suite::from_name).unwrap_or(suite);
+                if suite.call(tool, 0).is_none() {
+                    return Err(self.error_at(
+                        raw.tool.as_ref().map_or(w.span(), |t| t.span()),
+                        format!(
+                            "{}: suite {} (of server {:?}) has no tool {tool:?} (it has {})",
+                            w.get_ref().kind(),
+                            suite.name(),
+                            srv.id.get_ref(),
+                            suite.tools().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        for srv in self.servers.iter().filter(runs_on) {
+            let http = srv.transport.as_ref().is_some_and(|t| t.get_ref().is_http());
+            if w.get_ref().is_load() != http {
+                let msg = if http {
+                    format!(
+                        "a {} workload runs over stdio, but server {:?} is {}: limit the workload with `servers = [...]`",
+                        w.get_ref().kind(),
+                        srv.id.get_ref(),
+                        srv.transport.as_ref().map_or("stdio", |t| t.get_ref().as_str())
+                    )
+                } else {
+                    format!(
+                        "a {} workload needs an HTTP server, but server {:?} is stdio: set its `transport` or limit the workload with `servers = [...]`",
+                        w.get_ref().kind(),
+                        srv.id.get_ref()
+                    )
+                };
+                return Err(self.error_at(w.span(), msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of a workload in cell ids: the table's `name` (or its kind) with the sweep's
+    /// suffix, unique in the scenario.
+    fn workload_name(
+        &self,
+        raw: &RawWorkload,
+        w: &Spanned<Workload>,
+        suffix: &str,
+    ) -> Result<String, ScenarioError> {
+        let name = match &raw.name {
+            Some(n) => {
+                let v = n.get_ref();
+                if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                    return Err(self.error_at(
+                        n.span(),
+                        format!("workload name {v:?} must be letters, digits, '-', '_' or '.'"),
+                    ));
+                }
+                format!("{v}{suffix}")
+            }
+            None => format!("{}{suffix}", w.get_ref().kind()),
+        };
+        if self.workload_names.contains(&name) {
+            return Err(self.error_at(
+                w.span(),
+                format!(
+                    "a second workload named {name:?}: give each workload of the same kind its own `name`"
+                ),
+            ));
+        }
+        Ok(name)
+    }
+}
