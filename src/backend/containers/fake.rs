@@ -1,4 +1,4 @@
-//! A fake engine for unit tests of the orchestrator's pure logic (image cache, base handling,
+//! A fake engine for unit tests of the container backend's pure logic (image cache, base handling,
 //! clean-up): it keeps images in memory, records every call, and fails where a test asks. It
 //! runs nothing; the Docker end-to-end tests are what show the lab works.
 
