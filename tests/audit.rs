@@ -115,7 +115,7 @@ fn record(i: usize) -> Record {
                 }),
             },
             load: i.is_multiple_of(3).then(|| LoadMetrics {
-                mode: "closed".into(),
+                mode: benchlab::spec::LoadMode::Closed,
                 workers: 10,
                 connections: 10,
                 warmup_ms: 1000,

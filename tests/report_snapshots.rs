@@ -223,7 +223,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
     let failed: u64 = s.errors.iter().map(|(_, n)| n).sum();
     r.metrics = Default::default();
     r.metrics.load = Some(LoadMetrics {
-        mode: mode.into(),
+        mode: if mode == "open" { benchlab::spec::LoadMode::Open } else { benchlab::spec::LoadMode::Closed },
         workers,
         connections: workers,
         warmup_ms: 500,

@@ -108,7 +108,7 @@ fn load_memory() -> LoadMemory {
 
 fn load_metrics() -> LoadMetrics {
     LoadMetrics {
-        mode: "open".into(),
+        mode: benchlab::spec::LoadMode::Open,
         workers: 8,
         connections: 4,
         warmup_ms: 1_000,

@@ -184,7 +184,7 @@ fn load_row(r: &Record) -> LoadRow {
         repeats: 1,
     };
     if let Some(l) = &r.metrics.load {
-        row.mode = l.mode.clone();
+        row.mode = l.mode.as_str().into();
         if l.workers > 0 {
             row.workers = l.workers;
         }

@@ -91,12 +91,32 @@ pub struct LoadMemory {
     pub cgroup_peak_bytes: Option<u64>,
 }
 
+/// How an HTTP load sends its calls; stored as `"closed"` or `"open"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// Virtual users call back to back (`concurrency`, `http_api`).
+    #[default]
+    Closed,
+    /// Calls at a fixed arrival rate (`open_loop`).
+    Open,
+}
+
+impl LoadMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadMode::Closed => "closed",
+            LoadMode::Open => "open",
+        }
+    }
+}
+
 /// Throughput, latency and errors of an HTTP load (closed or open loop).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadMetrics {
     /// `closed` (concurrency, http_api) or `open` (open_loop).
-    pub mode: String,
+    pub mode: LoadMode,
     /// Virtual users (closed loop) and HTTP connections.
     pub workers: u32,
     pub connections: u32,

@@ -15,6 +15,7 @@ use crate::driver::load::worker::WorkerStats;
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
+use crate::spec::LoadMode;
 use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics};
 use crate::stats;
 
@@ -120,7 +121,7 @@ fn process_cpu_ns() -> u64 {
 pub(super) fn merge(plan: &LoadPlan, stats: &[WorkerStats]) -> LoadMetrics {
     let mut hist = stats::latency_histogram();
     let mut m = LoadMetrics {
-        mode: if plan.rate.is_some() { "open" } else { "closed" }.into(),
+        mode: if plan.rate.is_some() { LoadMode::Open } else { LoadMode::Closed },
         workers: plan.workers,
         connections: plan.workers,
         warmup_ms: plan.warmup.as_millis() as u64,

@@ -67,7 +67,7 @@ fn a_load_without_one_success_fails_by_its_most_common_error() {
     w.account(Duration::ZERO, &e(ErrorKind::Timeout));
     w.account(Duration::ZERO, &e(ErrorKind::HttpStatus));
     let m = merge(&plan(None), &[w]);
-    assert_eq!((m.mode.as_str(), m.error_rate, m.dropped), ("closed", 1.0, None));
+    assert_eq!((m.mode, m.error_rate, m.dropped), (crate::spec::LoadMode::Closed, 1.0, None));
     let f = no_success_failure(&m).unwrap();
     assert_eq!(f.reason, FailureReason::Timeout);
     assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);

@@ -311,7 +311,7 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
             let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);
             r.metrics.cold_start = None;
             r.metrics.load = Some(crate::spec::LoadMetrics {
-                mode: "closed".into(),
+                mode: crate::spec::LoadMode::Closed,
                 workers: 10,
                 throughput_rps: rps,
                 ..Default::default()
