@@ -75,7 +75,7 @@ fn record(i: usize) -> Record {
                 }),
                 env,
             },
-            transport: "stdio".into(),
+            transport: benchlab::spec::CellTransport::Stdio,
             suite: "weekly".into(),
             workload: if serial {
                 Workload::SerialCalls { tool: "echo".into(), warmup: 10, calls: 100 }

@@ -217,7 +217,7 @@ use benchlab::spec::{Lifecycle, Workload};
 fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -> Record {
     let mut r = template.clone();
     r.cell.id = "null-http/concurrency-w10".into();
-    r.cell.transport = "streamable-http".into();
+    r.cell.transport = benchlab::spec::CellTransport::StreamableHttp;
     r.cell.workload = Workload::Concurrency {
         tool: "add".into(),
         workers: 10,

@@ -202,7 +202,8 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
     r.seq = seq;
     r.cell.id = format!("{}/{}", s.server, s.id);
     r.cell.server.id = s.server.into();
-    r.cell.transport = s.transport.into();
+    r.cell.transport =
+        serde_json::from_value(serde_json::json!(s.transport)).expect("a stored transport name");
     r.cell.http = Some(HttpTarget {
         transport: Transport::StreamableHttp,
         port: 8000,

@@ -210,7 +210,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 }),
                 env: BTreeMap::from([("PYTHONHASHSEED".to_string(), "0".to_string())]),
             },
-            transport: "streamable-http".into(),
+            transport: benchlab::spec::CellTransport::StreamableHttp,
             suite: "weekly".into(),
             workload,
             placement: placement(),

@@ -10,7 +10,7 @@ use crate::record::manifest::{
     BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, RuntimeManifest,
 };
 use crate::record::{Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status};
-use crate::spec::{HistogramMetric, Sandbox};
+use crate::spec::{CellTransport, HistogramMetric, Sandbox};
 use crate::stats;
 
 /// The parts of the environment shared by every cell of a run.
@@ -159,9 +159,9 @@ pub fn build_record(
                 env: cell.env.clone(),
             },
             transport: match (&cell.image.http, &cell.workload) {
-                (_, crate::spec::Workload::HttpApi { .. }) => "http-api".into(),
-                (Some(h), _) => h.transport.as_str().into(),
-                (None, _) => "stdio".into(),
+                (_, crate::spec::Workload::HttpApi { .. }) => CellTransport::HttpApi,
+                (Some(h), _) => h.transport.into(),
+                (None, _) => CellTransport::Stdio,
             },
             suite: cell.suite.clone(),
             workload: cell.workload.clone(),

@@ -2,7 +2,7 @@
 //! ran in and the hashes that make the store tamper-evident. Canonical JSON and sha256 live here;
 //! computing metrics does not.
 use crate::hash::{canonical_json, sha256_hex};
-use crate::spec::{Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
+use crate::spec::{CellTransport, Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 
 pub mod audit;
 pub mod diffenv;
@@ -70,7 +70,8 @@ pub struct Cell {
     /// `<server id>/<workload kind>`, unique within a scenario.
     pub id: String,
     pub server: ServerIdent,
-    pub transport: String,
+    /// `stdio`, `streamable-http`, `sse`, or `http-api` (a plain REST route).
+    pub transport: CellTransport,
     pub suite: String,
     pub workload: Workload,
     pub placement: Placement,
@@ -238,7 +239,7 @@ pub(crate) mod tests {
                     source: None,
                     env: BTreeMap::new(),
                 },
-                transport: "stdio".into(),
+                transport: CellTransport::Stdio,
                 suite: "weekly".into(),
                 workload: Workload::ColdStart { spawns: 3 },
                 placement: placement.clone(),

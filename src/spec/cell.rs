@@ -230,3 +230,42 @@ pub struct SourceInfo {
     /// Non-blank, non-comment lines.
     pub loc: u32,
 }
+
+/// How a cell's driver reached its server, as records store it: an MCP transport, or a plain
+/// REST route (`http-api`, the protocol-overhead comparison).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellTransport {
+    Stdio,
+    StreamableHttp,
+    Sse,
+    HttpApi,
+}
+
+impl CellTransport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellTransport::Stdio => "stdio",
+            CellTransport::StreamableHttp => "streamable-http",
+            CellTransport::Sse => "sse",
+            CellTransport::HttpApi => "http-api",
+        }
+    }
+}
+
+impl From<crate::mcp::transport::Transport> for CellTransport {
+    fn from(t: crate::mcp::transport::Transport) -> Self {
+        use crate::mcp::transport::Transport;
+        match t {
+            Transport::Stdio => CellTransport::Stdio,
+            Transport::StreamableHttp => CellTransport::StreamableHttp,
+            Transport::Sse => CellTransport::Sse,
+        }
+    }
+}
+
+impl std::fmt::Display for CellTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

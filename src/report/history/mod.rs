@@ -146,7 +146,7 @@ impl SeriesKey {
         SeriesKey {
             family: c.server.family.clone(),
             runtime: c.server.runtime.clone(),
-            transport: c.transport.clone(),
+            transport: c.transport.as_str().to_string(),
             suite: c.suite.clone(),
             workload: c.id.rsplit('/').next().unwrap_or(c.workload.kind()).to_string(),
             kind: c.workload.kind().to_string(),

@@ -299,7 +299,7 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
             let mut r = sample_record(&format!("ts-{v}"));
             r.cell.server.sdk_version = v.to_string();
             r.cell.id = format!("ts-{v}/concurrency-w10");
-            r.cell.transport = "streamable-http".into();
+            r.cell.transport = crate::spec::CellTransport::StreamableHttp;
             r.cell.workload = Workload::Concurrency {
                 tool: "add".into(),
                 workers: 10,
