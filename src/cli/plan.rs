@@ -2,13 +2,13 @@
 //! they need and which the engine holds, and a time estimate. The plan's figures and its text
 //! live in `orchestrate` (`view`, `estimate`); this gathers the images' states and earlier records and prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::exit::{Exit, OK};
 use super::run::EngineChoice;
 use super::{run_options, tokio_runtime, Checkout};
 use crate::backend::{Backend, BackendKind, ImageState};
-use crate::orchestrate::estimate::{estimate, learned, record_files, Learned};
+use crate::orchestrate::estimate::{estimate, learned_from, Learned};
 use crate::orchestrate::view::{PlanView, PlannedImage};
 use crate::orchestrate::{self, PlannedCell, RunOptions};
 use crate::recipe::{RecipeBook, RuntimeKind};
@@ -38,7 +38,7 @@ pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
     let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
     let opts = run_options(results.clone(), None, checkout.ca_bundle.clone())?;
     let states = tokio_runtime().block_on(image_states(&mut cells, &recipes, &opts))?;
-    let learned = learned(&earlier_ok_records(&results));
+    let learned = learned_from(&results);
     let view = PlanView::new(&sc.name, &cells, states, &learned, slots);
     if json {
         println!(
@@ -80,17 +80,6 @@ async fn image_states(
         ));
     }
     Ok(out)
-}
-
-/// The ok records of every run under the results folder (unreadable stores are skipped).
-fn earlier_ok_records(results: &Path) -> Vec<crate::record::Record> {
-    let mut earlier = Vec::new();
-    for run in record_files(results) {
-        if let Ok(r) = crate::record::store::read_records(&run) {
-            earlier.extend(r.into_iter().filter(|r| r.status == crate::record::Status::Ok));
-        }
-    }
-    earlier
 }
 
 /// The plan as JSON, with every cell and its estimate.

@@ -68,13 +68,14 @@ pub fn learned(records: &[Record]) -> Learned {
         .collect()
 }
 
-/// Every record under a results folder (`<results>/<scenario>/<run>/records.jsonl`); runs that
-/// cannot be read are passed over (an estimate is no reason to fail).
+/// What the ok records under a results folder (`<results>/<scenario>/<run>/records.jsonl`) say;
+/// runs that cannot be read are passed over (an estimate is no reason to fail). `plan` and
+/// `run` both learn here.
 pub fn learned_from(results: &Path) -> Learned {
     let mut records = Vec::new();
     for path in record_files(results) {
-        if let Ok(mut r) = crate::record::store::read_records(&path) {
-            records.append(&mut r);
+        if let Ok(r) = crate::record::store::read_records(&path) {
+            records.extend(r.into_iter().filter(|r| r.status == crate::record::Status::Ok));
         }
     }
     learned(&records)
