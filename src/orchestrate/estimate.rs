@@ -35,7 +35,7 @@ fn rough(runtime_kind: RuntimeKind) -> Pace {
         RuntimeKind::Cpython => (0.6, 0.0008),
         RuntimeKind::Node => (0.12, 0.0002),
         RuntimeKind::Bun => (0.08, 0.0002),
-        RuntimeKind::Native => (0.01, 0.00005),
+        RuntimeKind::Native | RuntimeKind::Shell => (0.01, 0.00005),
     };
     Pace { spawn_s, call_s }
 }

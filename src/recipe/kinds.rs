@@ -14,18 +14,23 @@ pub enum RuntimeKind {
     Node,
     /// Bun, with npm's lock.
     Bun,
+    /// Anything else a recipe's own Dockerfile sets up and its launcher runs (a shell script,
+    /// say; tests/e2e_faults.rs's servers): built and measured like the others; the native
+    /// engine cannot install it.
+    Shell,
     /// The lab's own binary (the built-in null server); no recipe names it.
     #[serde(skip_deserializing)]
     Native,
 }
 
 impl RuntimeKind {
-    /// The name records and manifests carry (`cpython`, `node`, `bun`, `native`).
+    /// The name records and manifests carry (`cpython`, `node`, `bun`, `shell`, `native`).
     pub fn as_str(self) -> &'static str {
         match self {
             RuntimeKind::Cpython => "cpython",
             RuntimeKind::Node => "node",
             RuntimeKind::Bun => "bun",
+            RuntimeKind::Shell => "shell",
             RuntimeKind::Native => "native",
         }
     }
@@ -67,11 +72,20 @@ mod tests {
 
     #[test]
     fn runtime_kinds_keep_their_recorded_names() {
-        for k in [RuntimeKind::Cpython, RuntimeKind::Node, RuntimeKind::Bun, RuntimeKind::Native] {
+        for k in [
+            RuntimeKind::Cpython,
+            RuntimeKind::Node,
+            RuntimeKind::Bun,
+            RuntimeKind::Shell,
+            RuntimeKind::Native,
+        ] {
             assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.as_str()));
         }
         let parsed: RuntimeKind = serde_json::from_str("\"bun\"").unwrap();
         assert_eq!(parsed, RuntimeKind::Bun);
+        // A recipe's own Dockerfile and launcher (the fault fixtures' shell servers).
+        assert_eq!(serde_json::from_str::<RuntimeKind>("\"shell\"").unwrap(), RuntimeKind::Shell);
+        assert!(serde_json::from_str::<RuntimeKind>("\"perl\"").is_err());
         assert!(serde_json::from_str::<RuntimeKind>("\"native\"").is_err());
         assert_eq!(format!("{} {}", Locker::Uv, Locker::Npm), "uv npm");
     }

@@ -39,7 +39,7 @@ impl RecipeBook {
             let rt = &recipe.runtimes[name];
             let (locker, base) = match rt.kind {
                 RuntimeKind::Cpython => (Locker::Uv, base_of(rt)?),
-                RuntimeKind::Node | RuntimeKind::Bun | RuntimeKind::Native => {
+                RuntimeKind::Node | RuntimeKind::Bun | RuntimeKind::Native | RuntimeKind::Shell => {
                     let suite = rt.suite.clone().ok_or("npm locking needs a bootstrapped base (suite)")?;
                     let mut all: Vec<&str> = rt.base_packages.iter().map(String::as_str).collect();
                     all.extend(rt.fetch_packages.iter().map(String::as_str));
