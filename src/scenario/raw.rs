@@ -57,7 +57,7 @@ pub struct ServerEntry {
 pub enum EngineKind {
     /// Containers through the Docker engine.
     Docker,
-    /// Host processes in lab cgroups (`engine::native`).
+    /// Host processes in lab cgroups (`backend::native`).
     Native,
 }
 
