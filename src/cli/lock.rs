@@ -60,8 +60,8 @@ pub(super) fn run(args: LockArgs) -> Result<i32, Exit> {
 
 /// What `lock::lock` checks before it lists or locks anything (a release range that
 /// parses, a family with a `[[range]]`, a version and runtime its recipe has), asked of the same
-/// recipe functions up front: these are bad input, and `lock::lock` reports them as I/O
-/// (`RunError::Io`, "plan the lock"), which would exit 3.
+/// recipe functions up front, so bad input exits 2 before an engine is even asked for
+/// (`lock::lock` reports the same as `LockError::Input`, also exit 2).
 fn check_input(recipes: &RecipeBook, family: &str, version: &str, runtime: Option<&str>) -> Result<(), Exit> {
     let bad = |m: String| Exit::input(format!("plan the lock: {m}"));
     if version.contains("..") {
