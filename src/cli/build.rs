@@ -55,13 +55,9 @@ fn image_plans(args: &BuildArgs, recipes: &RecipeBook) -> Result<Vec<ImagePlan>,
             let scenario = args.checkout.scenario(path)?;
             let cells = orchestrate::plan(&scenario, recipes, &crate::placement::available_cpus())
                 .map_err(Exit::from)?;
-            // Every image a cell needs in containers (a native cell's install is not built here).
-            Ok(cells.into_iter().fold(Vec::new(), |mut plans: Vec<ImagePlan>, c| {
-                if !plans.iter().any(|p| p.same_image(&c.image)) {
-                    plans.push(c.image);
-                }
-                plans
-            }))
+            // The cells are not admitted here, so every image counts as a container image: the
+            // distinct images by the one rule `run` and `plan` use.
+            Ok(orchestrate::distinct_images(&cells).into_iter().map(|(_, p)| p).collect())
         }
         None => {
             let wants =

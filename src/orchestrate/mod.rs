@@ -211,19 +211,9 @@ pub async fn build_plans<B: Backend>(
     plans: &[crate::recipe::ImagePlan],
     emit: &mut (dyn FnMut(Event) + Send),
 ) -> Result<Vec<(String, bool)>, RunError> {
-    let mut out = Vec::new();
-    let mut eta = estimate::Eta::default();
-    for (index, plan) in plans.iter().enumerate() {
-        let progress =
-            crate::backend::ImageProgress { index, total: plans.len(), eta_s: eta.left(plans.len() - index) };
-        let started = std::time::Instant::now();
-        let ready = backend.prepare(plan, progress, &mut |e| emit(Event::Prepare(e))).await?;
-        if ready.built {
-            eta.add(started.elapsed().as_secs_f64());
-        }
-        out.push((ready.reference, ready.built));
-    }
-    Ok(out)
+    let distinct: Vec<(usize, crate::recipe::ImagePlan)> = plans.iter().map(|p| (0, p.clone())).collect();
+    let ready = schedule::prepare_all(std::slice::from_ref(backend), &distinct, emit).await?;
+    Ok(ready.into_iter().map(|(_, _, p)| (p.reference, p.built)).collect())
 }
 
 #[cfg(test)]

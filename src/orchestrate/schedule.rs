@@ -138,7 +138,7 @@ async fn plan_run<B: Backend>(
 }
 
 /// Prepares each distinct image on its backend, once, with counts and the time left.
-async fn prepare_all<B: Backend>(
+pub async fn prepare_all<B: Backend>(
     backends: &[B],
     distinct: &[(usize, ImagePlan)],
     emit: &mut (dyn FnMut(Event) + Send),
