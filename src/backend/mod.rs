@@ -18,14 +18,16 @@ pub mod containers;
 pub mod link;
 pub mod native;
 pub mod scripted;
+pub mod slurm;
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::recipe::{ImagePlan, RecipeBook, ServerWant};
-use crate::record::manifest::{BaseManifest, EngineManifest, Package};
-use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, Sandbox, ServerLaunch};
+use crate::record::manifest::{BaseManifest, EngineManifest, HostManifest, Package};
+use crate::record::Dispatch;
+use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, Placement, Sandbox, ServerLaunch};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -62,6 +64,8 @@ pub enum BackendKind {
     Native,
     /// Canned outcomes for unit tests of the scheduler.
     Scripted,
+    /// A Slurm cluster: each cell a job, run on a node by that node's own backend.
+    Slurm,
 }
 
 impl BackendKind {
@@ -71,6 +75,7 @@ impl BackendKind {
             BackendKind::Containers => "docker",
             BackendKind::Native => "native",
             BackendKind::Scripted => "scripted",
+            BackendKind::Slurm => "slurm",
         }
     }
 
@@ -82,6 +87,9 @@ impl BackendKind {
                 "run as root on a host with the cpuset, memory and pids cgroup controllers"
             }
             BackendKind::Scripted => "only unit tests have it",
+            BackendKind::Slurm => {
+                "run with --backend slurm against a cluster (`scripts/slurm-up.sh` starts one here)"
+            }
         }
     }
 }
@@ -194,6 +202,47 @@ pub struct CellOutcome {
     pub facts: ImageFacts,
     /// The confinement the server really had (natively: none).
     pub sandbox: Option<Sandbox>,
+    /// Set by a cluster backend: the node the cell ran on, as its records name it.
+    #[serde(default)]
+    pub ran_on: Option<RanOn>,
+}
+
+/// Where a cluster ran a cell: its dispatch (node, job ids, CPUs, attempts) and, when a worker
+/// reached the node, the node's own host and engine and the placement it really had (for the
+/// record's environment).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RanOn {
+    pub dispatch: Dispatch,
+    pub node: Option<NodeFacts>,
+}
+
+/// What a node says of itself when its worker runs a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeFacts {
+    pub host: HostManifest,
+    pub engine: EngineManifest,
+    pub placement: Placement,
+}
+
+/// What a backend reports while it runs a cell: the driver's events, and where a cluster's
+/// job stands.
+#[derive(Debug, Clone)]
+pub enum CellEvent {
+    Driver(DriverEvent),
+    /// Submitted; waiting for the cluster to start it.
+    Queued {
+        job: String,
+    },
+    /// Started on a node with these CPUs.
+    Running {
+        node: String,
+        cpus: String,
+    },
+    /// The node failed under it and the cluster put it back in the queue.
+    Requeued {
+        node: String,
+        reason: String,
+    },
 }
 
 impl CellOutcome {
@@ -231,16 +280,29 @@ pub struct Admission<'a> {
     pub cell_id: &'a str,
     pub want: &'a ServerWant,
     pub recipes: &'a RecipeBook,
+    /// Where the plan put it (a cluster reads the CPUs it needs from this).
+    pub placement: &'a Placement,
+    /// A generous bound on the whole cell.
+    pub time_limit: std::time::Duration,
 }
 
 /// One place cells can run. See the module documentation.
 #[allow(async_fn_in_trait)]
 pub trait Backend {
     fn kind(&self) -> BackendKind;
+    /// Whether it runs cells whose server names this engine (a cluster runs its nodes' kind).
+    fn runs(&self, kind: BackendKind) -> bool {
+        self.kind() == kind
+    }
     /// The engine line of every record of its cells.
     async fn describe(&self) -> Result<EngineManifest, EngineError>;
     /// The CPUs it offers cells.
     fn topology(&self) -> Topology;
+    /// For a backend that queues and places cells itself (a cluster): how many cells it takes
+    /// at once. `None` (local backends): the scheduler places cells on the topology's slots.
+    fn queue_depth(&self) -> Option<usize> {
+        None
+    }
     /// Checks a cell before anything is built; may swap its image for one this backend can run
     /// (adding a deviation line for the record), or refuse it saying why.
     async fn admit(
@@ -263,7 +325,7 @@ pub trait Backend {
         &self,
         job: &CellJob,
         prepared: &Prepared,
-        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+        on_event: &mut (dyn FnMut(CellEvent) + Send),
     ) -> CellOutcome;
     /// At the start of a run: removes what runs that died without cleaning up left behind (their
     /// owners are gone) and registers this run as an owner until the backend is dropped.
@@ -277,6 +339,7 @@ pub enum AnyBackend {
     Containers(containers::ContainersBackend<containers::docker::DockerEngine>),
     Native(native::NativeBackend),
     Scripted(scripted::ScriptedBackend),
+    Slurm(Box<slurm::SlurmBackend>),
 }
 
 macro_rules! each {
@@ -285,6 +348,7 @@ macro_rules! each {
             AnyBackend::Containers($b) => $e,
             AnyBackend::Native($b) => $e,
             AnyBackend::Scripted($b) => $e,
+            AnyBackend::Slurm($b) => $e,
         }
     };
 }
@@ -293,11 +357,17 @@ impl Backend for AnyBackend {
     fn kind(&self) -> BackendKind {
         each!(self, b => b.kind())
     }
+    fn runs(&self, kind: BackendKind) -> bool {
+        each!(self, b => b.runs(kind))
+    }
     async fn describe(&self) -> Result<EngineManifest, EngineError> {
         each!(self, b => b.describe().await)
     }
     fn topology(&self) -> Topology {
         each!(self, b => b.topology())
+    }
+    fn queue_depth(&self) -> Option<usize> {
+        each!(self, b => b.queue_depth())
     }
     async fn admit(
         &self,
@@ -322,7 +392,7 @@ impl Backend for AnyBackend {
         &self,
         job: &CellJob,
         prepared: &Prepared,
-        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+        on_event: &mut (dyn FnMut(CellEvent) + Send),
     ) -> CellOutcome {
         each!(self, b => b.run_cell(job, prepared, on_event).await)
     }

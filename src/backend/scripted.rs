@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{
-    Admission, Backend, BackendKind, CellOutcome, EngineError, ImageFacts, ImageProgress, ImageState,
-    Leftover, PrepareEvent, Prepared, Topology,
+    Admission, Backend, BackendKind, CellEvent, CellOutcome, EngineError, ImageFacts, ImageProgress,
+    ImageState, Leftover, PrepareEvent, Prepared, Topology,
 };
 use crate::recipe::ImagePlan;
 use crate::record::manifest::{BaseManifest, EngineManifest};
@@ -149,7 +149,7 @@ impl Backend for ScriptedBackend {
         &self,
         job: &CellJob,
         _: &Prepared,
-        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+        on_event: &mut (dyn FnMut(CellEvent) + Send),
     ) -> CellOutcome {
         self.call(format!("run {}", job.cell_id));
         let _running = {
@@ -160,13 +160,13 @@ impl Backend for ScriptedBackend {
             }
             Running(self, job.cell_id.clone())
         };
-        on_event(DriverEvent::Progress { phase: "scripted".into(), done: 0, total: 1 });
+        on_event(CellEvent::Driver(DriverEvent::Progress { phase: "scripted".into(), done: 0, total: 1 }));
         let facts = ImageFacts { runtime_version: Some("0".into()), ..ImageFacts::default() };
         match self.scripts.get(&job.cell_id).unwrap_or(&self.default).clone() {
             Script::Ok { after, cold_start_ns } => {
                 tokio::time::sleep(after).await;
                 let driver = DriverOutcome { cold_start_ns: vec![cold_start_ns], ..DriverOutcome::default() };
-                CellOutcome { driver, failure: None, facts, sandbox: Some(job.sandbox.clone()) }
+                CellOutcome { driver, failure: None, facts, sandbox: Some(job.sandbox.clone()), ran_on: None }
             }
             Script::Fail { after, reason } => {
                 tokio::time::sleep(after).await;

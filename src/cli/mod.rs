@@ -29,6 +29,7 @@ mod run;
 mod schema;
 mod shim;
 mod verify;
+mod worker;
 
 pub use exit::Exit;
 use exit::EXIT_HELP;
@@ -124,6 +125,9 @@ pub enum Command {
     /// (inside a sidecar container) run one cell's workload.
     #[command(hide = true)]
     Driver(driver::DriverArgs),
+    /// (in a Slurm job on a node) run one cell of a run through the node's own backend.
+    #[command(hide = true)]
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs a command; returns the process exit code.
@@ -144,6 +148,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Measure(args) => measure::run(args),
         Command::Shim(args) => shim::run(args),
         Command::Driver(args) => driver::run(args),
+        Command::Worker(args) => worker::run(args),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::backend::PrepareEvent;
+use crate::backend::{CellEvent, PrepareEvent};
 use crate::orchestrate::view::eta_text;
 use crate::orchestrate::Event;
 
@@ -16,11 +16,20 @@ pub(super) struct Progress {
     tty: bool,
     /// Cells run at once: plain lines, not one bar.
     parallel: bool,
+    /// A cluster's cells by state ("queued", "running"), and how many finished.
+    dispatched: std::collections::BTreeMap<String, &'static str>,
+    finished: usize,
 }
 
 impl Progress {
     pub(super) fn new() -> Self {
-        Progress { bar: None, tty: std::io::stderr().is_terminal(), parallel: false }
+        Progress {
+            bar: None,
+            tty: std::io::stderr().is_terminal(),
+            parallel: false,
+            dispatched: Default::default(),
+            finished: 0,
+        }
     }
 
     fn spinner(&mut self, msg: String) {
@@ -122,16 +131,53 @@ impl Progress {
                 "removed {removed} container(s) and volume(s) left by benchlab {owner} (run {run_id}), which \
                  died without cleaning up"
             )),
+            Event::CellDispatch { cell_id, event } => self.dispatch(cell_id, event),
             Event::CellFinished { record } => {
                 self.finish_bar();
+                self.finished += 1;
+                self.dispatched.remove(&record.cell.id);
                 let status = match &record.failure {
                     None => "ok".to_string(),
                     Some(f) => {
                         format!("FAILED {}: {}", f.reason.as_str(), f.detail.lines().next().unwrap_or(""))
                     }
                 };
-                self.line(format!("  {} {status}", record.cell.id));
+                let where_ = record
+                    .dispatch
+                    .as_ref()
+                    .map(|d| {
+                        format!(" (on {} CPU {}, job {}{})", d.node, d.allocated_cpus, d.job_id, self.tally())
+                    })
+                    .unwrap_or_default();
+                self.line(format!("  {} {status}{where_}", record.cell.id));
             }
         }
+    }
+
+    /// A cluster job's news, with the run's counts.
+    fn dispatch(&mut self, cell_id: String, event: CellEvent) {
+        let what = match event {
+            CellEvent::Queued { job } => {
+                self.dispatched.insert(cell_id.clone(), "queued");
+                format!("queued as job {job}")
+            }
+            CellEvent::Running { node, cpus } => {
+                self.dispatched.insert(cell_id.clone(), "running");
+                format!("running on {node} (CPU {cpus})")
+            }
+            CellEvent::Requeued { node, reason } => {
+                self.dispatched.insert(cell_id.clone(), "queued");
+                format!("REQUEUED: {reason} (was on {node})")
+            }
+            CellEvent::Driver(_) => return,
+        };
+        let msg = format!("  {cell_id}: {what}{}", self.tally());
+        self.line(msg);
+    }
+
+    /// ": 3 queued, 2 running, 4 done" for a cluster's run.
+    fn tally(&self) -> String {
+        let n = |s: &str| self.dispatched.values().filter(|v| **v == s).count();
+        format!(" · {} queued, {} running, {} done", n("queued"), n("running"), self.finished)
     }
 }

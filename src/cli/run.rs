@@ -62,6 +62,50 @@ pub struct RunArgs {
     /// runs one at a time and says so.
     #[arg(long)]
     parallel: bool,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Where a run's cells go: this host, or a Slurm cluster.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClusterArgs {
+    /// `local` runs cells on this host; `slurm` makes every cell a Slurm job (a sweep one job
+    /// array) that runs on a node through the node's own engine (`--engine`: docker, or native)
+    /// on the CPUs Slurm allocates, its record naming the node, job and CPUs. Images are built
+    /// here once and pulled by digest from a registry. Needs the Slurm client programs and a
+    /// controller that answers (`scripts/slurm-up.sh` starts a two-node cluster on this machine).
+    #[arg(long, default_value = "local", value_enum, hide_possible_values = true)]
+    pub backend: BackendChoice,
+    /// With `--backend slurm`: the partition (default: the cluster's default partition).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// With `--backend slurm`: one more sbatch option, passed as it is (e.g.
+    /// --slurm-opt=--account=lab --slurm-opt=--qos=bench). May be given several times; checked
+    /// with `sbatch --test-only` before anything runs.
+    #[arg(long, value_name = "OPTION", allow_hyphen_values = true)]
+    pub slurm_opt: Vec<String>,
+    /// With `--backend slurm`: the cluster's slurm.conf (default: $SLURM_CONF, else the
+    /// client's own). `scripts/slurm-up.sh` prints the one of the lab's cluster.
+    #[arg(long, value_name = "FILE")]
+    pub slurm_conf: Option<PathBuf>,
+    /// With `--backend slurm`: a registry every node can pull from (HOST:PORT). Default: the lab
+    /// starts Debian's docker-registry on loopback for the run (nodes on this host only).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub registry: Option<String>,
+    /// With `--backend slurm`: where job folders go (job files, outcomes, per-job logs); must be
+    /// a file system every node sees, as must the lab's work folder. Default: <work>/slurm-jobs.
+    #[arg(long, value_name = "DIR")]
+    pub slurm_dir: Option<PathBuf>,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    /// This host.
+    #[default]
+    Local,
+    /// A Slurm cluster.
+    Slurm,
 }
 
 fn parse_duration_arg(s: &str) -> Result<u64, String> {
@@ -81,6 +125,7 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         only,
         engine,
         parallel,
+        cluster,
     } = args;
     let mut adjust = |s: &mut Scenario| {
         s.override_load_times(warmup, duration);
@@ -96,7 +141,10 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
     let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
     opts.parallel = parallel;
     let summary = tokio_runtime().block_on(async {
-        let backends = backends(engine, &opts, true).await?;
+        let backends = match cluster.backend {
+            BackendChoice::Local => backends(engine, &opts, true).await?,
+            BackendChoice::Slurm => vec![slurm_backend(engine, &cluster, &opts, true).await?],
+        };
         run_with(&backends, &scenario, &resume, &recipes, &opts, &mut adjust).await
     })?;
     Ok(print_summary(&summary, resume.is_some(), json))
@@ -179,6 +227,43 @@ pub(super) async fn backends(
         Err(_) => {}
     }
     Ok(out)
+}
+
+/// The Slurm backend `--backend slurm` asks for, its nodes running cells with `--engine`'s
+/// engine (docker unless `native`); the cluster is checked before anything is built.
+pub(super) async fn slurm_backend(
+    engine: EngineChoice,
+    cluster: &ClusterArgs,
+    opts: &RunOptions,
+    tell: bool,
+) -> Result<AnyBackend, Exit> {
+    use crate::backend::slurm::{NodeBackend, SlurmBackend, SlurmOptions};
+    let config = opts.backend_config();
+    let env_err = |e: crate::backend::EngineError| Exit::environment(error_chain(&e));
+    let node = match engine {
+        EngineChoice::Native => {
+            NodeBackend::Native(NativeBackend::new(NativeEngine::new().map_err(env_err)?, config.clone()))
+        }
+        EngineChoice::Auto | EngineChoice::Docker => {
+            let docker = DockerEngine::connect().await.map_err(env_err)?;
+            NodeBackend::Containers(ContainersBackend::new(docker, config.clone()).await.map_err(env_err)?)
+        }
+    };
+    let slurm_opts = SlurmOptions {
+        partition: cluster.partition.clone(),
+        sbatch: cluster.slurm_opt.clone(),
+        conf: cluster.slurm_conf.clone(),
+        registry: cluster.registry.clone(),
+        jobs_dir: cluster.slurm_dir.clone(),
+    };
+    let b = SlurmBackend::connect(slurm_opts, node, config).await.map_err(|e| match e {
+        crate::backend::EngineError::Refused { .. } => Exit::input(error_chain(&e)),
+        e => env_err(e),
+    })?;
+    if tell {
+        eprintln!("{}", b.summary());
+    }
+    Ok(AnyBackend::Slurm(Box::new(b)))
 }
 
 /// Runs a scenario or resumes a run folder, with progress on stderr.

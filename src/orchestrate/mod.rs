@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use plan::{admit, distinct_images, plan, PlannedCell};
 
-use crate::backend::{Backend, BackendConfig, EngineError, PrepareEvent};
+use crate::backend::{Backend, BackendConfig, CellEvent, EngineError, PrepareEvent};
 use crate::placement;
 use crate::recipe::RecipeBook;
 use crate::record::Record;
@@ -51,6 +51,11 @@ pub enum Event {
     },
     CellFinished {
         record: Box<Record>,
+    },
+    /// A cluster's job for a cell: queued, running on a node, requeued.
+    CellDispatch {
+        cell_id: String,
+        event: CellEvent,
     },
     /// `--parallel`: how many cells run at once, and why not more.
     Parallel {

@@ -60,6 +60,7 @@ impl PlannedCell {
             },
             placement: self.placement.clone(),
             sandbox: self.sandbox.clone(),
+            labels: Default::default(),
             benchlab_exe: benchlab_exe.to_path_buf(),
         }
     }
@@ -90,7 +91,7 @@ pub async fn admit<B: Backend>(
                     message: "no backend to run it on".into(),
                 })
             }
-            Some(kind) => backends.iter().position(|b| b.kind() == kind).ok_or_else(|| RunError::Input {
+            Some(kind) => backends.iter().position(|b| b.runs(kind)).ok_or_else(|| RunError::Input {
                 what: format!("cell {}", c.id),
                 message: format!(
                     "it runs on the {} engine, which is not available here: {}",
@@ -100,7 +101,13 @@ pub async fn admit<B: Backend>(
             })?,
         };
         c.backend = index;
-        let a = Admission { cell_id: &c.id, want: &c.want, recipes };
+        let a = Admission {
+            cell_id: &c.id,
+            want: &c.want,
+            recipes,
+            placement: &c.placement,
+            time_limit: c.workload.time_limit(&c.timeouts),
+        };
         backends[index].admit(a, &mut c.image, &mut c.deviations).await?;
     }
     Ok(())

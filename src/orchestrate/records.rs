@@ -92,7 +92,15 @@ pub fn build_record(
     engine: &EngineManifest,
     cell_outcome: CellOutcome,
 ) -> Record {
-    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox } = cell_outcome;
+    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox, ran_on } = cell_outcome;
+    // A cluster's node reports its own host, engine and the CPUs it gave the cell.
+    let (host, engine, placement, dispatch) = match ran_on {
+        Some(crate::backend::RanOn { dispatch, node: Some(n) }) => {
+            (n.host, n.engine, n.placement, Some(dispatch))
+        }
+        Some(r) => (ctx.host.clone(), engine.clone(), cell.placement.clone(), Some(r.dispatch)),
+        None => (ctx.host.clone(), engine.clone(), cell.placement.clone(), None),
+    };
     let sandbox = sandbox.unwrap_or_else(|| cell.sandbox.clone());
     let runtime_version = match cell.image.runtime_kind {
         RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
@@ -111,9 +119,9 @@ pub fn build_record(
             name: cell.image.runtime_kind.as_str().into(),
             version: runtime_version.clone(),
         },
-        host: ctx.host.clone(),
-        engine: engine.clone(),
-        placement: cell.placement.clone(),
+        host,
+        engine,
+        placement: placement.clone(),
         benchlab: ctx.benchlab.clone(),
         scenario_sha256: ctx.scenario_sha256.clone(),
         deviations: cell
@@ -165,7 +173,7 @@ pub fn build_record(
             },
             suite: cell.suite.clone(),
             workload: cell.workload.clone(),
-            placement: cell.placement.clone(),
+            placement,
             timeouts: cell.timeouts,
             expect: cell.expect,
             http: cell.image.http.clone(),
@@ -190,6 +198,7 @@ pub fn build_record(
         environment,
         env_hash: String::new(),
         prev_hash: None,
+        dispatch,
         hash: String::new(),
     }
 }

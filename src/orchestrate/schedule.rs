@@ -18,7 +18,7 @@ use super::plan::{admit, distinct_images, plan, PlannedCell};
 use super::records::{build_record, environment_changes, RunContext};
 use super::run_dir::{freeze_binary, keep_scenario_copy, new_run_id};
 use super::{same_cell, Event, RunError, RunOptions, RunSummary};
-use crate::backend::{Backend, ImageProgress, Prepared, Topology};
+use crate::backend::{Backend, CellEvent, ImageProgress, Prepared, Topology};
 use crate::placement;
 use crate::recipe::{ImagePlan, RecipeBook};
 use crate::record::manifest::{BenchlabManifest, EngineManifest};
@@ -88,7 +88,10 @@ pub async fn run_cells<B: Backend>(
         None => Store::open(&run_dir)?,
     };
     keep_scenario_copy(&run_dir, &scenario.source)?;
-    let slots = match opts.parallel {
+    // A cluster places cells itself: every cell goes to its queue at once, and the CPUs are
+    // the ones its scheduler allocates on a node (`--parallel`'s slots do not apply).
+    let queue = backends.first().and_then(|b| b.queue_depth());
+    let slots = match opts.parallel && queue.is_none() {
         true => {
             let (slots, why) = parallel_slots(scenario, &cells, &topology);
             emit(Event::Parallel { slots: slots.len(), why });
@@ -97,8 +100,21 @@ pub async fn run_cells<B: Backend>(
         false => Vec::new(),
     };
     let learned = estimate::learned_from(&opts.results_dir);
+    let lanes = match queue {
+        Some(depth) => {
+            let lanes = depth.min(cells.len()).max(1);
+            emit(Event::Parallel {
+                slots: lanes,
+                why: format!(
+                    "{lanes} cell(s) handed to the cluster's queue at once; it places each on a node"
+                ),
+            });
+            lanes
+        }
+        None => slots.len().max(1),
+    };
     let countdown =
-        Countdown::new(cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect(), slots.len());
+        Countdown::new(cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect(), lanes);
     let run = Scheduler {
         backends,
         engines: &engines,
@@ -106,6 +122,7 @@ pub async fn run_cells<B: Backend>(
         ctx: &ctx,
         benchlab_exe: &benchlab_exe,
         slots: &slots,
+        lanes,
     };
     let (records, env_changes) =
         run.cells(&cells, store, &earlier, countdown, &run_dir, interrupt, emit).await?;
@@ -194,6 +211,8 @@ struct Scheduler<'a, B: Backend> {
     benchlab_exe: &'a Path,
     /// `--parallel`'s slots; empty: one cell at a time on its own placement.
     slots: &'a [Placement],
+    /// How many cells run at once (the slots, or a cluster's queue depth).
+    lanes: usize,
 }
 
 impl<B: Backend> Scheduler<'_, B> {
@@ -215,7 +234,7 @@ impl<B: Backend> Scheduler<'_, B> {
         let mut env_changes = Vec::new();
         let emit = Mutex::new(emit);
         let send = |e: Event| (emit.lock().expect("the event sink is not poisoned"))(e);
-        let mut free: Vec<usize> = (0..self.slots.len().max(1)).collect();
+        let mut free: Vec<usize> = (0..self.lanes).collect();
         // The cells running now, by slot: what an interruption abandons.
         let in_flight = Mutex::new(BTreeMap::<usize, String>::new());
         let mut pending = cells.iter().enumerate();
@@ -294,10 +313,12 @@ impl<B: Backend> Scheduler<'_, B> {
             .expect("every cell's image is prepared");
         let job = cell.job(&self.ctx.run_id, index, self.benchlab_exe);
         let cell_id = cell.id.clone();
-        let mut on_event = |e: DriverEvent| {
-            if let DriverEvent::Progress { phase, done, total } = e {
+        let mut on_event = |e: CellEvent| match e {
+            CellEvent::Driver(DriverEvent::Progress { phase, done, total }) => {
                 send(Event::CellProgress { cell_id: cell_id.clone(), phase, done, total })
             }
+            CellEvent::Driver(_) => {}
+            event => send(Event::CellDispatch { cell_id: cell_id.clone(), event }),
         };
         let outcome = self.backends[cell.backend].run_cell(&job, prepared, &mut on_event).await;
         let record = build_record(self.ctx, &cell, prepared, &self.engines[cell.backend], outcome);

@@ -129,6 +129,36 @@ pub struct Observed {
     pub exits: Vec<ExitInfo>,
 }
 
+/// Where a cluster backend ran one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatch {
+    /// The cluster engine: "slurm".
+    pub scheduler: String,
+    /// The cluster's name (Slurm's ClusterName).
+    pub cluster: String,
+    pub partition: String,
+    /// The node the cell's last attempt ran on.
+    pub node: String,
+    /// The job id of the cell's own job (for an array task, its own job id).
+    pub job_id: String,
+    /// For a job array's task: the array's job id and the task's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task_id: Option<u32>,
+    /// The CPUs the scheduler allocated to the job on its node (`cpuset` syntax).
+    pub allocated_cpus: String,
+    /// 1, or 2 when the job was requeued once (a node failed under it).
+    pub attempts: u32,
+    /// Why the job was requeued, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeued: Option<String>,
+    /// The image reference the node ran (by digest, from the run's registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
+}
+
 /// One measured cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +179,11 @@ pub struct Record {
     pub env_hash: String,
     /// The previous record's `hash` in this store; null for the first.
     pub prev_hash: Option<String>,
+    /// Where a cluster ran the cell (node, job ids, allocated CPUs, attempts); absent when the
+    /// cell ran on the orchestrator's own host. Not part of `env_hash`: the node's CPU model,
+    /// kernel and engine are in `environment`, its name and job ids are not what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<Dispatch>,
     /// sha256 hex of this record's canonical JSON without the `hash` field.
     pub hash: String,
 }
@@ -303,6 +338,7 @@ pub(crate) mod tests {
             },
             env_hash: String::new(),
             prev_hash: None,
+            dispatch: None,
             hash: String::new(),
         }
     }

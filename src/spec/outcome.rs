@@ -27,6 +27,8 @@ pub enum FailureReason {
     Oom,
     /// The lab itself failed: engine, shim, driver or image.
     EngineError,
+    /// A cluster's node failed under the cell (Slurm's NODE_FAIL), after its one requeue.
+    NodeFail,
 }
 
 impl FailureReason {
@@ -40,6 +42,7 @@ impl FailureReason {
             FailureReason::ToolError => "tool_error",
             FailureReason::Oom => "oom",
             FailureReason::EngineError => "engine_error",
+            FailureReason::NodeFail => "node_fail",
         }
     }
 }

@@ -143,6 +143,10 @@ pub struct CellJob {
     pub sandbox: Sandbox,
     /// The lab's own (static) executable: shim and driver.
     pub benchlab_exe: PathBuf,
+    /// Labels for everything the cell creates beside the lab's own (a cluster's job id, so
+    /// the node's epilog can find what a cancelled job left).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl CellJob {

@@ -50,7 +50,7 @@ pub async fn run<E: Engine>(
                     ),
                 )
             });
-            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()) }
+            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()), ran_on: None }
         }
         Err(e) => CellOutcome { sandbox: Some(job.sandbox.clone()), ..CellOutcome::engine_error(e, facts) },
     }
@@ -85,6 +85,7 @@ impl<E: Engine> Cell<'_, E> {
         labels.insert(LABEL_RUN.to_string(), job.run_id.clone());
         labels.insert(LABEL_OWNER.to_string(), owner_token().to_string());
         labels.insert("org.benchlab.cell".to_string(), job.cell_id.clone());
+        labels.extend(job.labels.clone());
         engine.create_volume(self.volume, self.lab_volume_bytes, &labels).await?;
         let mounts = vec![
             Mount::Bind { source: job.benchlab_exe.clone(), target: LAB_BINARY.into(), read_only: true },

@@ -8,7 +8,7 @@ use bollard::container::{
     Config, CreateContainerOptions, DownloadFromContainerOptions, ListContainersOptions, LogOutput,
     LogsOptions, RemoveContainerOptions, WaitContainerOptions,
 };
-use bollard::image::{BuildImageOptions, CreateImageOptions};
+use bollard::image::{BuildImageOptions, CreateImageOptions, PushImageOptions, TagImageOptions};
 use bollard::models::{HostConfig, Mount as BollardMount, MountTypeEnum};
 use bollard::volume::{CreateVolumeOptions, ListVolumesOptions, RemoveVolumeOptions};
 use bollard::Docker;
@@ -142,6 +142,35 @@ impl Engine for DockerEngine {
             reference: reference.into(),
             detail: "no image after the pull".into(),
         })
+    }
+
+    async fn push(&self, image: &str, repo: &str, tag: &str) -> Result<String, EngineError> {
+        let object = format!("{repo}:{tag}");
+        self.docker
+            .tag_image(image, Some(TagImageOptions { repo, tag }))
+            .await
+            .map_err(|e| EngineError::op("tag", &object, e))?;
+        let mut stream = self.docker.push_image(repo, Some(PushImageOptions { tag }), None);
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| EngineError::op("push", &object, e))?;
+            if let Some(e) = info.error {
+                return Err(EngineError::op("push", &object, e));
+            }
+        }
+        // The engine learns the digest from the registry's answer to the push.
+        let digests = self.repo_digests(&object).await?;
+        digests.into_iter().find(|d| d.starts_with(&format!("{repo}@"))).ok_or_else(|| {
+            EngineError::op("push", &object, "the registry accepted the push but no digest came back")
+        })
+    }
+
+    async fn repo_digests(&self, reference: &str) -> Result<Vec<String>, EngineError> {
+        let img = self
+            .docker
+            .inspect_image(reference)
+            .await
+            .map_err(|e| EngineError::op("inspect image", reference, e))?;
+        Ok(img.repo_digests.unwrap_or_default())
     }
 
     async fn build(

@@ -85,6 +85,11 @@ pub trait Engine {
     ) -> Result<ImageInfo, EngineError>;
     /// Pulls an image from its registry.
     async fn pull(&self, reference: &str) -> Result<ImageInfo, EngineError>;
+    /// Tags `image` as `repo:tag` and pushes it to the registry `repo` names; returns the
+    /// reference by digest the registry gave it (`repo@sha256:…`).
+    async fn push(&self, image: &str, repo: &str, tag: &str) -> Result<String, EngineError>;
+    /// The references by digest (`repo@sha256:…`) an image is known by.
+    async fn repo_digests(&self, reference: &str) -> Result<Vec<String>, EngineError>;
     /// Builds an image from a context tar; `log` gets each line of build output.
     async fn build(
         &self,

@@ -79,6 +79,15 @@ impl Engine for FakeEngine {
         Ok(info)
     }
 
+    async fn push(&self, image: &str, repo: &str, tag: &str) -> Result<String, EngineError> {
+        self.call("push", &format!("{image} {repo}:{tag}"))?;
+        Ok(format!("{repo}@sha256:{}", crate::hash::sha256_hex(image.as_bytes())))
+    }
+
+    async fn repo_digests(&self, _: &str) -> Result<Vec<String>, EngineError> {
+        Ok(Vec::new())
+    }
+
     async fn build(
         &self,
         context: Vec<u8>,

@@ -16,12 +16,12 @@ use std::sync::Mutex;
 pub use engine::*;
 
 use super::{
-    Admission, Backend, BackendConfig, BackendKind, CellOutcome, EngineError, ImageFacts, ImageProgress,
-    ImageState, Leftover, PrepareEvent, Prepared, Topology,
+    Admission, Backend, BackendConfig, BackendKind, CellEvent, CellOutcome, EngineError, ImageFacts,
+    ImageProgress, ImageState, Leftover, PrepareEvent, Prepared, Topology,
 };
 use crate::recipe::ImagePlan;
 use crate::record::manifest::{BaseManifest, EngineManifest};
-use crate::spec::{CellJob, DriverEvent};
+use crate::spec::CellJob;
 
 /// Cells in containers of an engine. See the module documentation.
 pub struct ContainersBackend<E: Engine> {
@@ -94,9 +94,10 @@ impl<E: Engine> Backend for ContainersBackend<E> {
         &self,
         job: &CellJob,
         prepared: &Prepared,
-        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+        on_event: &mut (dyn FnMut(CellEvent) + Send),
     ) -> CellOutcome {
-        cell::run(&self.engine, job, prepared, self.config.lab_volume_bytes, &self.facts, on_event).await
+        let mut on_event = |e| on_event(CellEvent::Driver(e));
+        cell::run(&self.engine, job, prepared, self.config.lab_volume_bytes, &self.facts, &mut on_event).await
     }
 
     async fn start(&self, run_id: &str) -> Result<Vec<Leftover>, EngineError> {

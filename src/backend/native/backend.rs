@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use super::{CellLimits, NativeEngine};
 use crate::backend::{
-    Admission, Backend, BackendConfig, BackendKind, CellOutcome, EngineError, ImageFacts, ImageProgress,
-    ImageState, Leftover, PrepareEvent, Prepared, Topology,
+    Admission, Backend, BackendConfig, BackendKind, CellEvent, CellOutcome, EngineError, ImageFacts,
+    ImageProgress, ImageState, Leftover, PrepareEvent, Prepared, Topology,
 };
 use crate::recipe::ImagePlan;
 use crate::record::manifest::{BaseManifest, EngineManifest};
-use crate::spec::{CellJob, DriverEvent, Failure, FailureReason, Sandbox};
+use crate::spec::{CellJob, Failure, FailureReason, Sandbox};
 
 /// Cells as host processes. See the module documentation.
 pub struct NativeBackend {
@@ -117,8 +117,10 @@ impl Backend for NativeBackend {
         &self,
         job: &CellJob,
         prepared: &Prepared,
-        on_event: &mut (dyn FnMut(DriverEvent) + Send),
+        on_event: &mut (dyn FnMut(CellEvent) + Send),
     ) -> CellOutcome {
+        let mut on_event = |e| on_event(CellEvent::Driver(e));
+        let on_event = &mut on_event;
         let mut spec = job.driver.clone();
         if let Some(launch) = &prepared.launch {
             spec.server = launch.clone();
@@ -143,7 +145,7 @@ impl Backend for NativeBackend {
                         ),
                     )
                 });
-                CellOutcome { driver: run.outcome, failure, facts, sandbox }
+                CellOutcome { driver: run.outcome, failure, facts, sandbox, ran_on: None }
             }
             Err(e) => CellOutcome { sandbox, ..CellOutcome::engine_error(e, facts) },
         }
