@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: make the machine ready (engine.sh), then every unit, bridge and Docker
-# end-to-end test. Docker tests fail, never skip, when no engine answers.
+# The whole test suite: make the machine ready (engine.sh: Docker; slurm-up.sh: the lab's
+# two-node Slurm cluster; Debian's docker-registry for the cluster's images), then every unit,
+# bridge, Docker and Slurm end-to-end test. Docker and Slurm tests fail, never skip, when no
+# engine or cluster answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/engine.sh
+if ! command -v docker-registry >/dev/null 2>&1; then
+  echo "test.sh: installing Debian's docker-registry (the Slurm tests' image registry)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-registry >&2 ||
+    { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-registry >&2; }
+fi
+bash scripts/slurm-up.sh >/dev/null
 cargo test --all-targets "$@"
 
 # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on

@@ -178,6 +178,7 @@ fn record(i: usize) -> Record {
         },
         env_hash: String::new(),
         prev_hash: None,
+        dispatch: None,
         hash: String::new(),
     }
 }

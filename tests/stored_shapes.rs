@@ -244,6 +244,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
         env_hash: environment.hash(),
         environment,
         prev_hash: Some("5".repeat(64)),
+        dispatch: None,
         hash: String::new(),
     };
     r.hash = r.compute_hash();
@@ -316,6 +317,29 @@ fn a_fully_populated_record_failed_and_ok() {
         assert_eq!(schema_errors(&serde_json::to_value(r).unwrap()), Vec::<String>::new(), "{}", r.cell.id);
     }
     pin_eq("records_failed_and_ok", &records);
+}
+
+#[test]
+fn a_record_from_a_cluster_names_its_node_and_job() {
+    let mut r = record(2, Status::Failed, Expect::Success, Workload::ColdStart { spawns: 5 });
+    r.failure = Some(Failure::new(FailureReason::NodeFail, "node n1 failed under job 7_3"));
+    r.dispatch = Some(benchlab::record::Dispatch {
+        scheduler: "slurm".into(),
+        cluster: "benchlab".into(),
+        partition: "lab".into(),
+        node: "n2".into(),
+        job_id: "7_3".into(),
+        array_job_id: Some("7".into()),
+        array_task_id: Some(3),
+        allocated_cpus: "1".into(),
+        attempts: 2,
+        requeued: Some("Slurm requeued job 7_3 after node n1 failed under it".into()),
+        image_digest: Some(format!("sha256:{}", "6".repeat(64))),
+    });
+    r.hash = r.compute_hash();
+    assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
+    pin_eq("record_dispatch", &r.dispatch);
+    pin_eq("record_node_fail", &r.failure);
 }
 
 #[test]

@@ -28,6 +28,7 @@ mod report;
 mod run;
 mod schema;
 mod shim;
+mod status;
 mod verify;
 mod worker;
 
@@ -113,6 +114,11 @@ pub enum Command {
     /// The built-in floor server: MCP over stdio, or streamable HTTP (JSON replies) with a plain
     /// REST route per tool, with the least work a correct server can do.
     NullServer(null_server::NullServerArgs),
+    /// Where a run on a Slurm cluster stands: each cell queued, running (node, CPUs, attempt) or
+    /// done, with its job's Slurm state, beside the records written so far.
+    ///
+    /// Example: benchlab status results/cluster-sweep/<run-id>
+    Status(status::StatusArgs),
     /// Print the JSON Schema of result records.
     Schema,
     /// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
@@ -144,6 +150,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Build(args) => build::run(args),
         Command::Lock(args) => lock::run(args),
         Command::NullServer(args) => null_server::run(args),
+        Command::Status(args) => status::run(args),
         Command::Schema => schema::run(),
         Command::Measure(args) => measure::run(args),
         Command::Shim(args) => shim::run(args),

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use super::exit::{Exit, OK};
-use super::run::EngineChoice;
+use super::run::{BackendChoice, EngineChoice};
 use super::{run_options, tokio_runtime, Checkout};
-use crate::backend::{Backend, BackendKind, ImageState};
+use crate::backend::{AnyBackend, Backend, BackendKind, ImageState};
 use crate::orchestrate::estimate::{estimate, learned_from, Learned};
 use crate::orchestrate::view::{PlanView, PlannedImage};
-use crate::orchestrate::{self, PlannedCell, RunOptions};
+use crate::orchestrate::{self, PlannedCell};
 use crate::recipe::{RecipeBook, RuntimeKind};
 
 #[derive(Debug, clap::Args)]
@@ -27,17 +27,33 @@ pub struct PlanArgs {
     results: PathBuf,
     #[command(flatten)]
     checkout: Checkout,
+    #[command(flatten)]
+    cluster: super::run::ClusterArgs,
 }
 
 pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
-    let PlanArgs { scenario, json, parallel, results, checkout } = args;
+    let PlanArgs { scenario, json, parallel, results, checkout, cluster } = args;
     let recipes = checkout.recipes()?;
     let sc = checkout.scenario(&scenario)?;
     let cpus = crate::placement::available_cpus();
     let mut cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
-    let slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
+    let mut slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
     let opts = run_options(results.clone(), None, checkout.ca_bundle.clone())?;
-    let states = tokio_runtime().block_on(image_states(&mut cells, &recipes, &opts))?;
+    let states = tokio_runtime().block_on(async {
+        let backends = match cluster.backend {
+            BackendChoice::Local => {
+                super::run::backends(EngineChoice::Auto, &opts, false).await.unwrap_or_default()
+            }
+            BackendChoice::Slurm => {
+                let b = super::run::slurm_backend(EngineChoice::Auto, &cluster, &opts, !json).await?;
+                if let (AnyBackend::Slurm(s), Some(c)) = (&b, cells.first()) {
+                    slots = s.concurrent_cells(c.placement.shared, c.workload.is_load());
+                }
+                vec![b]
+            }
+        };
+        image_states(&backends, &mut cells, &recipes).await
+    })?;
     let learned = learned_from(&results);
     let view = PlanView::new(&sc.name, &cells, states, &learned, slots);
     if json {
@@ -54,13 +70,12 @@ pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
 /// Each distinct image with whether it is ready, asked of the backends a run would have (so
 /// `plan` and `run` put every cell on the same backend); with no backend at all, unknown.
 async fn image_states(
+    backends: &[AnyBackend],
     cells: &mut [PlannedCell],
     recipes: &RecipeBook,
-    opts: &RunOptions,
 ) -> Result<Vec<(PlannedImage, RuntimeKind)>, Exit> {
-    let backends = super::run::backends(EngineChoice::Auto, opts, false).await.unwrap_or_default();
     if !backends.is_empty() {
-        orchestrate::admit(&backends, recipes, cells).await?;
+        orchestrate::admit(backends, recipes, cells).await?;
     }
     let mut out = Vec::new();
     for (b, p) in orchestrate::distinct_images(cells) {

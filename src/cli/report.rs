@@ -23,14 +23,19 @@ pub struct ReportArgs {
     /// Same as --format json.
     #[arg(long)]
     json: bool,
+    /// Split the report by where cells ran: `node` gives one table (section, block; JSON: one
+    /// key) per cluster node, titled with its CPU model, kernel and engine, so figures from
+    /// different machines are never pooled in one row.
+    #[arg(long, value_name = "node", value_parser = ["node"])]
+    by: Option<String>,
 }
 
 pub(super) fn run(args: ReportArgs) -> Result<i32, Exit> {
     let format = if args.json { report::Format::Json } else { args.format };
-    report_cmd(&args.run, format, args.out.as_deref())
+    report_cmd(&args.run, format, args.out.as_deref(), args.by.is_some())
 }
 
-fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<i32, Exit> {
+fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: bool) -> Result<i32, Exit> {
     let records = load_run(run)?;
     // A report from a store that does not audit clean says so before anything else.
     let path = records_path(run);
@@ -43,7 +48,10 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>) -> Result<
             run.display()
         );
     }
-    let text = report::render(format, &records);
+    let text = match by_node {
+        true => report::render_by_node(format, &records),
+        false => report::render(format, &records),
+    };
     match out {
         Some(p) => {
             std::fs::write(p, text).map_err(|e| Exit::environment(format!("write {}: {e}", p.display())))?

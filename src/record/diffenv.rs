@@ -221,6 +221,28 @@ pub(crate) fn run_ids(records: &[Record]) -> Vec<String> {
 
 /// Matches two runs' cells by cell id and diffs the environments of each pair; differences
 /// shared by every matched cell are collapsed into [`RunEnvDiff::common`].
+/// Where a record's cell ran: a cluster's node, or the orchestrator's own host.
+pub fn ran_on(r: &Record) -> String {
+    match &r.dispatch {
+        Some(d) => format!("{} node {}", d.scheduler, d.node),
+        None => "this host".into(),
+    }
+}
+
+/// Two records' environment differences, and the node each ran on when that differs (a node's
+/// name is not part of the environment: its CPU, kernel and engine are).
+pub fn diff_records(a: &Record, b: &Record) -> Vec<EnvDiff> {
+    let mut out = diff_env(&a.environment, &b.environment);
+    let (na, nb) = (ran_on(a), ran_on(b));
+    if na != nb {
+        out.insert(
+            0,
+            EnvDiff { path: "node".into(), kind: DiffKind::Changed, a: Some(na.into()), b: Some(nb.into()) },
+        );
+    }
+    out
+}
+
 pub fn diff_runs(a: &[Record], b: &[Record]) -> RunEnvDiff {
     let la = latest_by_cell(a);
     let lb = latest_by_cell(b);
@@ -235,7 +257,7 @@ pub fn diff_runs(a: &[Record], b: &[Record]) -> RunEnvDiff {
                 cell: ra.cell.id.clone(),
                 env_hash_a: ra.env_hash.clone(),
                 env_hash_b: rb.env_hash.clone(),
-                diffs: diff_env(&ra.environment, &rb.environment),
+                diffs: diff_records(ra, rb),
                 specific: Vec::new(),
             })
         })

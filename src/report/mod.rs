@@ -105,6 +105,54 @@ impl FromStr for Format {
     }
 }
 
+/// Records grouped by where they ran (`benchlab report --by node`), in first-seen order, each
+/// with a title naming the node, its CPU model, kernel and engine.
+pub fn by_node(records: &[Record]) -> Vec<(String, String, Vec<Record>)> {
+    let mut groups: Vec<(String, String, Vec<Record>)> = Vec::new();
+    for r in records {
+        let key = crate::record::diffenv::ran_on(r);
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, g)) => g.push(r.clone()),
+            None => {
+                let e = &r.environment;
+                let title = format!(
+                    "{key}: {}, kernel {}, {} {}",
+                    e.host.cpu_model, e.host.kernel, e.engine.kind, e.engine.version
+                );
+                groups.push((key, title, vec![r.clone()]));
+            }
+        }
+    }
+    groups
+}
+
+/// Renders records in a format, one part per node they ran on: a titled table, Markdown section
+/// or CSV block each; JSON as an object keyed by node.
+pub fn render_by_node(format: Format, records: &[Record]) -> String {
+    let groups = by_node(records);
+    if matches!(format, Format::Json | Format::Bencher | Format::History) {
+        let parts: serde_json::Map<String, serde_json::Value> = groups
+            .iter()
+            .map(|(k, _, g)| {
+                let v = serde_json::from_str(&render(format, g)).expect("the renderer writes JSON");
+                (k.clone(), v)
+            })
+            .collect();
+        return serde_json::to_string_pretty(&parts).expect("JSON serialises") + "\n";
+    }
+    let mut out = String::new();
+    for (_, title, g) in &groups {
+        match format {
+            Format::Markdown => out.push_str(&format!("## {title}\n\n")),
+            Format::Html => {}
+            _ => out.push_str(&format!("{title} ({} record(s))\n", g.len())),
+        }
+        out.push_str(&render(format, g));
+        out.push('\n');
+    }
+    out
+}
+
 /// Renders records in a format. Every output ends with a newline.
 pub fn render(format: Format, records: &[Record]) -> String {
     let mut out = match format {

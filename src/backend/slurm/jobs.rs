@@ -12,6 +12,10 @@ use super::ctl::time_arg;
 use crate::backend::{BackendKind, CellOutcome, Prepared};
 use crate::spec::{CellJob, DriverEvent};
 
+/// The file of a run's job folder listing the job arrays it submitted: `<array id> <list file>`
+/// a line (the list's line N is task N's cell folder).
+pub const JOBS_FILE: &str = "jobs.txt";
+
 /// Everything a worker needs to run one cell on its node.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerJob {

@@ -12,6 +12,7 @@
 pub mod ctl;
 pub mod jobs;
 pub mod registry;
+pub mod status;
 mod submit;
 pub mod worker;
 
@@ -48,6 +49,11 @@ pub struct SlurmOptions {
     pub registry: Option<String>,
     /// Where job folders go (a file system every node sees); `<work>/slurm-jobs` when absent.
     pub jobs_dir: Option<PathBuf>,
+}
+
+/// Where runs' job folders go: `--slurm-dir`, else `<work>/slurm-jobs`.
+pub fn jobs_root(opts: &SlurmOptions, work_dir: &std::path::Path) -> PathBuf {
+    opts.jobs_dir.clone().unwrap_or_else(|| work_dir.join("slurm-jobs"))
 }
 
 /// The backend a node runs its cells with; the orchestrator's copy prepares images.
@@ -107,8 +113,19 @@ impl SlurmBackend {
         node: NodeBackend,
         config: BackendConfig,
     ) -> Result<SlurmBackend, EngineError> {
+        const START: &str = "start the lab's two-node cluster with `scripts/slurm-up.sh` and pass the \
+                             --slurm-conf it prints, or point --slurm-conf (or SLURM_CONF) at your cluster's";
+        if let Some(conf) = opts.conf.as_ref().filter(|c| !c.exists()) {
+            // The client would retry a missing file for a minute before it says so.
+            return Err(EngineError::op(
+                "read",
+                conf.display().to_string(),
+                format!("no such file\n  {START}"),
+            ));
+        }
         let slurm = Slurm { conf: opts.conf.clone() };
-        let version = slurm.version().await?;
+        let version =
+            slurm.version().await.map_err(|e| EngineError::op("find", "Slurm", format!("{e}\n  {START}")))?;
         let conf_hint = match &opts.conf {
             Some(c) => format!("SLURM_CONF={}", c.display()),
             None => "the client's default slurm.conf".into(),
@@ -117,10 +134,7 @@ impl SlurmBackend {
             EngineError::op(
                 "reach",
                 "the Slurm controller",
-                format!(
-                    "{e}\n  no controller answers with {conf_hint}: start the lab's two-node cluster with \
-                     `scripts/slurm-up.sh` and pass its --slurm-conf, or point --slurm-conf at your cluster's"
-                ),
+                format!("{e}\n  no controller answers with {conf_hint}: {START}"),
             )
         })?;
         let cluster = settings.get("ClusterName").cloned().unwrap_or_else(|| "unknown".into());
@@ -178,8 +192,17 @@ impl SlurmBackend {
         )
     }
 
+    /// How many cells like this the partition runs at once: one a node for a load cell (the
+    /// whole node), otherwise as many as each node's CPUs hold.
+    pub fn concurrent_cells(&self, shared: bool, load: bool) -> usize {
+        let need = if shared { 1 } else { 2 };
+        let n: u32 =
+            self.nodes.iter().map(|n| if load { (n.cpus >= need) as u32 } else { n.cpus / need }).sum();
+        (n as usize).max(1)
+    }
+
     fn jobs_root(&self) -> PathBuf {
-        self.opts.jobs_dir.clone().unwrap_or_else(|| self.config.work_dir.join("slurm-jobs"))
+        jobs_root(&self.opts, &self.config.work_dir)
     }
 
     /// The registry to push to: the user's, or the lab's own, started at the first push.

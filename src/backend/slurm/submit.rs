@@ -131,6 +131,9 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
         match b.slurm.submit(&args).await {
             Ok(id) => {
                 b.submitted.lock().expect("not poisoned").push(id.clone());
+                // `benchlab status` finds the run's jobs here.
+                let _ =
+                    append_line(&run_dir.join(super::jobs::JOBS_FILE), &format!("{id} {}", list.display()));
                 for (task, p) in cells.into_iter().enumerate() {
                     let t =
                         Submitted { id: format!("{id}_{task}"), array_job_id: id.clone(), task: task as u32 };
@@ -144,6 +147,12 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
             }
         }
     }
+}
+
+fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(f, "{line}")
 }
 
 /// The lab binary the cells' jobs run (the run's frozen copy, the same for every cell).
@@ -174,11 +183,19 @@ async fn follow(
         events_at = at;
         events.into_iter().for_each(|e| on_event(CellEvent::Driver(e)));
         if let Some(a) = dir.last_attempt().filter(|a| a.attempt > attempt) {
+            if a.attempt > 1 && requeued.is_none() {
+                // Requeued and started again between two looks at the queue.
+                let reason =
+                    format!("Slurm requeued job {} and started it again as attempt {}", task.id, a.attempt);
+                requeued = Some(format!("{reason} after node {last_node} failed under it"));
+                on_event(CellEvent::Requeued { node: last_node.clone(), reason });
+            }
             attempt = a.attempt;
             last_node = a.node.clone();
             on_event(CellEvent::Running { node: a.node, cpus: a.cpus });
         }
         if let Some(o) = dir.read_outcome() {
+            settle(b, task).await;
             return with_requeue(o, requeued);
         }
         let rows = b.rows().await;
@@ -221,6 +238,22 @@ async fn follow(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Once the outcome is in, the job ends by itself within moments; one that does not (a worker
+/// stuck after writing, an attempt on a node that was declared dead but still runs) is cancelled,
+/// so nothing of the cell runs on once its record is written.
+async fn settle(b: &SlurmBackend, task: &Submitted) {
+    for _ in 0..40 {
+        let rows = b.rows().await;
+        let row =
+            rows.iter().find(|r| r.array_job_id == task.array_job_id && r.array_task_id == Some(task.task));
+        if row.is_none_or(|r| is_final(&r.state)) {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let _ = b.slurm.cancel(std::slice::from_ref(&task.id)).await;
 }
 
 /// The worker's outcome, with why its job was requeued when it was.

@@ -1,0 +1,383 @@
+//! End to end on a real Slurm cluster (the lab's own two nodes on this host, brought up by
+//! `scripts/slurm-up.sh`, which `scripts/test.sh` runs) and the real Docker engine: the quickstart
+//! through Slurm with images pulled by digest from the run's registry; an 8-cell shared sweep on
+//! both nodes at once on disjoint CPUs; a node taken down mid-run; Ctrl-C mid-run and `--resume`;
+//! bad cluster input refused before anything runs. Fails (never skips) when the cluster or the
+//! engine does not answer. The tests take turns: they share the cluster's two nodes.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// One test at a time on the cluster.
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+fn slurm_conf() -> PathBuf {
+    let dir = std::env::var_os("BENCHLAB_SLURM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("benchlab-work/slurm"));
+    dir.join("slurm.conf")
+}
+
+fn slurm(program: &str, args: &[&str]) -> Output {
+    Command::new(program).args(args).env("SLURM_CONF", slurm_conf()).output().unwrap()
+}
+
+/// The cluster answers with both nodes up, or the test fails saying how to bring it up.
+fn cluster_must_answer() -> std::sync::MutexGuard<'static, ()> {
+    common::engine_must_answer();
+    let guard = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = slurm_conf();
+    assert!(
+        conf.exists(),
+        "no lab cluster at {}: run scripts/slurm-up.sh (scripts/test.sh does)",
+        conf.display()
+    );
+    // A node an earlier test left down comes back first.
+    for n in ["n1", "n2"] {
+        let _ = slurm("scontrol", &["update", &format!("nodename={n}"), "state=resume"]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = slurm("sinfo", &["-h", "-N", "-o", "%N %t"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let up = text
+            .lines()
+            .filter(|l| l.ends_with(" idle") || l.ends_with(" mix") || l.ends_with(" alloc"))
+            .count();
+        if out.status.success() && up == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lab's Slurm cluster does not answer with two nodes up (run scripts/slurm-up.sh): {}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    guard
+}
+
+fn run_args(scenario: &str, results: &Path, run_id: &str) -> Vec<String> {
+    let mut a: Vec<String> =
+        ["run", scenario, "--backend", "slurm", "--run-id", run_id, "--results"].map(String::from).to_vec();
+    a.push(results.display().to_string());
+    a.push("--slurm-conf".into());
+    a.push(slurm_conf().display().to_string());
+    a
+}
+
+fn records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("records.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn audit_is_clean(dir: &Path) {
+    let out = Command::new(BIN).arg("audit").arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "audit: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// No container or volume of the run is left, and no job of it is queued or running.
+fn nothing_left(run_id: &str) {
+    for what in [&["ps", "-aq"][..], &["volume", "ls", "-q"][..]] {
+        let left = Command::new("docker")
+            .args(what)
+            .args(["--filter", &format!("label=org.benchlab.run={run_id}")])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "left behind: {what:?}");
+    }
+    let q = slurm("squeue", &["-h", "-o", "%i %T %k"]);
+    let q = String::from_utf8_lossy(&q.stdout);
+    assert!(!q.lines().any(|l| l.contains(run_id)), "jobs of the run still queued or running:\n{q}");
+}
+
+fn dispatch(r: &Value) -> &Value {
+    r.get("dispatch").unwrap_or_else(|| panic!("a record without dispatch: {r}"))
+}
+
+/// The node each CPU belongs to in the lab's cluster: n1 has CPU 0, n2 CPU 1.
+fn check_nodes_and_cpus(recs: &[Value]) -> BTreeSet<String> {
+    let mut nodes = BTreeSet::new();
+    for r in recs {
+        let d = dispatch(r);
+        let node = d["node"].as_str().unwrap().to_string();
+        let cpus = d["allocated_cpus"].as_str().unwrap();
+        let want = if node == "n1" { "0" } else { "1" };
+        assert_eq!(cpus, want, "{node} ran on CPU {cpus}: {d}");
+        // The cell ran on exactly what Slurm allocated (shared: server and driver there).
+        let p = &r["environment"]["placement"];
+        assert_eq!((p["server_cpus"].as_str().unwrap(), p["driver_cpus"].as_str().unwrap()), (cpus, cpus));
+        nodes.insert(node);
+    }
+    nodes
+}
+
+#[test]
+fn quickstart_runs_on_both_nodes_from_images_pulled_by_digest() {
+    let _cluster = cluster_must_answer();
+    let results = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(run_args("scenarios/quickstart-shared-core.toml", results.path(), "slurm-quickstart"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{err}{}", String::from_utf8_lossy(&out.stdout));
+    let dir = results.path().join("quickstart-shared-core/slurm-quickstart");
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 4);
+    assert!(recs.iter().all(|r| r["status"] == "ok"), "{recs:#?}");
+    assert_eq!(check_nodes_and_cpus(&recs), BTreeSet::from(["n1".to_string(), "n2".to_string()]));
+    // One image, one identity, wherever it ran: the same id and registry digest on both nodes.
+    let mut by_image: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    for r in &recs {
+        let img = &r["environment"]["image"];
+        let digest = dispatch(r)["image_digest"].as_str().expect("a digest").to_string();
+        assert!(digest.starts_with("sha256:"), "{digest}");
+        by_image
+            .entry(img["reference"].as_str().unwrap().into())
+            .or_default()
+            .insert((img["image_id"].as_str().unwrap().into(), digest));
+    }
+    assert_eq!(by_image.len(), 2, "{by_image:?}");
+    assert!(by_image.values().all(|ids| ids.len() == 1), "{by_image:?}");
+    // The nodes pulled each image by that digest from the run's registry (its access log): a
+    // GET of the manifest, or a HEAD when the node's engine holds its layers already and only
+    // checks that the registry's manifest has that digest.
+    let pushed = err.lines().find(|l| l.starts_with("pushed image 127.0.0.1:")).expect(&err);
+    let port = pushed["pushed image 127.0.0.1:".len()..].split('/').next().unwrap();
+    let log = std::env::temp_dir().join(format!("benchlab-work/registry/registry-{port}.log"));
+    let log = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    for ids in by_image.values() {
+        let (_, digest) = ids.iter().next().unwrap();
+        assert!(
+            log.lines().any(|l| (l.contains("\"GET /v2/") || l.contains("\"HEAD /v2/"))
+                && l.contains(&format!("/manifests/{digest} HTTP"))),
+            "no pull of {digest} in the registry's log"
+        );
+    }
+    // Node facts: the node's engine, not the cluster's, and the job that ran each cell.
+    for r in &recs {
+        assert_eq!(r["environment"]["engine"]["kind"], "docker");
+        assert!(dispatch(r)["job_id"].as_str().unwrap().contains('_'), "an array task id");
+        assert_eq!(dispatch(r)["attempts"], 1);
+    }
+    audit_is_clean(&dir);
+    nothing_left("slurm-quickstart");
+    // The table splits by node on request.
+    let rep = Command::new(BIN).arg("report").arg(&dir).args(["--by", "node"]).output().unwrap();
+    let table = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.status.success() && table.contains("n1") && table.contains("n2"), "{table}");
+}
+
+/// Starts a Slurm run of the 8-cell sweep with its stderr read line by line.
+fn start_sweep(
+    results: &Path,
+    run_id: &str,
+    extra: &[&str],
+) -> (std::process::Child, std::io::Lines<BufReader<std::process::ChildStderr>>) {
+    let mut child = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(run_args("scenarios/cluster-sweep.toml", results, run_id))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// Reads lines until one contains `what`; all lines read so far.
+fn until(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    what: &str,
+    seen: &mut Vec<String>,
+) -> String {
+    let started = Instant::now();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the run ended before {what:?}:\n{}", seen.join("\n")))
+            .unwrap();
+        seen.push(line.clone());
+        if line.contains(what) {
+            return line;
+        }
+        assert!(started.elapsed() < Duration::from_secs(900), "{}", seen.join("\n"));
+    }
+}
+
+#[test]
+fn a_shared_sweep_of_eight_cells_runs_on_both_nodes_at_once() {
+    let _cluster = cluster_must_answer();
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, mut lines) = start_sweep(results.path(), "slurm-sweep", &[]);
+    let mut seen = Vec::new();
+    // Both nodes busy at the same moment, as the run's own tally says.
+    until(&mut lines, " 2 running", &mut seen);
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", seen.join("\n"));
+    let dir = results.path().join("cluster-sweep/slurm-sweep");
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 8);
+    assert!(recs.iter().all(|r| r["status"] == "ok"));
+    assert_eq!(check_nodes_and_cpus(&recs), BTreeSet::from(["n1".to_string(), "n2".to_string()]));
+    // Submitted as one job array.
+    let arrays: BTreeSet<&str> = recs.iter().map(|r| dispatch(r)["array_job_id"].as_str().unwrap()).collect();
+    assert_eq!(arrays.len(), 1, "{arrays:?}");
+    audit_is_clean(&dir);
+    nothing_left("slurm-sweep");
+}
+
+#[test]
+fn a_node_taken_down_mid_run_requeues_its_cell_and_the_rest_complete() {
+    let _cluster = cluster_must_answer();
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, mut lines) = start_sweep(results.path(), "slurm-node-down", &[]);
+    let mut seen = Vec::new();
+    // Wait for a long cell (mcp's cold start) to be running on n1, then take n1 down.
+    loop {
+        let line = until(&mut lines, "running on n1", &mut seen);
+        if line.contains("mcp-2.3.0/cold_start") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let down = slurm("scontrol", &["update", "nodename=n1", "state=down", "reason=benchlab-test-node-down"]);
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    let _ = slurm("scontrol", &["update", "nodename=n1", "state=resume"]);
+    let text = seen.join("\n");
+    assert!(text.contains("REQUEUED"), "{text}");
+    let dir = results.path().join("cluster-sweep/slurm-node-down");
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 8, "every cell has its record:\n{text}");
+    // The cell that was on n1 ran again (attempt 2, the requeue named) or failed saying the node
+    // failed; every other cell is ok.
+    let hit: Vec<&Value> = recs.iter().filter(|r| dispatch(r)["attempts"].as_u64() > Some(1)).collect();
+    assert!(!hit.is_empty(), "no record says it was requeued:\n{text}");
+    for r in &hit {
+        let d = dispatch(r);
+        assert!(d["requeued"].as_str().is_some_and(|s| s.contains("n1")), "{d}");
+        if r["status"] == "failed" {
+            assert_eq!(r["failure"]["reason"], "node_fail", "{r}");
+        } else {
+            // The lab's cluster returns a node to service at once (ReturnToService=2), so the
+            // second attempt may land on either node; it is a new job run, from the start.
+            assert_eq!(d["attempts"], 2, "{d}");
+        }
+    }
+    let failed: Vec<&Value> = recs.iter().filter(|r| r["status"] != "ok").collect();
+    assert!(failed.iter().all(|r| r["failure"]["reason"] == "node_fail"), "{failed:#?}");
+    assert_eq!(status.code(), Some(if failed.is_empty() { 0 } else { 1 }), "{text}");
+    audit_is_clean(&dir);
+    nothing_left("slurm-node-down");
+}
+
+#[test]
+fn ctrl_c_cancels_the_jobs_and_resume_runs_only_the_missing_cells() {
+    let _cluster = cluster_must_answer();
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, mut lines) = start_sweep(results.path(), "slurm-interrupted", &[]);
+    let mut seen = Vec::new();
+    until(&mut lines, " ok (on n", &mut seen);
+    until(&mut lines, "running on", &mut seen);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    let text = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted by SIGINT"), "{text}");
+    let dir = results.path().join("cluster-sweep/slurm-interrupted");
+    let before = records(&dir).len();
+    assert!((1..8).contains(&before), "{before} records:\n{text}");
+    audit_is_clean(&dir);
+    nothing_left("slurm-interrupted");
+
+    // --resume submits only the cells without an ok record.
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .args(["--backend", "slurm", "--slurm-conf"])
+        .arg(slurm_conf())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let queued = err.lines().filter(|l| l.contains(": queued as job ")).count();
+    assert_eq!(queued, 8 - before, "{err}");
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 8);
+    let ids: BTreeSet<(String, u64)> = recs
+        .iter()
+        .map(|r| {
+            (r["cell"]["id"].as_str().unwrap().to_string(), r["cell"]["repeat"]["index"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(ids.len(), 8, "every cell once: {ids:?}");
+    audit_is_clean(&dir);
+    nothing_left("slurm-interrupted");
+}
+
+#[test]
+fn bad_cluster_input_is_refused_before_anything_runs() {
+    let _cluster = cluster_must_answer();
+    let results = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], scenario: &str| {
+        Command::new(BIN)
+            .current_dir(ROOT)
+            .args(run_args(scenario, results.path(), "refused"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--partition", "nosuch"], "scenarios/quickstart-shared-core.toml");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no partition nosuch") && err.contains("lab"), "{err}");
+    // A split cell needs two cores on one node; these nodes have one.
+    let out = run(&[], "scenarios/quickstart.toml");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs 2 CPUs on one node"), "{err}");
+    let out = run(&["--slurm-opt=--nodelist=n9"], "scenarios/quickstart-shared-core.toml");
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    // No controller: an environment error saying how to start one.
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(["run", "scenarios/quickstart-shared-core.toml", "--backend", "slurm", "--results"])
+        .arg(results.path())
+        .args(["--slurm-conf", "/nonexistent/slurm.conf"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("slurm-up.sh"), "{err}");
+    assert!(!results.path().join("quickstart-shared-core").exists(), "nothing ran");
+    assert!(!results.path().join("quickstart").exists(), "nothing ran");
+}
