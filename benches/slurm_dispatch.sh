@@ -41,11 +41,18 @@ wall() { # label, then the benchlab run arguments
 }
 
 declare -A sum=([local]=0 [one]=0 [two]=0)
+add() { # key, seconds
+  sum[$1]=$(echo "${sum[$1]} + $2" | bc -l)
+}
 for r in $(seq 1 "$rounds"); do
   # Interleaved, so a slow spell of this shared machine falls on all three alike.
-  sum[local]=$(echo "${sum[local]} + $(wall "local-$r" --results "$out/r" --run-id "local-$r")" | bc -l)
-  sum[one]=$(echo "${sum[one]} + $(wall "one-$r" --backend slurm --slurm-opt=--nodelist=n1 --results "$out/r" --run-id "one-$r")" | bc -l)
-  sum[two]=$(echo "${sum[two]} + $(wall "two-$r" --backend slurm --results "$out/r" --run-id "two-$r")" | bc -l)
+  s=$(wall "local-$r" --results "$out/r" --run-id "local-$r") || exit 1
+  add local "$s"
+  s=$(wall "one-$r" --backend slurm --slurm-opt=--nodelist=n1 --results "$out/r" --run-id "one-$r") || exit 1
+  add one "$s"
+  s=$(wall "two-$r" --backend slurm --results "$out/r" --run-id "two-$r") || exit 1
+  add two "$s"
+  printf 'round %d: local %.1f s, 1 node %.1f s, 2 nodes %.1f s (cumulative)\n' "$r" "${sum[local]}" "${sum[one]}" "${sum[two]}" >&2
 done
 l=$(echo "${sum[local]} / $rounds" | bc -l)
 o=$(echo "${sum[one]} / $rounds" | bc -l)

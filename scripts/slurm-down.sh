@@ -31,27 +31,8 @@ flock -w 120 9 || {
   exit 1
 }
 
-# live_pid PIDFILE NAME ARG...: prints the pid in PIDFILE when that process runs, its program is
-# NAME and its command line holds every ARG (same rules as slurm-up.sh).
-live_pid() {
-  local pidfile=$1 name=$2 pid cmd
-  shift 2
-  pid=$(cat "$pidfile" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  local -a argv=()
-  mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || return 1
-  ((${#argv[@]})) || return 1
-  [ "$(basename "${argv[0]}")" = "$name" ] || return 1
-  cmd=" ${argv[*]} "
-  local a
-  for a in "$@"; do
-    [[ $cmd == *" $a "* ]] || return 1
-  done
-  echo "$pid"
-}
-munged_pid() { live_pid "$dir/run/munged.pid" munged "--socket=$sock"; }
-slurmctld_pid() { live_pid "$dir/run/slurmctld.pid" slurmctld "$conf"; }
-slurmd_pid() { live_pid "$dir/run/slurmd-$1.pid" slurmd "-N $1" "$conf"; }
+# shellcheck source=scripts/slurm-lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slurm-lib.sh"
 
 # --- jobs --------------------------------------------------------------------------------------
 if slurmctld_pid >/dev/null && munged_pid >/dev/null; then

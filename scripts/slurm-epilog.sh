@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Slurm Epilog of benchlab's lab cluster (scripts/slurm-up.sh copies it into the lab folder and
 # names the copy in slurm.conf). slurmd runs it as root on each node after each job; it removes
-# every Docker container labelled benchlab.slurm_job=$SLURM_JOB_ID (a job's containers are not in
-# its cgroup, so cancelling the job alone leaves them running) and logs what it removed to
+# every Docker container, then every volume, labelled benchlab.slurm_job=$SLURM_JOB_ID (a job's
+# containers are not in its cgroup, so cancelling the job alone leaves them running, and a cell's
+# /lab volume outlives its containers) and logs what it removed to
 # <lab folder>/log/epilog.log. It always exits 0: a failing epilog would drain the node. Without
 # docker, or without a job id, it does nothing.
 set -uo pipefail
@@ -27,18 +28,25 @@ node=${SLURMD_NODENAME:-?}
 [[ $job =~ ^[0-9]+$ ]] || exit 0
 command -v docker >/dev/null 2>&1 || exit 0
 
-if ! ids=$(timeout 30 docker ps -aq --filter "label=benchlab.slurm_job=$job" 2>&1); then
-  note "job $job on $node: docker ps failed: ${ids//$'\n'/ }"
-  exit 0
-fi
-if [ -z "$ids" ]; then
-  note "job $job on $node: no containers"
-  exit 0
-fi
-# shellcheck disable=SC2086 # one container id per word
-if out=$(timeout 60 docker rm -f $ids 2>&1); then
-  note "job $job on $node: removed containers ${ids//$'\n'/ }"
-else
-  note "job $job on $node: docker rm -f ${ids//$'\n'/ } failed: ${out//$'\n'/ }"
-fi
+# remove KIND LIST-COMMAND... : removes what the listing names (containers before volumes: a
+# volume in use cannot go).
+remove() {
+  local kind=$1 ids out
+  shift
+  if ! ids=$(timeout 30 "$@" 2>&1); then
+    note "job $job on $node: listing ${kind}s failed: ${ids//$'\n'/ }"
+    return
+  fi
+  [ -n "$ids" ] || return
+  local rm=(docker rm -f)
+  [ "$kind" = volume ] && rm=(docker volume rm -f)
+  # shellcheck disable=SC2086 # one id per word
+  if out=$(timeout 60 "${rm[@]}" $ids 2>&1); then
+    note "job $job on $node: removed ${kind}s ${ids//$'\n'/ }"
+  else
+    note "job $job on $node: ${rm[*]} ${ids//$'\n'/ } failed: ${out//$'\n'/ }"
+  fi
+}
+remove container docker ps -aq --filter "label=benchlab.slurm_job=$job"
+remove volume docker volume ls -q --filter "label=benchlab.slurm_job=$job"
 exit 0

@@ -59,29 +59,8 @@ exec 9>"$dir/lock"
 flock -w 120 9 || die "another slurm-up.sh or slurm-down.sh holds $dir/lock"
 
 # --- process helpers (same rules as slurm-down.sh) ----------------------------------------------
-# live_pid PIDFILE NAME ARG...: prints the pid in PIDFILE when that process runs, its program is
-# NAME and its command line holds every ARG (so a reused pid is never taken for our daemon).
-live_pid() {
-  local pidfile=$1 name=$2 pid cmd
-  shift 2
-  pid=$(cat "$pidfile" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  local -a argv=()
-  mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || return 1
-  ((${#argv[@]})) || return 1
-  [ "$(basename "${argv[0]}")" = "$name" ] || return 1
-  cmd=" ${argv[*]} "
-  local a
-  for a in "$@"; do
-    [[ $cmd == *" $a "* ]] || return 1
-  done
-  echo "$pid"
-}
-# running PID: the process exists and is no zombie (a zombie's command line is empty).
-running() { [ -n "$(tr -d '\0' 2>/dev/null <"/proc/$1/cmdline")" ]; }
-munged_pid() { live_pid "$dir/run/munged.pid" munged "--socket=$sock"; }
-slurmctld_pid() { live_pid "$dir/run/slurmctld.pid" slurmctld "$conf"; }
-slurmd_pid() { live_pid "$dir/run/slurmd-$1.pid" slurmd "-N $1" "$conf"; }
+# shellcheck source=scripts/slurm-lib.sh
+source "$here/slurm-lib.sh"
 
 tail_log() {
   local f=$1

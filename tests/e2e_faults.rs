@@ -17,7 +17,6 @@ use common::engine_must_answer;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const CALLS: u64 = 100;
 /// tools/call requests a proxied fault lets through before it strikes (FAULT_AFTER).
 const AFTER: u64 = 20;
@@ -48,45 +47,6 @@ impl Drop for Cleanup {
 fn docker_list(args: &[&str]) -> Vec<String> {
     let out = Command::new("docker").args(args).output().expect("docker runs");
     String::from_utf8_lossy(&out.stdout).split_whitespace().map(String::from).collect()
-}
-
-/// A checkout with one recipe, `faulty`: the base image and tests/fixtures/faulty/server.sh as
-/// its `weekly` server; the fault is chosen per scenario server by $FAULT.
-fn throwaway_checkout(root: &Path) {
-    let family = root.join("images/faulty");
-    std::fs::create_dir_all(family.join("servers")).unwrap();
-    std::fs::write(
-        family.join("recipe.toml"),
-        r#"family = "faulty"
-description = "Servers that misbehave on purpose (tests/e2e_faults.rs)"
-default_runtime = "bookworm"
-
-[runtime.bookworm]
-kind = "shell"
-dockerfile = "Dockerfile"
-suite = "bookworm"
-launcher = ["/bin/bash"]
-
-[api.script]
-argv = ["/srv/{suite}.sh"]
-[api.script.sources]
-weekly = "servers/weekly.sh"
-
-[[version]]
-version = "1"
-api = "script"
-runtimes = ["bookworm"]
-"#,
-    )
-    .unwrap();
-    std::fs::write(family.join("Dockerfile"), "FROM {{BASE}}\nCOPY srv/ /srv/\n").unwrap();
-    std::fs::copy(Path::new(ROOT).join("tests/fixtures/faulty/server.sh"), family.join("servers/weekly.sh"))
-        .unwrap();
-    std::fs::create_dir_all(root.join("images/common")).unwrap();
-    std::fs::write(root.join("images/common/image-manifest.mjs"), "").unwrap();
-    let lock = root.join("lockfiles/faulty/1-bookworm");
-    std::fs::create_dir_all(&lock).unwrap();
-    std::fs::write(lock.join("README"), "nothing to lock\n").unwrap();
 }
 
 /// Each server of the sweep: its id (= $FAULT) and the status and reason its cell must get.
@@ -148,7 +108,7 @@ fn every_fault_is_recorded_with_its_reason_and_the_sweep_goes_on() {
     engine_must_answer();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("checkout");
-    throwaway_checkout(&root);
+    common::faulty_checkout(&root);
     let scenario = scenario(&root);
     let run_id = format!("faults-{}", std::process::id());
     let _cleanup = Cleanup { label: run_id.clone() };

@@ -22,6 +22,12 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// One test at a time on the cluster.
 static CLUSTER: Mutex<()> = Mutex::new(());
 
+/// A run id no earlier test run used (job folders are named by run id).
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}-{nanos:x}")
+}
+
 fn slurm_conf() -> PathBuf {
     let dir = std::env::var_os("BENCHLAB_SLURM_DIR")
         .map(PathBuf::from)
@@ -76,6 +82,18 @@ fn run_args(scenario: &str, results: &Path, run_id: &str) -> Vec<String> {
     a.push("--slurm-conf".into());
     a.push(slurm_conf().display().to_string());
     a
+}
+
+/// `benchlab run --resume DIR --backend slurm`.
+fn resume(dir: &Path) -> Output {
+    Command::new(BIN)
+        .current_dir(ROOT)
+        .args(["run", "--resume"])
+        .arg(dir)
+        .args(["--backend", "slurm", "--slurm-conf"])
+        .arg(slurm_conf())
+        .output()
+        .unwrap()
 }
 
 fn records(dir: &Path) -> Vec<Value> {
@@ -135,15 +153,16 @@ fn check_nodes_and_cpus(recs: &[Value]) -> BTreeSet<String> {
 #[test]
 fn quickstart_runs_on_both_nodes_from_images_pulled_by_digest() {
     let _cluster = cluster_must_answer();
+    let slurm_quickstart = unique("slurm-quickstart");
     let results = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .current_dir(ROOT)
-        .args(run_args("scenarios/quickstart-shared-core.toml", results.path(), "slurm-quickstart"))
+        .args(run_args("scenarios/quickstart-shared-core.toml", results.path(), &slurm_quickstart))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(0), "{err}{}", String::from_utf8_lossy(&out.stdout));
-    let dir = results.path().join("quickstart-shared-core/slurm-quickstart");
+    let dir = results.path().join("quickstart-shared-core").join(&slurm_quickstart);
     let recs = records(&dir);
     assert_eq!(recs.len(), 4);
     assert!(recs.iter().all(|r| r["status"] == "ok"), "{recs:#?}");
@@ -183,7 +202,7 @@ fn quickstart_runs_on_both_nodes_from_images_pulled_by_digest() {
         assert_eq!(dispatch(r)["attempts"], 1);
     }
     audit_is_clean(&dir);
-    nothing_left("slurm-quickstart");
+    nothing_left(&slurm_quickstart);
     // The table splits by node on request.
     let rep = Command::new(BIN).arg("report").arg(&dir).args(["--by", "node"]).output().unwrap();
     let table = String::from_utf8_lossy(&rep.stdout);
@@ -228,18 +247,37 @@ fn until(
     }
 }
 
+/// Each cell's node and when its worker ran (start, end), Unix ms, from the run's job folder.
+fn job_spans(run_id: &str) -> Vec<(String, u64, u64)> {
+    let cells = std::env::temp_dir().join(format!("benchlab-work/slurm-jobs/{run_id}/cells"));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&cells).unwrap().flatten() {
+        let attempt: Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path().join("attempt-1.json")).unwrap()).unwrap();
+        let ended = std::fs::metadata(e.path().join("outcome.json")).unwrap().modified().unwrap();
+        let ended = ended.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+        out.push((
+            attempt["node"].as_str().unwrap().to_string(),
+            attempt["started_unix_ms"].as_u64().unwrap(),
+            ended,
+        ));
+    }
+    out
+}
+
 #[test]
 fn a_shared_sweep_of_eight_cells_runs_on_both_nodes_at_once() {
     let _cluster = cluster_must_answer();
+    let slurm_sweep = unique("slurm-sweep");
     let results = tempfile::tempdir().unwrap();
-    let (mut child, mut lines) = start_sweep(results.path(), "slurm-sweep", &[]);
+    let (mut child, mut lines) = start_sweep(results.path(), &slurm_sweep, &[]);
     let mut seen = Vec::new();
     // Both nodes busy at the same moment, as the run's own tally says.
     until(&mut lines, " 2 running", &mut seen);
     seen.extend(lines.map_while(Result::ok));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", seen.join("\n"));
-    let dir = results.path().join("cluster-sweep/slurm-sweep");
+    let dir = results.path().join("cluster-sweep").join(&slurm_sweep);
     let recs = records(&dir);
     assert_eq!(recs.len(), 8);
     assert!(recs.iter().all(|r| r["status"] == "ok"));
@@ -247,15 +285,22 @@ fn a_shared_sweep_of_eight_cells_runs_on_both_nodes_at_once() {
     // Submitted as one job array.
     let arrays: BTreeSet<&str> = recs.iter().map(|r| dispatch(r)["array_job_id"].as_str().unwrap()).collect();
     assert_eq!(arrays.len(), 1, "{arrays:?}");
+    // At once: a cell on n1 and one on n2 ran at the same time (each job folder holds when its
+    // worker started and, by the outcome's time, when it ended).
+    let spans = job_spans(&slurm_sweep);
+    assert_eq!(spans.len(), 8, "{spans:?}");
+    let overlap = spans.iter().any(|(n, a, b)| spans.iter().any(|(m, c, d)| n != m && a < d && c < b));
+    assert!(overlap, "no two cells ran on both nodes at the same time: {spans:?}");
     audit_is_clean(&dir);
-    nothing_left("slurm-sweep");
+    nothing_left(&slurm_sweep);
 }
 
 #[test]
 fn a_node_taken_down_mid_run_requeues_its_cell_and_the_rest_complete() {
     let _cluster = cluster_must_answer();
+    let slurm_node_down = unique("slurm-node-down");
     let results = tempfile::tempdir().unwrap();
-    let (mut child, mut lines) = start_sweep(results.path(), "slurm-node-down", &[]);
+    let (mut child, mut lines) = start_sweep(results.path(), &slurm_node_down, &[]);
     let mut seen = Vec::new();
     // Wait for a long cell (mcp's cold start) to be running on n1, then take n1 down.
     loop {
@@ -272,7 +317,7 @@ fn a_node_taken_down_mid_run_requeues_its_cell_and_the_rest_complete() {
     let _ = slurm("scontrol", &["update", "nodename=n1", "state=resume"]);
     let text = seen.join("\n");
     assert!(text.contains("REQUEUED"), "{text}");
-    let dir = results.path().join("cluster-sweep/slurm-node-down");
+    let dir = results.path().join("cluster-sweep").join(&slurm_node_down);
     let recs = records(&dir);
     assert_eq!(recs.len(), 8, "every cell has its record:\n{text}");
     // The cell that was on n1 ran again (attempt 2, the requeue named) or failed saying the node
@@ -294,14 +339,15 @@ fn a_node_taken_down_mid_run_requeues_its_cell_and_the_rest_complete() {
     assert!(failed.iter().all(|r| r["failure"]["reason"] == "node_fail"), "{failed:#?}");
     assert_eq!(status.code(), Some(if failed.is_empty() { 0 } else { 1 }), "{text}");
     audit_is_clean(&dir);
-    nothing_left("slurm-node-down");
+    nothing_left(&slurm_node_down);
 }
 
 #[test]
 fn ctrl_c_cancels_the_jobs_and_resume_runs_only_the_missing_cells() {
     let _cluster = cluster_must_answer();
+    let slurm_interrupted = unique("slurm-interrupted");
     let results = tempfile::tempdir().unwrap();
-    let (mut child, mut lines) = start_sweep(results.path(), "slurm-interrupted", &[]);
+    let (mut child, mut lines) = start_sweep(results.path(), &slurm_interrupted, &[]);
     let mut seen = Vec::new();
     until(&mut lines, " ok (on n", &mut seen);
     until(&mut lines, "running on", &mut seen);
@@ -312,21 +358,14 @@ fn ctrl_c_cancels_the_jobs_and_resume_runs_only_the_missing_cells() {
     let text = seen.join("\n");
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(text.contains("interrupted by SIGINT"), "{text}");
-    let dir = results.path().join("cluster-sweep/slurm-interrupted");
+    let dir = results.path().join("cluster-sweep").join(&slurm_interrupted);
     let before = records(&dir).len();
     assert!((1..8).contains(&before), "{before} records:\n{text}");
     audit_is_clean(&dir);
-    nothing_left("slurm-interrupted");
+    nothing_left(&slurm_interrupted);
 
     // --resume submits only the cells without an ok record.
-    let out = Command::new(BIN)
-        .current_dir(ROOT)
-        .args(["run", "--resume"])
-        .arg(&dir)
-        .args(["--backend", "slurm", "--slurm-conf"])
-        .arg(slurm_conf())
-        .output()
-        .unwrap();
+    let out = resume(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let queued = err.lines().filter(|l| l.contains(": queued as job ")).count();
@@ -341,7 +380,48 @@ fn ctrl_c_cancels_the_jobs_and_resume_runs_only_the_missing_cells() {
         .collect();
     assert_eq!(ids.len(), 8, "every cell once: {ids:?}");
     audit_is_clean(&dir);
-    nothing_left("slurm-interrupted");
+    nothing_left(&slurm_interrupted);
+}
+
+#[test]
+fn after_a_kill_9_the_next_run_cancels_the_orphaned_jobs_and_resume_finishes() {
+    let _cluster = cluster_must_answer();
+    let slurm_killed = unique("slurm-killed");
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, mut lines) = start_sweep(results.path(), &slurm_killed, &[]);
+    let mut seen = Vec::new();
+    until(&mut lines, "running on", &mut seen);
+    child.kill().unwrap(); // SIGKILL: no clean-up at all
+    child.wait().unwrap();
+    drop(lines);
+    let q = String::from_utf8_lossy(&slurm("squeue", &["-h", "-o", "%i %k"]).stdout).to_string();
+    assert!(
+        q.contains(&format!("benchlab run {slurm_killed} owner ")),
+        "the killed run's jobs live on:\n{q}"
+    );
+    let dir = results.path().join("cluster-sweep").join(&slurm_killed);
+    let out = resume(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("left by benchlab") && err.contains(&format!("(run {slurm_killed})")), "{err}");
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 8, "{err}");
+    audit_is_clean(&dir);
+    nothing_left(&slurm_killed);
+    // The dead run's registry was stopped too: only registries of live benchlabs are left.
+    let reg = std::env::temp_dir().join("benchlab-work/registry");
+    let owners: Vec<String> = std::fs::read_dir(&reg)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".owner"))
+        .collect();
+    for o in owners {
+        let text = std::fs::read_to_string(reg.join(&o)).unwrap_or_default();
+        let token = text.split_whitespace().nth(1).unwrap_or_default().to_string();
+        let pid = token.split('-').next().unwrap_or_default();
+        assert!(Path::new(&format!("/proc/{pid}")).exists(), "{o}: a registry of a dead benchlab is left");
+    }
 }
 
 #[test]
@@ -380,4 +460,63 @@ fn bad_cluster_input_is_refused_before_anything_runs() {
     assert!(err.contains("slurm-up.sh"), "{err}");
     assert!(!results.path().join("quickstart-shared-core").exists(), "nothing ran");
     assert!(!results.path().join("quickstart").exists(), "nothing ran");
+}
+
+/// The faulty checkout (tests/common) and a scenario of one server that hangs in the middle of a
+/// call, with call timeouts far beyond the Slurm time limit the test gives its job.
+fn hanging_checkout(root: &Path) -> PathBuf {
+    common::faulty_checkout(root);
+    let scenario = root.join("hang.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"slurm-hang\"\nsuite = \"weekly\"\n\n[placement]\nmode = \"shared\"\nmemory = \"256MiB\"\n\n\
+         [timeouts]\nstartup_ms = 10000\ncall_ms = 600000\n\n[[workload]]\nkind = \"serial_calls\"\n\
+         tool = \"add_numbers\"\nwarmup = 0\ncalls = 20\n\n[[server]]\nid = \"hang_mid_call\"\nfamily = \"faulty\"\n\
+         version = \"1\"\nenv = { FAULT = \"hang_mid_call\", FAULT_AFTER = \"5\" }\n",
+    )
+    .unwrap();
+    scenario
+}
+
+#[test]
+fn a_job_past_its_slurm_time_limit_is_a_timeout_record_named_by_slurm() {
+    let _cluster = cluster_must_answer();
+    let slurm_timeout = unique("slurm-timeout");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("checkout");
+    let scenario = hanging_checkout(&root);
+    let results = tmp.path().join("results");
+    // `--slurm-opt=--time=1` comes after the lab's own --time, so Slurm stops the job at one
+    // minute, long before the cell's own ten-minute call timeout would.
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(run_args(&scenario.display().to_string(), &results, &slurm_timeout))
+        .args(["--root"])
+        .arg(&root)
+        .arg("--slurm-opt=--time=1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    for img in ["benchlab/faulty", "*/benchlab/faulty"] {
+        let ids = Command::new("docker")
+            .args(["images", "-q", "--filter", &format!("reference={img}")])
+            .output()
+            .unwrap();
+        for id in String::from_utf8_lossy(&ids.stdout).split_whitespace() {
+            let _ = Command::new("docker").args(["rmi", "-f", id]).output();
+        }
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(400), "{:?}", started.elapsed());
+    let dir = results.join("slurm-hang").join(&slurm_timeout);
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 1, "{err}");
+    let f = &recs[0]["failure"];
+    assert_eq!(f["reason"], "timeout", "{f}");
+    let detail = f["detail"].as_str().unwrap();
+    assert!(detail.contains("Slurm stopped job") && detail.contains("Slurm state TIMEOUT"), "{detail}");
+    assert!(dispatch(&recs[0])["job_id"].as_str().unwrap().contains('_'));
+    audit_is_clean(&dir);
+    nothing_left(&slurm_timeout);
 }

@@ -128,8 +128,8 @@ impl Progress {
                 self.line(format!("--parallel: {why}"))
             }
             Event::LeftoversRemoved { run_id, owner, removed } => self.line(format!(
-                "removed {removed} container(s) and volume(s) left by benchlab {owner} (run {run_id}), which \
-                 died without cleaning up"
+                "removed {removed} container(s), volume(s) or job(s) left by benchlab {owner} (run {run_id}), \
+                 which died without cleaning up"
             )),
             Event::CellDispatch { cell_id, event } => self.dispatch(cell_id, event),
             Event::CellFinished { record } => {

@@ -118,7 +118,7 @@ pub enum RunError {
     Store(#[from] crate::record::store::StoreError),
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
-    #[error("interrupted by {signal} during cell {cell}: {done} of {total} cells were recorded in {}; the cell in flight was abandoned and {removed} container(s) and volume(s) of the run removed", run_dir.display())]
+    #[error("interrupted by {signal} during cell {cell}: {done} of {total} cells were recorded in {}; the cells in flight were abandoned and {removed} of the run's jobs, containers and volumes cancelled or removed; `benchlab run --resume {}` runs the rest", run_dir.display(), run_dir.display())]
     Interrupted {
         signal: &'static str,
         run_dir: PathBuf,

@@ -50,10 +50,12 @@ pub struct JobRow {
     pub nodes: String,
     /// Why it waits, or why it ended.
     pub reason: String,
+    /// The job's comment (the lab's: `benchlab run <run id> owner <host>:<owner token>`).
+    pub comment: String,
 }
 
 /// The squeue format [`parse_queue`] reads.
-pub const QUEUE_FORMAT: &str = "%i|%A|%a|%T|%N|%r";
+pub const QUEUE_FORMAT: &str = "%i|%A|%a|%T|%N|%r|%k";
 
 impl Slurm {
     /// Runs a Slurm client program; its stdout, or an error with its stderr.
@@ -234,15 +236,20 @@ pub fn time_arg(seconds: u64) -> String {
 pub fn parse_queue(out: &str) -> Vec<JobRow> {
     out.lines()
         .filter_map(|l| {
-            let f: Vec<&str> = l.trim().split('|').collect();
-            let [id, array, task, state, nodes, reason] = f.as_slice() else { return None };
+            let f: Vec<&str> = l.trim().splitn(7, '|').collect();
+            let [id, array, task, state, nodes, reason, comment] = f.as_slice() else { return None };
             Some(JobRow {
                 id: id.to_string(),
                 array_job_id: array.to_string(),
-                array_task_id: task.parse().ok(),
+                // A pending task's %a is "(null)" even with -r; its id says `<array>_<task>`.
+                array_task_id: task
+                    .parse()
+                    .ok()
+                    .or_else(|| id.rsplit_once('_').and_then(|(_, t)| t.parse().ok())),
                 state: state.to_string(),
                 nodes: nodes.to_string(),
                 reason: reason.to_string(),
+                comment: comment.to_string(),
             })
         })
         .collect()
@@ -307,11 +314,17 @@ mod tests {
 
     #[test]
     fn queue_rows_name_array_tasks_and_their_states() {
-        let rows = parse_queue("12_0|12|0|RUNNING|n1|None\n12_1|12|1|PENDING||Resources\n13|13|N/A|NODE_FAIL|n2|NodeDown\nnoise\n");
-        assert_eq!(rows.len(), 3);
+        let rows = parse_queue(
+            "12_0|12|0|RUNNING|n1|None|benchlab run r owner h:1-2\n12_1|12|1|PENDING||Resources|(null)\n\
+             13|13|N/A|NODE_FAIL|n2|NodeDown|a|b\n152_3|152|(null)|PENDING||None|(null)\nnoise\n",
+        );
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[3].array_task_id, Some(3), "a pending task's index comes from its id");
         assert_eq!(rows[0].array_task_id, Some(0));
         assert_eq!(rows[1].reason, "Resources");
         assert_eq!(rows[2].array_task_id, None);
+        assert_eq!(rows[0].comment, "benchlab run r owner h:1-2");
+        assert_eq!(rows[2].comment, "a|b", "the comment is the last field, whatever it holds");
         assert!(is_final("NODE_FAIL") && is_final("COMPLETED") && is_final("TIMEOUT"));
         assert!(!is_final("PENDING") && !is_final("RUNNING") && !is_final("COMPLETING"));
     }

@@ -42,6 +42,9 @@ pub struct Attempt {
     pub node: String,
     pub job_id: String,
     pub cpus: String,
+    /// When the worker started, Unix milliseconds (the node's clock).
+    #[serde(default)]
+    pub started_unix_ms: u64,
 }
 
 /// The file names of one cell's folder.
@@ -91,7 +94,8 @@ pub fn cell_dir(run_jobs: &Path, index: usize, cell_id: &str) -> CellDir {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
         .collect();
-    CellDir(run_jobs.join("cells").join(format!("{index:04}-{safe}")))
+    // The pid keeps a resumed run's folders apart from those of the run it resumes.
+    CellDir(run_jobs.join("cells").join(format!("{}-{index:04}-{safe}", std::process::id())))
 }
 
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
@@ -139,6 +143,10 @@ impl Resources {
         if self.exclusive {
             args.push("--exclusive".into());
         }
+        if self.cpus > 1 {
+            // Two CPUs of two physical cores, never two hyperthreads of one.
+            args.push("--hint=nomultithread".into());
+        }
         args
     }
 }
@@ -161,7 +169,7 @@ mod tests {
     fn events_are_read_a_whole_line_at_a_time() {
         let d = tempfile::tempdir().unwrap();
         let cell = cell_dir(d.path(), 3, "null/cold start");
-        assert!(cell.0.ends_with("cells/0003-null_cold_start"));
+        assert!(cell.0.ends_with(format!("cells/{}-0003-null_cold_start", std::process::id())));
         std::fs::create_dir_all(&cell.0).unwrap();
         let line = serde_json::to_string(&DriverEvent::Progress { phase: "calls".into(), done: 1, total: 2 })
             .unwrap();
@@ -182,6 +190,7 @@ mod tests {
         assert!(args.contains(&"--exclusive".to_string()));
         assert!(args.contains(&"--mem=1536M".to_string()));
         assert!(args.contains(&"--time=2".to_string()));
+        assert!(args.contains(&"--hint=nomultithread".to_string()));
         assert!(!Resources { exclusive: false, ..r }.sbatch_args(5).contains(&"--exclusive".to_string()));
     }
 }

@@ -236,6 +236,48 @@ impl SlurmBackend {
         Ok(entry)
     }
 
+    /// Cancels the jobs of benchlabs on this host that died without cancelling theirs (`kill -9`):
+    /// their comment names the owner, which is gone.
+    async fn cancel_orphans(&self) -> Vec<Leftover> {
+        let Ok(rows) = self.slurm.queue().await else { return Vec::new() };
+        let host = submit::owner().split(':').next().unwrap_or_default().to_string();
+        let mut found: Vec<Leftover> = Vec::new();
+        let mut cancelled = std::collections::BTreeSet::new();
+        for r in rows.iter().filter(|r| !ctl::is_final(&r.state)) {
+            let Some(rest) = r.comment.strip_prefix("benchlab run ") else { continue };
+            let Some((run, owner)) = rest.split_once(" owner ") else { continue };
+            let Some((h, token)) = owner.split_once(':') else { continue };
+            let pid = token.split('-').next().and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
+            let alive = super::containers::owners::process_token(std::path::Path::new("/proc"), pid)
+                .as_deref()
+                == Some(token);
+            if h != host || alive || !cancelled.insert(r.array_job_id.clone()) {
+                continue;
+            }
+            if self.slurm.cancel(std::slice::from_ref(&r.array_job_id)).await.is_ok() {
+                match found.iter_mut().find(|l| l.owner == owner) {
+                    Some(l) => l.removed += 1,
+                    None => found.push(Leftover { run_id: run.into(), owner: owner.into(), removed: 1 }),
+                }
+            }
+        }
+        self.wait_ended(&cancelled.into_iter().collect::<Vec<_>>()).await;
+        found
+    }
+
+    /// Waits until these arrays' jobs have ended (their epilogs remove their containers), at
+    /// most 30 s.
+    async fn wait_ended(&self, arrays: &[String]) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let rows = self.slurm.queue().await.unwrap_or_default();
+            if !rows.iter().any(|r| arrays.contains(&r.array_job_id) && !ctl::is_final(&r.state)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
     /// Fresh squeue rows, at most every 400 ms however many cells ask.
     async fn rows(&self) -> Vec<JobRow> {
         let mut q = self.queue.lock().await;
@@ -376,23 +418,17 @@ impl Backend for SlurmBackend {
         std::fs::create_dir_all(dir.join("cells"))
             .map_err(|source| EngineError::Io { what: format!("create {}", dir.display()), source })?;
         *self.run.lock().expect("not poisoned") = Some(RunJobs { id: run_id.to_string(), dir });
+        let mut found = self.cancel_orphans().await;
         // What dead runs left on this host's engine goes as it does locally; on the nodes the
         // epilog removes a cancelled job's containers.
-        node!(&self.node, b => b.start(run_id).await)
+        found.extend(node!(&self.node, b => b.start(run_id).await)?);
+        Ok(found)
     }
 
     async fn abandon(&self, run_id: &str) -> usize {
         let ids = std::mem::take(&mut *self.submitted.lock().expect("not poisoned"));
         let _ = self.slurm.cancel(&ids).await;
-        // Wait for the jobs to end (their epilogs remove their containers), at most 30 s.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            let rows = self.slurm.queue().await.unwrap_or_default();
-            if !rows.iter().any(|r| ids.contains(&r.array_job_id) && !ctl::is_final(&r.state)) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
+        self.wait_ended(&ids).await;
         let removed = node!(&self.node, b => b.abandon(run_id).await);
         ids.len() + removed
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::backend::containers::owners::{owner_token, process_token};
 use crate::backend::EngineError;
 
 /// A registry the run pushes to; a registry the lab started stops when this is dropped.
@@ -49,6 +50,7 @@ impl Registry {
         let dir = work_dir.join("registry");
         let io = |what: String| move |source| EngineError::Io { what, source };
         std::fs::create_dir_all(dir.join("storage")).map_err(io(format!("create {}", dir.display())))?;
+        sweep_orphans(&dir);
         let port = free_port().map_err(io("find a free loopback port".into()))?;
         let address = format!("127.0.0.1:{port}");
         let config = dir.join(format!("config-{port}.yml"));
@@ -75,6 +77,10 @@ impl Registry {
                     ),
                 )
             })?;
+        // Whose registry this is, so a later run stops it if this benchlab dies without doing so.
+        let owner = dir.join(format!("registry-{port}.owner"));
+        let pid = child.id().unwrap_or(0);
+        let _ = std::fs::write(&owner, format!("{pid} {}\n", owner_token()));
         let registry = Registry { address: address.clone(), child: Some(child), log: Some(log.clone()) };
         for _ in 0..100 {
             if answers(&address).await {
@@ -105,7 +111,42 @@ impl Drop for Registry {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
             let _ = child.start_kill();
+            if let (Some(log), Some(port)) = (&self.log, self.address.rsplit(':').next()) {
+                if let Some(dir) = log.parent() {
+                    let _ = std::fs::remove_file(dir.join(format!("registry-{port}.owner")));
+                    let _ = std::fs::remove_file(dir.join(format!("config-{port}.yml")));
+                }
+            }
         }
+    }
+}
+
+/// Stops the registries of benchlabs that died without stopping theirs (`kill -9`): each
+/// `registry-<port>.owner` names the registry's pid and its owner's token.
+fn sweep_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.ends_with(".owner") {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let mut parts = text.split_whitespace();
+        let (Some(pid), Some(token)) = (parts.next().and_then(|p| p.parse::<i32>().ok()), parts.next())
+        else {
+            continue;
+        };
+        let owner_pid = token.split('-').next().and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
+        if process_token(Path::new("/proc"), owner_pid).as_deref() == Some(token) {
+            continue; // its benchlab runs: its registry is in use
+        }
+        // Only a docker-registry process is stopped (the pid may have been reused).
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if pid > 0 && String::from_utf8_lossy(&cmd).contains("docker-registry") {
+            let _ =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        }
+        let _ = std::fs::remove_file(e.path());
     }
 }
 

@@ -121,7 +121,7 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
             format!("--array=0-{}", cells.len() - 1),
             "--requeue".into(),
             format!("--output={}", run_dir.join("logs/%A_%a.out").display()),
-            format!("--comment=benchlab run {run_id}"),
+            format!("--comment=benchlab run {run_id} owner {}", owner()),
             format!("--chdir={}", run_dir.display()),
         ];
         args.extend(resources.sbatch_args(seconds));
@@ -147,6 +147,12 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
             }
         }
     }
+}
+
+/// This benchlab, as the comment of its jobs names it: `<host>:<pid>-<start time>`.
+pub fn owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), crate::backend::containers::owners::owner_token())
 }
 
 fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
@@ -220,7 +226,9 @@ async fn follow(
                 if let Some(o) = dir.read_outcome() {
                     return with_requeue(o, requeued);
                 }
-                return ended_without_outcome(r, task, worker, attempt.max(1), &last_node, run_dir, requeued);
+                let cpus = dir.last_attempt().map(|a| a.cpus).unwrap_or_default();
+                let at = Where { attempts: attempt.max(1), node: &last_node, cpus: &cpus };
+                return ended_without_outcome(r, task, worker, at, run_dir, requeued);
             }
             Some(_) => {}
             None => {
@@ -270,16 +278,23 @@ fn log_path(run_dir: &Path, task: &Submitted) -> std::path::PathBuf {
     run_dir.join("logs").join(format!("{}_{}.out", task.array_job_id, task.task))
 }
 
+/// Where a job's last attempt ran, as its worker said.
+struct Where<'a> {
+    attempts: u32,
+    node: &'a str,
+    cpus: &'a str,
+}
+
 /// A failed cell from a job that ended with no outcome: the Slurm state is the reason.
 fn ended_without_outcome(
     r: &JobRow,
     task: &Submitted,
     worker: &WorkerJob,
-    attempts: u32,
-    node: &str,
+    at: Where<'_>,
     run_dir: &Path,
     requeued: Option<String>,
 ) -> CellOutcome {
+    let Where { attempts, node, cpus } = at;
     let log = log_path(run_dir, task);
     let tail: String = std::fs::read_to_string(&log)
         .unwrap_or_default()
@@ -313,7 +328,7 @@ fn ended_without_outcome(
         job_id: task.id.clone(),
         array_job_id: Some(task.array_job_id.clone()),
         array_task_id: Some(task.task),
-        allocated_cpus: String::new(),
+        allocated_cpus: cpus.to_string(),
         attempts,
         requeued,
         image_digest: worker.digest.clone(),

@@ -54,8 +54,25 @@ pub async fn run(list: &Path) -> Result<(), String> {
         requeued: None,
         image_digest: wj.digest.clone(),
     };
-    let started = Attempt { attempt, node: node.clone(), job_id, cpus: format_cpu_list(&cpus) };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let started = Attempt {
+        attempt,
+        node: node.clone(),
+        job_id,
+        cpus: format_cpu_list(&cpus),
+        started_unix_ms: now_ms,
+    };
     write_json(&dir.attempt(attempt), &started).map_err(|e| format!("write attempt: {e}"))?;
+    // An array has one name; a running task is a job of its own, named after its cell here so
+    // squeue and the accounting show which cell each job is (best effort).
+    if let Some(id) = env("SLURM_JOB_ID") {
+        let _ = tokio::process::Command::new("scontrol")
+            .args(["update", &format!("jobid={id}"), &format!("name=benchlab:{}", wj.job.cell_id)])
+            .output()
+            .await;
+    }
     let outcome = if attempt > 2 {
         let detail = format!(
             "node failure: job {} was requeued once already after its node failed, and is not run a third \
