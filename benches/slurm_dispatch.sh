@@ -63,5 +63,9 @@ printf '  slurm, 1 node (n1)                 %7.1f s\n' "$o"
 printf '  slurm, 2 nodes (n1, n2)            %7.1f s\n' "$t"
 printf 'per-cell overhead of the Slurm path: %.2f s  ((1 node - local) / %d)\n' "$(echo "($o - $l) / $cells" | bc -l)" "$cells"
 printf 'speed-up: 2 nodes / 1 node = %.2f (target <= 0.60)\n' "$(echo "$t / $o" | bc -l)"
+# The Slurm path alone (one cell at a time, as locally) and two cells at once on one host's two
+# CPUs (the lab's nodes share caches, memory and the engine) are told apart here.
+echo "per-cell figures, local (a) against 1 node (b), last round:"
+"$bin" compare "$out/r/cluster-sweep/local-$rounds" "$out/r/cluster-sweep/one-$rounds" || true
 echo "per-cell figures, local (a) against 2 nodes (b), last round:"
 "$bin" compare "$out/r/cluster-sweep/local-$rounds" "$out/r/cluster-sweep/two-$rounds" || true

@@ -209,6 +209,32 @@ fn quickstart_runs_on_both_nodes_from_images_pulled_by_digest() {
     assert!(rep.status.success() && table.contains("n1") && table.contains("n2"), "{table}");
 }
 
+#[test]
+fn the_nodes_run_cells_natively_when_asked() {
+    let _cluster = cluster_must_answer();
+    let run_id = unique("slurm-native");
+    let results = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(ROOT)
+        .args(run_args("scenarios/quickstart-shared-core.toml", results.path(), &run_id))
+        .args(["--engine", "native"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cells run on the nodes' native engine"), "{err}");
+    let dir = results.path().join("quickstart-shared-core").join(&run_id);
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 4);
+    assert_eq!(check_nodes_and_cpus(&recs), BTreeSet::from(["n1".to_string(), "n2".to_string()]));
+    for r in &recs {
+        assert_eq!(r["environment"]["engine"]["kind"], "native", "{}", r["environment"]["engine"]);
+        assert!(dispatch(r).get("image_digest").is_none(), "nothing is pulled for a native cell");
+    }
+    audit_is_clean(&dir);
+    nothing_left(&run_id);
+}
+
 /// Starts a Slurm run of the 8-cell sweep with its stderr read line by line.
 fn start_sweep(
     results: &Path,
