@@ -86,3 +86,52 @@ fn cell_state(dir: &CellDir, array: &str, task: u32, queue: &[JobRow]) -> CellSt
         slurm: row.map(|r| format!("{} ({})", r.state, r.reason)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::slurm::jobs::{write_json, Attempt};
+    use crate::backend::CellOutcome;
+    use crate::spec::{Failure, FailureReason};
+
+    fn row(state: &str) -> JobRow {
+        JobRow {
+            id: "9_0".into(),
+            array_job_id: "9".into(),
+            array_task_id: Some(0),
+            state: state.into(),
+            nodes: "n1".into(),
+            reason: "None".into(),
+            comment: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_cell_is_queued_running_or_done_by_its_folder_and_the_queue() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = CellDir(d.path().to_path_buf());
+        let state = |q: &[JobRow]| cell_state(&dir, "9", 0, q).state;
+        assert_eq!(state(&[row("PENDING")]), "queued");
+        assert_eq!(state(&[]), "ended", "gone from the queue with no outcome");
+        let a = Attempt {
+            attempt: 1,
+            node: "n1".into(),
+            job_id: "9_0".into(),
+            cpus: "0".into(),
+            started_unix_ms: 1,
+        };
+        write_json(&dir.attempt(1), &a).unwrap();
+        let running = cell_state(&dir, "9", 0, &[row("RUNNING")]);
+        assert_eq!(
+            (running.state.as_str(), running.node.as_deref(), running.attempt),
+            ("running", Some("n1"), 1)
+        );
+        assert_eq!(state(&[row("REQUEUED")]), "queued");
+        write_json(&dir.outcome(), &CellOutcome::default()).unwrap();
+        assert_eq!(state(&[row("COMPLETED")]), "ok");
+        let failed =
+            CellOutcome { failure: Some(Failure::new(FailureReason::Oom, "x")), ..CellOutcome::default() };
+        write_json(&dir.outcome(), &failed).unwrap();
+        assert_eq!(state(&[]), "failed");
+    }
+}

@@ -285,6 +285,20 @@ struct Where<'a> {
     cpus: &'a str,
 }
 
+/// The failure a job's final Slurm state stands for, and what to say of it.
+fn slurm_failure(state: &str, job: &str, node: &str) -> (FailureReason, String) {
+    let on = if node.is_empty() { String::new() } else { format!(" on node {node}") };
+    match state {
+        "TIMEOUT" => (FailureReason::Timeout, format!("Slurm stopped job {job} at its time limit{on}")),
+        "OUT_OF_MEMORY" => {
+            (FailureReason::Oom, format!("Slurm killed job {job} for exceeding its memory{on}"))
+        }
+        "NODE_FAIL" => (FailureReason::NodeFail, format!("node {node} failed under job {job}")),
+        "CANCELLED" => (FailureReason::EngineError, format!("job {job} was cancelled outside the lab{on}")),
+        s => (FailureReason::EngineError, format!("job {job} ended {s}{on} without an outcome")),
+    }
+}
+
 /// A failed cell from a job that ended with no outcome: the Slurm state is the reason.
 fn ended_without_outcome(
     r: &JobRow,
@@ -306,18 +320,7 @@ fn ended_without_outcome(
         .rev()
         .collect::<Vec<_>>()
         .join("\n");
-    let on = if node.is_empty() { String::new() } else { format!(" on node {node}") };
-    let (reason, what) = match r.state.as_str() {
-        "TIMEOUT" => (FailureReason::Timeout, format!("Slurm stopped job {} at its time limit{on}", task.id)),
-        "OUT_OF_MEMORY" => {
-            (FailureReason::Oom, format!("Slurm killed job {} for exceeding its memory{on}", task.id))
-        }
-        "NODE_FAIL" => (FailureReason::NodeFail, format!("node {node} failed under job {}", task.id)),
-        "CANCELLED" => {
-            (FailureReason::EngineError, format!("job {} was cancelled outside the lab{on}", task.id))
-        }
-        s => (FailureReason::EngineError, format!("job {} ended {s}{on} without an outcome", task.id)),
-    };
+    let (reason, what) = slurm_failure(&r.state, &task.id, node);
     let detail =
         format!("{what} (Slurm state {}, reason {}); log {}:\n{tail}", r.state, r.reason, log.display());
     let dispatch = Dispatch {
@@ -337,5 +340,51 @@ fn ended_without_outcome(
         failure: Some(Failure::new(reason, detail)),
         ran_on: Some(RanOn { dispatch, node: None }),
         ..CellOutcome::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_states_become_named_failures() {
+        let reason = |state| slurm_failure(state, "7_3", "n1").0;
+        assert_eq!(reason("TIMEOUT"), FailureReason::Timeout);
+        assert_eq!(reason("OUT_OF_MEMORY"), FailureReason::Oom);
+        assert_eq!(reason("NODE_FAIL"), FailureReason::NodeFail);
+        assert_eq!(reason("CANCELLED"), FailureReason::EngineError);
+        let (r, what) = slurm_failure("BOOT_FAIL", "7_3", "");
+        assert_eq!(r, FailureReason::EngineError);
+        assert_eq!(what, "job 7_3 ended BOOT_FAIL without an outcome");
+        assert!(slurm_failure("TIMEOUT", "7_3", "n1").1.contains("on node n1"));
+    }
+
+    #[test]
+    fn a_requeued_outcome_says_why_and_a_first_attempt_says_nothing() {
+        let dispatch = |attempts| Dispatch {
+            scheduler: "slurm".into(),
+            cluster: "c".into(),
+            partition: "p".into(),
+            node: "n2".into(),
+            job_id: "1_0".into(),
+            array_job_id: Some("1".into()),
+            array_task_id: Some(0),
+            allocated_cpus: "1".into(),
+            attempts,
+            requeued: None,
+            image_digest: None,
+        };
+        let outcome = |attempts| CellOutcome {
+            ran_on: Some(RanOn { dispatch: dispatch(attempts), node: None }),
+            ..CellOutcome::default()
+        };
+        let seen = Some("Slurm requeued job 1_0 after node n1 failed under it".to_string());
+        let o = with_requeue(outcome(2), seen.clone());
+        assert_eq!(o.ran_on.unwrap().dispatch.requeued, seen);
+        let o = with_requeue(outcome(2), None);
+        assert_eq!(o.ran_on.unwrap().dispatch.requeued.as_deref(), Some("requeued by Slurm"));
+        let o = with_requeue(outcome(1), seen);
+        assert_eq!(o.ran_on.unwrap().dispatch.requeued, None);
     }
 }
