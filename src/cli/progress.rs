@@ -125,7 +125,7 @@ impl Progress {
             }
             Event::Parallel { slots, why } => {
                 self.parallel = slots > 1;
-                self.line(format!("--parallel: {why}"))
+                self.line(why)
             }
             Event::LeftoversRemoved { run_id, owner, removed } => self.line(format!(
                 "removed {removed} container(s), volume(s) or job(s) left by benchlab {owner} (run {run_id}), \

@@ -57,7 +57,7 @@ pub enum Event {
         cell_id: String,
         event: CellEvent,
     },
-    /// `--parallel`: how many cells run at once, and why not more.
+    /// How many cells run at once, and why: `--parallel`'s slots, or a cluster's queue.
     Parallel {
         slots: usize,
         why: String,

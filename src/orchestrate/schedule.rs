@@ -94,7 +94,7 @@ pub async fn run_cells<B: Backend>(
     let slots = match opts.parallel && queue.is_none() {
         true => {
             let (slots, why) = parallel_slots(scenario, &cells, &topology);
-            emit(Event::Parallel { slots: slots.len(), why });
+            emit(Event::Parallel { slots: slots.len(), why: format!("--parallel: {why}") });
             slots
         }
         false => Vec::new(),
