@@ -275,6 +275,15 @@ pub struct Leftover {
     pub removed: usize,
 }
 
+/// A cluster's queue, as the scheduler sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queue {
+    /// Cells handed over at once.
+    pub depth: usize,
+    /// Cells the cluster runs at the same time (for the time estimate).
+    pub at_once: usize,
+}
+
 /// A cell about to be admitted: what the scenario asked and the recipes to answer it.
 pub struct Admission<'a> {
     pub cell_id: &'a str,
@@ -299,8 +308,9 @@ pub trait Backend {
     /// The CPUs it offers cells.
     fn topology(&self) -> Topology;
     /// For a backend that queues and places cells itself (a cluster): how many cells it takes
-    /// at once. `None` (local backends): the scheduler places cells on the topology's slots.
-    fn queue_depth(&self) -> Option<usize> {
+    /// at once and how many it runs at once. `None` (local backends): the scheduler places cells
+    /// on the topology's slots.
+    fn queue(&self) -> Option<Queue> {
         None
     }
     /// Checks a cell before anything is built; may swap its image for one this backend can run
@@ -366,8 +376,8 @@ impl Backend for AnyBackend {
     fn topology(&self) -> Topology {
         each!(self, b => b.topology())
     }
-    fn queue_depth(&self) -> Option<usize> {
-        each!(self, b => b.queue_depth())
+    fn queue(&self) -> Option<Queue> {
+        each!(self, b => b.queue())
     }
     async fn admit(
         &self,

@@ -132,7 +132,7 @@ impl Progress {
                  which died without cleaning up"
             )),
             Event::CellDispatch { cell_id, event } => self.dispatch(cell_id, event),
-            Event::CellFinished { record } => {
+            Event::CellFinished { record, eta_s } => {
                 self.finish_bar();
                 self.finished += 1;
                 self.dispatched.remove(&record.cell.id);
@@ -149,7 +149,11 @@ impl Progress {
                         format!(" (on {} CPU {}, job {}{})", d.node, d.allocated_cpus, d.job_id, self.tally())
                     })
                     .unwrap_or_default();
-                self.line(format!("  {} {status}{where_}", record.cell.id));
+                let eta = eta_s
+                    .filter(|s| *s >= 1.0)
+                    .map(|s| format!(", about {} left", eta_text(s)))
+                    .unwrap_or_default();
+                self.line(format!("  {} {status}{where_}{eta}", record.cell.id));
             }
         }
     }

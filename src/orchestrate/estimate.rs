@@ -123,29 +123,76 @@ pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: RuntimeKin
 #[derive(Debug, Clone)]
 pub struct Countdown {
     estimates: Vec<f64>,
+    /// Which cells have finished.
+    done: Vec<bool>,
     slots: usize,
     estimated_done: f64,
     actual_done: f64,
+    /// Every cell was handed to a cluster's queue at once.
+    queued: bool,
 }
 
 impl Countdown {
     pub fn new(estimates: Vec<f64>, slots: usize) -> Countdown {
-        Countdown { estimates, slots: slots.max(1), estimated_done: 0.0, actual_done: 0.0 }
+        let done = vec![false; estimates.len()];
+        Countdown {
+            estimates,
+            done,
+            slots: slots.max(1),
+            estimated_done: 0.0,
+            actual_done: 0.0,
+            queued: false,
+        }
+    }
+
+    /// A countdown for cells handed to a cluster's queue all at once, `at_once` of them running
+    /// at a time: its figure is the unfinished cells' estimates, without a pace (a queued cell's
+    /// time includes its wait).
+    pub fn queued(estimates: Vec<f64>, at_once: usize) -> Countdown {
+        Countdown { queued: true, ..Countdown::new(estimates, at_once) }
+    }
+
+    /// The figure shown when cell `index` starts: what is left from it on; for a queue, only
+    /// with the first cell (they all start at once).
+    pub fn at_start(&self, index: usize) -> Option<f64> {
+        match self.queued {
+            true => (index == 0).then(|| self.unfinished()),
+            false => Some(self.left(index)),
+        }
+    }
+
+    /// The figure shown when a cell finishes: for a queue, what its unfinished cells have left;
+    /// otherwise none (the next cell's start shows it).
+    pub fn after_finish(&self) -> Option<f64> {
+        self.queued.then(|| self.unfinished())
     }
 
     /// Cell `index` took `seconds`.
     pub fn finished(&mut self, index: usize, seconds: f64) {
         self.estimated_done += self.estimates.get(index).copied().unwrap_or(0.0);
         self.actual_done += seconds;
+        if let Some(d) = self.done.get_mut(index) {
+            *d = true;
+        }
+    }
+
+    /// Seconds left for the cells not finished yet (started or not), at the run's pace: what a
+    /// run whose cells all started at once (a cluster's queue) has left.
+    pub fn unfinished(&self) -> f64 {
+        let left: f64 = self.estimates.iter().zip(&self.done).filter(|(_, d)| !**d).map(|(e, _)| e).sum();
+        left * self.ratio() / self.slots as f64
+    }
+
+    fn ratio(&self) -> f64 {
+        match self.estimated_done > 0.0 && !self.queued {
+            true => self.actual_done / self.estimated_done,
+            false => 1.0,
+        }
     }
 
     /// Seconds left when cells `from..` have not started.
     pub fn left(&self, from: usize) -> f64 {
-        let ratio = match self.estimated_done > 0.0 {
-            true => self.actual_done / self.estimated_done,
-            false => 1.0,
-        };
-        self.estimates.iter().skip(from).sum::<f64>() * ratio / self.slots as f64
+        self.estimates.iter().skip(from).sum::<f64>() * self.ratio() / self.slots as f64
     }
 }
 
@@ -169,6 +216,20 @@ impl Eta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_counts_down_its_unfinished_cells_without_a_pace() {
+        let mut c = Countdown::queued(vec![10.0, 10.0, 20.0, 20.0], 2);
+        assert_eq!(c.at_start(0), Some(30.0));
+        assert_eq!(c.at_start(1), None, "every cell starts at once; the first says it");
+        // A queued cell's seconds include its wait: they teach no pace.
+        c.finished(2, 200.0);
+        assert_eq!(c.after_finish(), Some(20.0));
+        c.finished(0, 99.0);
+        assert_eq!(c.after_finish(), Some(15.0));
+        let local = Countdown::new(vec![10.0], 1);
+        assert_eq!(local.after_finish(), None);
+    }
 
     #[test]
     fn the_countdown_starts_at_the_estimates_and_follows_the_pace_of_the_run() {

@@ -51,6 +51,8 @@ pub enum Event {
     },
     CellFinished {
         record: Box<Record>,
+        /// Seconds the run has left, when the cells were all handed to a cluster's queue.
+        eta_s: Option<f64>,
     },
     /// A cluster's job for a cell: queued, running on a node, requeued.
     CellDispatch {

@@ -90,7 +90,7 @@ pub async fn run_cells<B: Backend>(
     keep_scenario_copy(&run_dir, &scenario.source)?;
     // A cluster places cells itself: every cell goes to its queue at once, and the CPUs are
     // the ones its scheduler allocates on a node (`--parallel`'s slots do not apply).
-    let queue = backends.first().and_then(|b| b.queue_depth());
+    let queue = backends.first().and_then(|b| b.queue());
     let slots = match opts.parallel && queue.is_none() {
         true => {
             let (slots, why) = parallel_slots(scenario, &cells, &topology);
@@ -100,21 +100,25 @@ pub async fn run_cells<B: Backend>(
         false => Vec::new(),
     };
     let learned = estimate::learned_from(&opts.results_dir);
-    let lanes = match queue {
-        Some(depth) => {
-            let lanes = depth.min(cells.len()).max(1);
+    let (lanes, at_once) = match queue {
+        Some(q) => {
+            let lanes = q.depth.min(cells.len()).max(1);
             emit(Event::Parallel {
                 slots: lanes,
                 why: format!(
                     "{lanes} cell(s) handed to the cluster's queue at once; it places each on a node"
                 ),
             });
-            lanes
+            (lanes, q.at_once.max(1))
         }
-        None => slots.len().max(1),
+        None => (slots.len().max(1), slots.len().max(1)),
     };
-    let countdown =
-        Countdown::new(cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect(), lanes);
+    let estimates = cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect();
+    let countdown = match queue {
+        // A queued cell's time includes its wait, so no pace is learnt from it.
+        Some(_) => Countdown::queued(estimates, at_once),
+        None => Countdown::new(estimates, at_once),
+    };
     let run = Scheduler {
         backends,
         engines: &engines,
@@ -252,7 +256,7 @@ impl<B: Backend> Scheduler<'_, B> {
                         index,
                         total,
                         cell_id: cell.id.clone(),
-                        eta_s: Some(countdown.left(index)),
+                        eta_s: countdown.at_start(index),
                     });
                     running.push(self.one(cell, index, slot, &send));
                 }
@@ -261,9 +265,10 @@ impl<B: Backend> Scheduler<'_, B> {
                 in_flight.lock().expect("not poisoned").remove(&slot);
                 let stored = store.append(record)?;
                 env_changes.extend(environment_changes(earlier, &stored));
-                send(Event::CellFinished { record: Box::new(stored.clone()) });
-                records.push(stored);
                 countdown.finished(index, seconds);
+                let eta_s = countdown.after_finish();
+                send(Event::CellFinished { record: Box::new(stored.clone()), eta_s });
+                records.push(stored);
             }
             Ok::<(), RunError>(())
         };

@@ -30,7 +30,7 @@ use super::containers::{ContainersBackend, Engine};
 use super::native::NativeBackend;
 use super::{
     Admission, Backend, BackendConfig, BackendKind, CellEvent, CellOutcome, EngineError, ImageProgress,
-    ImageState, Leftover, PrepareEvent, Prepared, Topology,
+    ImageState, Leftover, PrepareEvent, Prepared, Queue, Topology,
 };
 use crate::recipe::ImagePlan;
 use crate::record::manifest::EngineManifest;
@@ -314,8 +314,8 @@ impl Backend for SlurmBackend {
         Topology::host()
     }
 
-    fn queue_depth(&self) -> Option<usize> {
-        Some(1000)
+    fn queue(&self) -> Option<Queue> {
+        Some(Queue { depth: 1000, at_once: self.concurrent_cells(true, false) })
     }
 
     async fn admit(
