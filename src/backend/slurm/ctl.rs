@@ -55,7 +55,7 @@ pub struct JobRow {
 }
 
 /// The squeue format [`parse_queue`] reads.
-pub const QUEUE_FORMAT: &str = "%i|%A|%a|%T|%N|%r|%k";
+pub const QUEUE_FORMAT: &str = "%i|%T|%N|%r|%k";
 
 impl Slurm {
     /// Runs a Slurm client program; its stdout, or an error with its stderr.
@@ -236,16 +236,18 @@ pub fn time_arg(seconds: u64) -> String {
 pub fn parse_queue(out: &str) -> Vec<JobRow> {
     out.lines()
         .filter_map(|l| {
-            let f: Vec<&str> = l.trim().splitn(7, '|').collect();
-            let [id, array, task, state, nodes, reason, comment] = f.as_slice() else { return None };
+            let f: Vec<&str> = l.trim().splitn(5, '|').collect();
+            let [id, state, nodes, reason, comment] = f.as_slice() else { return None };
+            // `%i` is `<array>_<task>` for an array's task (`%A` is then the task's own job id
+            // once it runs, and `%a` is "(null)" while it waits: neither is read), or the job id.
+            let (array_job_id, array_task_id) = match id.split_once('_') {
+                Some((a, t)) => (a.to_string(), t.parse().ok()),
+                None => (id.to_string(), None),
+            };
             Some(JobRow {
                 id: id.to_string(),
-                array_job_id: array.to_string(),
-                // A pending task's %a is "(null)" even with -r; its id says `<array>_<task>`.
-                array_task_id: task
-                    .parse()
-                    .ok()
-                    .or_else(|| id.rsplit_once('_').and_then(|(_, t)| t.parse().ok())),
+                array_job_id,
+                array_task_id,
                 state: state.to_string(),
                 nodes: nodes.to_string(),
                 reason: reason.to_string(),
@@ -315,11 +317,12 @@ mod tests {
     #[test]
     fn queue_rows_name_array_tasks_and_their_states() {
         let rows = parse_queue(
-            "12_0|12|0|RUNNING|n1|None|benchlab run r owner h:1-2\n12_1|12|1|PENDING||Resources|(null)\n\
-             13|13|N/A|NODE_FAIL|n2|NodeDown|a|b\n152_3|152|(null)|PENDING||None|(null)\nnoise\n",
+            "12_0|RUNNING|n1|None|benchlab run r owner h:1-2\n12_1|PENDING||Resources|(null)\n\
+             13|NODE_FAIL|n2|NodeDown|a|b\n152_3|PENDING||None|(null)\nnoise\n",
         );
         assert_eq!(rows.len(), 4);
-        assert_eq!(rows[3].array_task_id, Some(3), "a pending task's index comes from its id");
+        assert_eq!((rows[3].array_job_id.as_str(), rows[3].array_task_id), ("152", Some(3)));
+        assert_eq!(rows[0].array_job_id, "12", "a running task's array comes from its id, not %A");
         assert_eq!(rows[0].array_task_id, Some(0));
         assert_eq!(rows[1].reason, "Resources");
         assert_eq!(rows[2].array_task_id, None);

@@ -183,6 +183,7 @@ async fn follow(
     let mut attempt = 0;
     let mut last_node = String::new();
     let mut requeued: Option<String> = None;
+    let mut seen_running = false;
     let mut missing = 0;
     loop {
         let (events, at) = dir.events_since(events_at);
@@ -209,11 +210,14 @@ async fn follow(
             rows.iter().find(|r| r.array_job_id == task.array_job_id && r.array_task_id == Some(task.task));
         match row {
             Some(r) if r.state == "RUNNING" => {
+                seen_running = true;
                 if !r.nodes.is_empty() {
                     last_node = r.nodes.clone();
                 }
             }
-            Some(r) if r.state.starts_with("REQUEUE") || (r.state == "PENDING" && attempt > 0) => {
+            // Back in the queue after the queue showed it running (the rows only move forward in
+            // time; a worker's attempt file can be ahead of them, so it does not count here).
+            Some(r) if r.state.starts_with("REQUEUE") || (r.state == "PENDING" && seen_running) => {
                 if requeued.is_none() {
                     let reason = format!("Slurm requeued job {} ({}, {})", task.id, r.state, r.reason);
                     requeued = Some(format!("{reason} after node {last_node} failed under it"));
