@@ -61,43 +61,10 @@ fn host_marker(dir: &Path) -> PathBuf {
     marker
 }
 
-/// A checkout with one recipe, `hostile`: the base image, the hostile script as its `weekly`
-/// server, nothing to lock. The lab builds it, runs it and records it like any other.
+/// A checkout with one recipe, `hostile`: the hostile script as its `weekly` server.
 fn throwaway_checkout(root: &Path) {
-    let family = root.join("images/hostile");
-    std::fs::create_dir_all(family.join("servers")).unwrap();
-    std::fs::write(
-        family.join("recipe.toml"),
-        r#"family = "hostile"
-description = "A server that tries to leave its sandbox (tests/e2e_sandbox.rs)"
-default_runtime = "bookworm"
-
-[runtime.bookworm]
-kind = "shell"
-dockerfile = "Dockerfile"
-suite = "bookworm"
-launcher = ["/bin/bash"]
-
-[api.script]
-argv = ["/srv/{suite}.sh"]
-[api.script.sources]
-weekly = "servers/weekly.sh"
-
-[[version]]
-version = "1"
-api = "script"
-runtimes = ["bookworm"]
-"#,
-    )
-    .unwrap();
-    std::fs::write(family.join("Dockerfile"), "FROM {{BASE}}\nCOPY srv/ /srv/\n").unwrap();
-    std::fs::copy(hostile_script(), family.join("servers/weekly.sh")).unwrap();
-    // Read for every non-CPython runtime; this image has no manifest to write.
-    std::fs::create_dir_all(root.join("images/common")).unwrap();
-    std::fs::write(root.join("images/common/image-manifest.mjs"), "").unwrap();
-    let lock = root.join("lockfiles/hostile/1-bookworm");
-    std::fs::create_dir_all(&lock).unwrap();
-    std::fs::write(lock.join("README"), "nothing to lock\n").unwrap();
+    let about = "A server that tries to leave its sandbox (tests/e2e_sandbox.rs)";
+    common::script_checkout(root, "hostile", about, &hostile_script());
 }
 
 #[test]

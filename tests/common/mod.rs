@@ -14,15 +14,14 @@ pub fn engine_must_answer() {
     );
 }
 
-/// A checkout with one recipe, `faulty`: the base image and tests/fixtures/faulty/server.sh as
-/// its `weekly` server; the fault is chosen per scenario server by $FAULT.
-pub fn faulty_checkout(root: &Path) {
-    let family = root.join("images/faulty");
+/// A checkout with one recipe, `family`: the base image with `script` as its `weekly` server
+/// (run by bash), nothing to lock. The lab builds it, runs it and records it like any other.
+pub fn script_checkout(root: &Path, family_name: &str, description: &str, script: &Path) {
+    let family = root.join("images").join(family_name);
     std::fs::create_dir_all(family.join("servers")).unwrap();
-    std::fs::write(
-        family.join("recipe.toml"),
-        r#"family = "faulty"
-description = "Servers that misbehave on purpose (tests/e2e_faults.rs, tests/e2e_slurm.rs)"
+    let recipe = format!(
+        r#"family = "{family_name}"
+description = "{description}"
 default_runtime = "bookworm"
 
 [runtime.bookworm]
@@ -32,7 +31,7 @@ suite = "bookworm"
 launcher = ["/bin/bash"]
 
 [api.script]
-argv = ["/srv/{suite}.sh"]
+argv = ["/srv/{{suite}}.sh"]
 [api.script.sources]
 weekly = "servers/weekly.sh"
 
@@ -40,18 +39,27 @@ weekly = "servers/weekly.sh"
 version = "1"
 api = "script"
 runtimes = ["bookworm"]
-"#,
-    )
-    .unwrap();
+"#
+    );
+    std::fs::write(family.join("recipe.toml"), recipe).unwrap();
     std::fs::write(family.join("Dockerfile"), "FROM {{BASE}}\nCOPY srv/ /srv/\n").unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/faulty/server.sh"),
-        family.join("servers/weekly.sh"),
-    )
-    .unwrap();
+    std::fs::copy(script, family.join("servers/weekly.sh")).unwrap();
+    // Read for every non-CPython runtime; these images have no manifest to write.
     std::fs::create_dir_all(root.join("images/common")).unwrap();
     std::fs::write(root.join("images/common/image-manifest.mjs"), "").unwrap();
-    let lock = root.join("lockfiles/faulty/1-bookworm");
+    let lock = root.join("lockfiles").join(family_name).join("1-bookworm");
     std::fs::create_dir_all(&lock).unwrap();
     std::fs::write(lock.join("README"), "nothing to lock\n").unwrap();
+}
+
+/// The `faulty` checkout: tests/fixtures/faulty/server.sh, the fault chosen per scenario server
+/// by $FAULT.
+pub fn faulty_checkout(root: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/faulty/server.sh");
+    script_checkout(
+        root,
+        "faulty",
+        "Servers that misbehave on purpose (tests/e2e_faults.rs, tests/e2e_slurm.rs)",
+        &script,
+    );
 }
