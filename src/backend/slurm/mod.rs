@@ -226,8 +226,7 @@ impl SlurmBackend {
             return Err(EngineError::op("push", &prepared.reference, "only container images are pushed"));
         };
         let address = self.registry_address().await?;
-        let reg = Registry::given_unchecked(&address);
-        let repo = reg.repository(&prepared.reference);
+        let repo = registry::repository(&address, &prepared.reference);
         let tag = prepared.reference.rsplit_once(':').map_or("latest", |(_, t)| t);
         let pull = b.engine.push(&prepared.id, &repo, tag).await?;
         let digest = pull.rsplit_once('@').map(|(_, d)| d.to_string()).unwrap_or_default();

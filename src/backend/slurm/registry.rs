@@ -21,11 +21,6 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Whether the lab started this registry (and stops it at the end of the run).
-    pub fn is_ours(&self) -> bool {
-        self.child.is_some()
-    }
-
     /// The user's registry, checked to answer the registry API.
     pub async fn given(address: &str) -> Result<Registry, EngineError> {
         if !answers(address).await {
@@ -37,11 +32,6 @@ impl Registry {
             ));
         }
         Ok(Registry { address: address.to_string(), child: None, log: None })
-    }
-
-    /// A registry known to answer (the run's, asked again).
-    pub fn given_unchecked(address: &str) -> Registry {
-        Registry { address: address.to_string(), child: None, log: None }
     }
 
     /// Starts Debian's `docker-registry` on a free loopback port, with its storage in
@@ -95,16 +85,6 @@ impl Registry {
             format!("it did not answer on {address} within 10 s:\n{tail}"),
         ))
     }
-
-    /// The repository an image is pushed to: the local name's repository under this registry.
-    pub fn repository(&self, local_reference: &str) -> String {
-        let repo = local_reference.split(['@']).next().unwrap_or(local_reference);
-        let repo = match repo.rsplit_once(':') {
-            Some((r, tag)) if !tag.contains('/') => r,
-            _ => repo,
-        };
-        format!("{}/{}", self.address, repo)
-    }
 }
 
 impl Drop for Registry {
@@ -150,6 +130,16 @@ fn sweep_orphans(dir: &Path) {
     }
 }
 
+/// The repository an image is pushed to at `address`: the local name's repository under it.
+pub fn repository(address: &str, local_reference: &str) -> String {
+    let repo = local_reference.split('@').next().unwrap_or(local_reference);
+    let repo = match repo.rsplit_once(':') {
+        Some((r, tag)) if !tag.contains('/') => r,
+        _ => repo,
+    };
+    format!("{address}/{repo}")
+}
+
 /// The registry's configuration: filesystem storage, loopback only, no auth.
 fn config_yaml(storage: &Path, address: &str) -> String {
     format!(
@@ -184,9 +174,9 @@ mod tests {
 
     #[test]
     fn repositories_keep_the_local_name_under_the_registry() {
-        let r = Registry { address: "127.0.0.1:5000".into(), child: None, log: None };
-        assert_eq!(r.repository("benchlab/python-mcp:2.3.0-abc"), "127.0.0.1:5000/benchlab/python-mcp");
-        assert_eq!(r.repository("benchlab/null"), "127.0.0.1:5000/benchlab/null");
+        let r = "127.0.0.1:5000";
+        assert_eq!(repository(r, "benchlab/python-mcp:2.3.0-abc"), "127.0.0.1:5000/benchlab/python-mcp");
+        assert_eq!(repository(r, "benchlab/null"), "127.0.0.1:5000/benchlab/null");
         assert!(config_yaml(Path::new("/s"), "127.0.0.1:9").contains("addr: 127.0.0.1:9"));
     }
 }
