@@ -33,6 +33,8 @@ pub struct Pending {
     resources: Resources,
     seconds: u64,
     cell_id: String,
+    /// The run's frozen lab binary, which the job runs.
+    exe: std::path::PathBuf,
     tx: oneshot::Sender<Result<Submitted, String>>,
 }
 
@@ -65,14 +67,9 @@ pub async fn run(
     let seconds = worker.job.time_limit().as_secs() + SETUP_SECONDS;
     let (tx, rx) = oneshot::channel();
     let resources = Resources::of(&worker.job);
-    let cell_id = worker.job.cell_id.clone();
-    b.pending.lock().expect("not poisoned").push(Pending {
-        dir: dir.clone(),
-        resources,
-        seconds,
-        cell_id,
-        tx,
-    });
+    let (cell_id, exe) = (worker.job.cell_id.clone(), worker.job.benchlab_exe.clone());
+    let pending = Pending { dir: dir.clone(), resources, seconds, cell_id, exe, tx };
+    b.pending.lock().expect("not poisoned").push(pending);
     tokio::time::sleep(BATCH_WINDOW).await;
     let batch = std::mem::take(&mut *b.pending.lock().expect("not poisoned"));
     if !batch.is_empty() {
@@ -100,7 +97,7 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
         let n = ARRAYS.fetch_add(1, Ordering::Relaxed);
         let list = run_dir.join(format!("array-{}-{n}.list", std::process::id()));
         let lines: String = cells.iter().map(|p| format!("{}\n", p.dir.0.display())).collect();
-        let exe = cells_exe(&cells);
+        let exe = cells[0].exe.clone();
         let written = std::fs::create_dir_all(run_dir.join("logs"))
             .and_then(|_| std::fs::write(&list, lines))
             .and_then(|_| std::fs::write(&script, super::jobs::worker_script(&exe)));
@@ -161,15 +158,6 @@ fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     writeln!(f, "{line}")
 }
 
-/// The lab binary the cells' jobs run (the run's frozen copy, the same for every cell).
-fn cells_exe(cells: &[Pending]) -> std::path::PathBuf {
-    cells
-        .first()
-        .and_then(|p| super::jobs::read_json::<WorkerJob>(&p.dir.job()).ok())
-        .map(|w| w.job.benchlab_exe)
-        .unwrap_or_default()
-}
-
 /// Follows one task until its worker's outcome is there or its job ends without one.
 async fn follow(
     b: &SlurmBackend,
@@ -208,6 +196,9 @@ async fn follow(
         let rows = b.rows().await;
         let row =
             rows.iter().find(|r| r.array_job_id == task.array_job_id && r.array_task_id == Some(task.task));
+        if row.is_some() {
+            missing = 0;
+        }
         match row {
             Some(r) if r.state == "RUNNING" => {
                 seen_running = true;
