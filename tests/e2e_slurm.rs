@@ -392,6 +392,27 @@ fn ctrl_c_cancels_the_jobs_and_resume_runs_only_the_missing_cells() {
     assert!((1..8).contains(&before), "{before} records:\n{text}");
     audit_is_clean(&dir);
     nothing_left(&slurm_interrupted);
+    // `benchlab status` tells which cells are done and which ended with the interruption.
+    let st = Command::new(BIN)
+        .arg("status")
+        .arg(&dir)
+        .arg("--json")
+        .arg("--slurm-conf")
+        .arg(slurm_conf())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let st: Value = serde_json::from_slice(&st.stdout).unwrap();
+    let states: Vec<&str> =
+        st["state"]["cells"].as_array().unwrap().iter().map(|c| c["state"].as_str().unwrap()).collect();
+    assert_eq!(states.len(), 8, "{st}");
+    // A cell whose outcome came in as the run was stopped is ok here without a record.
+    assert!(states.iter().filter(|s| **s == "ok").count() >= before, "{st}");
+    assert!(
+        states.iter().all(|s| ["ok", "ended"].contains(s)),
+        "nothing queued or running after Ctrl-C: {st}"
+    );
+    assert_eq!(st["records"], before);
 
     // --resume submits only the cells without an ok record.
     let out = resume(&dir);
