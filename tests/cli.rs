@@ -103,3 +103,19 @@ fn a_report_from_a_damaged_store_says_so() {
     let clean = Command::new(BIN).arg("report").arg(&run).output().unwrap();
     assert!(!String::from_utf8_lossy(&clean.stderr).contains("does not audit clean"));
 }
+
+#[test]
+fn slurm_options_without_the_slurm_backend_are_refused() {
+    for (cmd, flag) in
+        [("run", "--partition=lab"), ("plan", "--slurm-opt=--qos=x"), ("run", "--registry=h:1")]
+    {
+        let out = Command::new(BIN)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([cmd, "scenarios/quickstart.toml", flag])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd} {flag}: {err}");
+        assert!(err.contains("needs --backend slurm"), "{err}");
+    }
+}

@@ -33,6 +33,7 @@ pub struct PlanArgs {
 
 pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
     let PlanArgs { scenario, json, parallel, results, checkout, cluster } = args;
+    cluster.check()?;
     let recipes = checkout.recipes()?;
     let sc = checkout.scenario(&scenario)?;
     let cpus = crate::placement::available_cpus();

@@ -98,6 +98,25 @@ pub struct ClusterArgs {
     pub slurm_dir: Option<PathBuf>,
 }
 
+impl ClusterArgs {
+    /// Refuses Slurm options given without `--backend slurm` (they would be ignored).
+    pub fn check(&self) -> Result<(), Exit> {
+        let given = [
+            ("--partition", self.partition.is_some()),
+            ("--slurm-opt", !self.slurm_opt.is_empty()),
+            ("--slurm-conf", self.slurm_conf.is_some()),
+            ("--registry", self.registry.is_some()),
+            ("--slurm-dir", self.slurm_dir.is_some()),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some((flag, _)) if self.backend == BackendChoice::Local => {
+                Err(Exit::input(format!("{flag} needs --backend slurm (this run's cells run on this host)")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// `--backend`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
@@ -127,6 +146,7 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         parallel,
         cluster,
     } = args;
+    cluster.check()?;
     let mut adjust = |s: &mut Scenario| {
         s.override_load_times(warmup, duration);
         if !only.is_empty() {
