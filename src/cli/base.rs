@@ -26,7 +26,7 @@ pub(super) fn run(args: BaseArgs) -> Result<i32, Exit> {
     tokio_runtime().block_on(async {
         let engine = DockerEngine::connect().await.map_err(|e| Exit::environment(error_chain(&e)))?;
         let mut ui = Progress::new();
-        let work = std::env::temp_dir().join("benchlab-work");
+        let work = super::work_dir();
         let base = crate::backend::containers::images::ensure_base(&engine, &source, &work, &mut |e| {
             ui.event(Event::Prepare(e))
         })

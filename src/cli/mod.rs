@@ -200,10 +200,16 @@ fn run_options(
         run_id,
         benchlab_exe: exe,
         ca_bundle: ca,
-        work_dir: std::env::temp_dir().join("benchlab-work"),
+        work_dir: work_dir(),
         lab_volume_bytes: 64 << 20,
         parallel: false,
     })
+}
+
+/// The lab's scratch folder: bases, owner entries, the frozen binary, the registry's storage and
+/// Slurm job folders.
+fn work_dir() -> PathBuf {
+    std::env::temp_dir().join("benchlab-work")
 }
 
 fn tokio_runtime() -> tokio::runtime::Runtime {

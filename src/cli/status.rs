@@ -33,7 +33,7 @@ pub(super) fn run(args: StatusArgs) -> Result<i32, Exit> {
         .ok_or_else(|| Exit::input(format!("{}: not a run folder", args.run.display())))?
         .to_string();
     let opts = SlurmOptions { jobs_dir: args.slurm_dir.clone(), ..SlurmOptions::default() };
-    let work = std::env::temp_dir().join("benchlab-work");
+    let work = super::work_dir();
     let slurm = Slurm { conf: args.slurm_conf.clone() };
     let state = tokio_runtime()
         .block_on(crate::backend::slurm::status::run_state(&jobs_root(&opts, &work), &run_id, &slurm))

@@ -100,7 +100,8 @@ pub async fn run_cells<B: Backend>(
         false => Vec::new(),
     };
     let learned = estimate::learned_from(&opts.results_dir);
-    let (lanes, at_once) = match queue {
+    let estimates = cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect();
+    let (lanes, countdown) = match queue {
         Some(q) => {
             let lanes = q.depth.min(cells.len()).max(1);
             emit(Event::Parallel {
@@ -109,15 +110,10 @@ pub async fn run_cells<B: Backend>(
                     "{lanes} cell(s) handed to the cluster's queue at once; it places each on a node"
                 ),
             });
-            (lanes, q.at_once.max(1))
+            // A queued cell's time includes its wait, so no pace is learnt from it.
+            (lanes, Countdown::queued(estimates, q.at_once))
         }
-        None => (slots.len().max(1), slots.len().max(1)),
-    };
-    let estimates = cells.iter().map(|c| estimate::estimate(c, &learned).seconds).collect();
-    let countdown = match queue {
-        // A queued cell's time includes its wait, so no pace is learnt from it.
-        Some(_) => Countdown::queued(estimates, at_once),
-        None => Countdown::new(estimates, at_once),
+        None => (slots.len().max(1), Countdown::new(estimates, slots.len())),
     };
     let run = Scheduler {
         backends,

@@ -29,6 +29,13 @@ pub fn process_token(proc_root: &Path, pid: u32) -> Option<String> {
     Some(format!("{pid}-{start}"))
 }
 
+/// Whether the benchlab an owner token (`<pid>-<start time>`) names still runs (a reused pid
+/// has another start time).
+pub fn owner_alive(token: &str) -> bool {
+    let pid = token.split('-').next().and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
+    pid > 0 && process_token(Path::new("/proc"), pid).as_deref() == Some(token)
+}
+
 /// This benchlab's entry in `<work>/owners/` (file name: its owner token; content: its run id),
 /// removed when the run ends by any path but a kill.
 pub struct OwnerEntry(PathBuf);
@@ -53,8 +60,10 @@ pub async fn sweep_leftovers<E: Engine>(
     for entry in std::fs::read_dir(&dir).map_err(io(format!("read {}", dir.display())))? {
         let Ok(entry) = entry else { continue };
         let Some(token) = entry.file_name().to_str().map(String::from) else { continue };
-        let Some(pid) = token.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if process_token(Path::new("/proc"), pid).as_deref() == Some(token.as_str()) {
+        if token.split('-').next().and_then(|p| p.parse::<u32>().ok()).is_none() {
+            continue; // not an owner entry
+        }
+        if owner_alive(&token) {
             continue; // alive: its containers are its own business
         }
         let dead_run = std::fs::read_to_string(entry.path()).unwrap_or_default().trim().to_string();

@@ -74,10 +74,22 @@ impl CellDir {
         read_json(&self.outcome()).ok()
     }
 
-    /// The driver's events past byte `from`, and where the next read starts.
+    /// An attempt after `after` (the next, or the one past it when a requeue came before the
+    /// next one's worker started): two file opens, whatever the number of attempts.
+    pub fn attempt_after(&self, after: u32) -> Option<Attempt> {
+        (after + 1..=after + 2).rev().find_map(|n| read_json::<Attempt>(&self.attempt(n)).ok())
+    }
+
+    /// The driver's events past byte `from`, and where the next read starts (only what is new
+    /// is read).
     pub fn events_since(&self, from: u64) -> (Vec<DriverEvent>, u64) {
-        let Ok(bytes) = std::fs::read(self.events()) else { return (Vec::new(), from) };
-        let Some(new) = bytes.get(from as usize..) else { return (Vec::new(), from) };
+        use std::io::{Read, Seek, SeekFrom};
+        let mut new = Vec::new();
+        let read = std::fs::File::open(self.events())
+            .and_then(|mut f| f.seek(SeekFrom::Start(from)).and_then(|_| f.read_to_end(&mut new)));
+        if read.is_err() {
+            return (Vec::new(), from);
+        }
         // Only whole lines: a line being written is read next time.
         let end = new.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let events = new[..end]
@@ -180,6 +192,24 @@ mod tests {
         let (again, same) = cell.events_since(at);
         assert!(again.is_empty());
         assert_eq!(same, at);
+    }
+
+    #[test]
+    fn the_next_attempt_is_found_even_past_one_that_never_started() {
+        let d = tempfile::tempdir().unwrap();
+        let cell = CellDir(d.path().to_path_buf());
+        let a = |n| Attempt {
+            attempt: n,
+            node: "n1".into(),
+            job_id: "1_0".into(),
+            cpus: "0".into(),
+            started_unix_ms: 0,
+        };
+        write_json(&cell.attempt(1), &a(1)).unwrap();
+        write_json(&cell.attempt(3), &a(3)).unwrap();
+        assert_eq!(cell.attempt_after(0).map(|a| a.attempt), Some(1));
+        assert_eq!(cell.attempt_after(1).map(|a| a.attempt), Some(3));
+        assert_eq!(cell.attempt_after(3), None);
     }
 
     #[test]

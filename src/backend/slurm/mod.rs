@@ -26,6 +26,7 @@ use jobs::{cell_dir, WorkerJob};
 use registry::Registry;
 
 use super::containers::docker::DockerEngine;
+use super::containers::owners::owner_alive;
 use super::containers::{ContainersBackend, Engine};
 use super::native::NativeBackend;
 use super::{
@@ -49,6 +50,11 @@ pub struct SlurmOptions {
     pub registry: Option<String>,
     /// Where job folders go (a file system every node sees); `<work>/slurm-jobs` when absent.
     pub jobs_dir: Option<PathBuf>,
+}
+
+/// This machine's host name (as a job comment and a worker without SLURMD_NODENAME name it).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
 }
 
 /// Where runs' job folders go: `--slurm-dir`, else `<work>/slurm-jobs`.
@@ -239,24 +245,19 @@ impl SlurmBackend {
     /// their comment names the owner, which is gone.
     async fn cancel_orphans(&self) -> Vec<Leftover> {
         let Ok(rows) = self.slurm.queue().await else { return Vec::new() };
-        let host = submit::owner().split(':').next().unwrap_or_default().to_string();
+        let host = hostname();
         let mut found: Vec<Leftover> = Vec::new();
         let mut cancelled = std::collections::BTreeSet::new();
         for r in rows.iter().filter(|r| !ctl::is_final(&r.state)) {
-            let Some(rest) = r.comment.strip_prefix("benchlab run ") else { continue };
-            let Some((run, owner)) = rest.split_once(" owner ") else { continue };
-            let Some((h, token)) = owner.split_once(':') else { continue };
-            let pid = token.split('-').next().and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
-            let alive = super::containers::owners::process_token(std::path::Path::new("/proc"), pid)
-                .as_deref()
-                == Some(token);
-            if h != host || alive || !cancelled.insert(r.array_job_id.clone()) {
+            let Some((run, h, token)) = submit::parse_comment(&r.comment) else { continue };
+            if h != host || owner_alive(token) || !cancelled.insert(r.array_job_id.clone()) {
                 continue;
             }
             if self.slurm.cancel(std::slice::from_ref(&r.array_job_id)).await.is_ok() {
+                let owner = format!("{h}:{token}");
                 match found.iter_mut().find(|l| l.owner == owner) {
                     Some(l) => l.removed += 1,
-                    None => found.push(Leftover { run_id: run.into(), owner: owner.into(), removed: 1 }),
+                    None => found.push(Leftover { run_id: run.into(), owner, removed: 1 }),
                 }
             }
         }

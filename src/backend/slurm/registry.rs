@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::backend::containers::owners::{owner_token, process_token};
+use crate::backend::containers::owners::{owner_alive, owner_token};
 use crate::backend::EngineError;
 
 /// A registry the run pushes to; a registry the lab started stops when this is dropped.
@@ -78,7 +78,7 @@ impl Registry {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let tail = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail = crate::shim::tail(&log, 2000).unwrap_or_default();
         Err(EngineError::op(
             "start",
             "docker-registry",
@@ -116,8 +116,7 @@ fn sweep_orphans(dir: &Path) {
         else {
             continue;
         };
-        let owner_pid = token.split('-').next().and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
-        if process_token(Path::new("/proc"), owner_pid).as_deref() == Some(token) {
+        if owner_alive(token) {
             continue; // its benchlab runs: its registry is in use
         }
         // Only a docker-registry process is stopped (the pid may have been reused).

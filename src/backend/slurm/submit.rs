@@ -118,7 +118,7 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
             format!("--array=0-{}", cells.len() - 1),
             "--requeue".into(),
             format!("--output={}", run_dir.join("logs/%A_%a.out").display()),
-            format!("--comment=benchlab run {run_id} owner {}", owner()),
+            format!("--comment={}", job_comment(&run_id)),
             format!("--chdir={}", run_dir.display()),
         ];
         args.extend(resources.sbatch_args(seconds));
@@ -146,10 +146,21 @@ async fn submit_batch(b: &SlurmBackend, run_dir: &Path, batch: Vec<Pending>) {
     }
 }
 
-/// This benchlab, as the comment of its jobs names it: `<host>:<pid>-<start time>`.
-pub fn owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!("{}:{}", host.trim(), crate::backend::containers::owners::owner_token())
+/// The comment of a run's jobs: the run and its owner, `<host>:<pid>-<start time>`, so a later
+/// benchlab on the same host can tell a dead run's jobs (see [`parse_comment`]).
+pub fn job_comment(run_id: &str) -> String {
+    format!(
+        "benchlab run {run_id} owner {}:{}",
+        super::hostname(),
+        crate::backend::containers::owners::owner_token()
+    )
+}
+
+/// The run, host and owner token of a lab job's comment; None for any other job.
+pub fn parse_comment(comment: &str) -> Option<(&str, &str, &str)> {
+    let (run, owner) = comment.strip_prefix("benchlab run ")?.split_once(" owner ")?;
+    let (host, token) = owner.split_once(':')?;
+    Some((run, host, token))
 }
 
 fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
@@ -170,6 +181,7 @@ async fn follow(
     let mut events_at = 0;
     let mut attempt = 0;
     let mut last_node = String::new();
+    let mut last_cpus = String::new();
     let mut requeued: Option<String> = None;
     let mut seen_running = false;
     let mut missing = 0;
@@ -177,7 +189,7 @@ async fn follow(
         let (events, at) = dir.events_since(events_at);
         events_at = at;
         events.into_iter().for_each(|e| on_event(CellEvent::Driver(e)));
-        if let Some(a) = dir.last_attempt().filter(|a| a.attempt > attempt) {
+        if let Some(a) = dir.attempt_after(attempt) {
             if a.attempt > 1 && requeued.is_none() {
                 // Requeued and started again between two looks at the queue.
                 let reason =
@@ -187,6 +199,7 @@ async fn follow(
             }
             attempt = a.attempt;
             last_node = a.node.clone();
+            last_cpus = a.cpus.clone();
             on_event(CellEvent::Running { node: a.node, cpus: a.cpus });
         }
         if let Some(o) = dir.read_outcome() {
@@ -221,8 +234,7 @@ async fn follow(
                 if let Some(o) = dir.read_outcome() {
                     return with_requeue(o, requeued);
                 }
-                let cpus = dir.last_attempt().map(|a| a.cpus).unwrap_or_default();
-                let at = Where { attempts: attempt.max(1), node: &last_node, cpus: &cpus };
+                let at = Where { attempts: attempt.max(1), node: &last_node, cpus: &last_cpus };
                 return ended_without_outcome(r, task, worker, at, run_dir, requeued);
             }
             Some(_) => {}
@@ -305,16 +317,7 @@ fn ended_without_outcome(
 ) -> CellOutcome {
     let Where { attempts, node, cpus } = at;
     let log = log_path(run_dir, task);
-    let tail: String = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .rev()
-        .take(5)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let tail = crate::shim::tail(&log, 1000).unwrap_or_default();
     let (reason, what) = slurm_failure(&r.state, &task.id, node);
     let detail =
         format!("{what} (Slurm state {}, reason {}); log {}:\n{tail}", r.state, r.reason, log.display());
@@ -341,6 +344,17 @@ fn ended_without_outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_comment_names_its_run_and_owner() {
+        let c = job_comment("run-1");
+        let (run, host, token) = parse_comment(&c).unwrap();
+        assert_eq!((run, host), ("run-1", super::super::hostname().as_str()));
+        assert_eq!(token, crate::backend::containers::owners::owner_token());
+        assert_eq!(parse_comment("benchlab run r owner h:1-2"), Some(("r", "h", "1-2")));
+        assert_eq!(parse_comment("someone else's job"), None);
+        assert_eq!(parse_comment("(null)"), None);
+    }
 
     #[test]
     fn slurm_states_become_named_failures() {

@@ -34,7 +34,7 @@ pub async fn run(list: &Path) -> Result<(), String> {
         .ok_or_else(|| format!("{} has no line {task}", list.display()))?;
     let wj: WorkerJob = read_json(&dir.job())?;
     let attempt = env("SLURM_RESTART_COUNT").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0) + 1;
-    let node = env("SLURMD_NODENAME").unwrap_or_else(read_hostname);
+    let node = env("SLURMD_NODENAME").unwrap_or_else(super::hostname);
     let array = env("SLURM_ARRAY_JOB_ID");
     let job_id = match (&array, env("SLURM_ARRAY_TASK_ID")) {
         (Some(a), Some(t)) => format!("{a}_{t}"),
@@ -184,10 +184,6 @@ fn placement_with(
         parallel: None,
         ..planned.clone()
     })
-}
-
-fn read_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
 }
 
 #[cfg(test)]
