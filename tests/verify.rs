@@ -1,6 +1,7 @@
 //! `benchlab verify` end to end on fixture runs built in a tempdir: each verdict kind
-//! (reproduced, contradicted, inconclusive, not_measured, finding), repeats pooled, the exit
-//! codes (0, 1, 2 with file:line:column) and the Markdown report.
+//! (reproduced, contradicted, inconclusive, not_measured, finding), repeats pooled, noise that
+//! widens, no verdict from one reading, the self-test, the exit codes (0, 1 for a contradiction or
+//! a claim that cannot fail, 2 with file:line:column) and the Markdown report.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -129,10 +130,15 @@ fn every_verdict_kind_and_exit_zero_without_contradictions() {
             "abs-slow",
             "kind = \"absolute\"\nmeasure = { cell = \"slow/cold_start\", metric = \"cold_start\" }\nvalue = 100\nunit = \"ms\"",
         ),
-        // Noisy repeats (CV ~ 33%): far from the claim, yet only inconclusive.
+        // Noisy repeats (CV ~ 33%) near the claim: the widened interval straddles the band.
         claim(
             "noisy",
-            "kind = \"ratio\"\nnumerator = { cell = \"wobbly/cold_start\", metric = \"cold_start\" }\ndenominator = { cell = \"fast/cold_start\", metric = \"cold_start\" }\nvalue = 1.0",
+            "kind = \"ratio\"\nnumerator = { cell = \"wobbly/cold_start\", metric = \"cold_start\" }\ndenominator = { cell = \"fast/cold_start\", metric = \"cold_start\" }\nvalue = 4.2",
+        ),
+        // One reading (RSS after initialize, no repeats): no verdict, whatever it says.
+        claim(
+            "one-reading",
+            "kind = \"ordering\"\nitems = [{ cell = \"slow/cold_start\", metric = \"rss_after_initialize\" }, { cell = \"fast/cold_start\", metric = \"rss_after_initialize\" }]",
         ),
         claim(
             "missing",
@@ -144,7 +150,7 @@ fn every_verdict_kind_and_exit_zero_without_contradictions() {
         ),
         claim(
             "order",
-            "kind = \"ordering\"\nitems = [{ cell = \"fast/cold_start\", metric = \"rss_after_initialize\" }, { cell = \"slow/cold_start\", metric = \"rss_after_initialize\" }]",
+            "kind = \"ordering\"\nitems = [{ cell = \"fast/cold_start\", metric = \"cold_start\" }, { cell = \"slow/cold_start\", metric = \"cold_start\" }]",
         ),
         claim(
             "inconsistent",
@@ -165,12 +171,16 @@ fn every_verdict_kind_and_exit_zero_without_contradictions() {
     assert_eq!(get("missing"), "not_measured");
     assert_eq!(get("soak"), "not_measured");
     assert_eq!(get("order"), "reproduced");
+    assert_eq!(get("one-reading"), "inconclusive");
     assert_eq!(get("inconsistent"), "finding");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     let noisy = json["results"].as_array().unwrap().iter().find(|r| r["id"] == "noisy").unwrap();
     assert_eq!(noisy["noisy"], true);
     assert_eq!(noisy["repeats"], 3);
-    assert!(noisy["explanation"].as_str().unwrap().contains("not taken as a contradiction"));
+    assert!(noisy["explanation"].as_str().unwrap().contains("widened"), "{noisy}");
+    let one = json["results"].as_array().unwrap().iter().find(|r| r["id"] == "one-reading").unwrap();
+    assert!(one["explanation"].as_str().unwrap().contains("one reading"), "{one}");
+    assert_eq!(one["self_test"]["status"], "never_decides");
     let abs = json["results"].as_array().unwrap().iter().find(|r| r["id"] == "abs-fast").unwrap();
     assert!(abs["judged_as"].as_str().unwrap().contains("ratio to abs-slow (other hardware)"));
     assert!(abs["environment"]
@@ -181,6 +191,7 @@ fn every_verdict_kind_and_exit_zero_without_contradictions() {
     let report = std::fs::read_to_string(&md).unwrap();
     assert!(report.starts_with("# Claims audit: fixture"));
     assert!(report.contains("### soak") && report.contains("- **Why:** Not measured"));
+    assert!(report.contains("## Summary") && report.contains("**Evidence:**") && report.contains("**Self-test:**"));
 }
 
 #[test]
@@ -193,7 +204,7 @@ fn a_contradiction_exits_one() {
         ),
         claim(
             "reversed",
-            "kind = \"ordering\"\nitems = [{ cell = \"slow/cold_start\", metric = \"rss_after_initialize\" }, { cell = \"fast/cold_start\", metric = \"rss_after_initialize\" }]",
+            "kind = \"ordering\"\nitems = [{ cell = \"slow/cold_start\", metric = \"cold_start\" }, { cell = \"fast/cold_start\", metric = \"cold_start\" }]",
         ),
     ]
     .concat();
@@ -201,6 +212,16 @@ fn a_contradiction_exits_one() {
     let (code, out, _) = verify(&f, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("contradicted") && out.contains("1 reproduced, 2 contradicted"), "{out}");
+}
+
+#[test]
+fn a_claim_that_cannot_fail_exits_one_and_is_named() {
+    let claims = claim("lax", &format!("{RATIO_OK}\ntolerance = 9.0"));
+    let f = fixture(&claims, &records());
+    let (code, out, err) = verify(&f, &[]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("1 reproduced") && out.contains("cannot fail"), "{out}");
+    assert!(err.contains("1 claim(s) cannot fail") && err.contains("lax"), "{err}");
 }
 
 #[test]

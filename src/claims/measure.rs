@@ -41,6 +41,8 @@ pub enum Basis {
     Reading,
     /// Several cells combined (`aggregate`).
     Aggregate,
+    /// A count that does not vary between runs (lines of code): exact, no interval needed.
+    Exact,
 }
 
 /// A measured figure, in the metric's own unit.
@@ -58,6 +60,10 @@ pub struct Measured {
     pub basis: Basis,
     /// The cell ids it came from.
     pub cells: Vec<String>,
+    /// Why no verdict may rest on this figure, when none may: a single reading, or an interval
+    /// from within one run (between-run spread unknown). None when it has a between-run interval
+    /// (repeats, or samples that are each a fresh server process) or is exact.
+    pub undecidable: Option<String>,
     /// What the ratio bootstrap resamples: per-repeat values or raw samples.
     #[serde(skip)]
     pub resample: Vec<f64>,
@@ -118,6 +124,7 @@ fn reading(cell: &str, v: Option<f64>, what: &str) -> Measure {
         noisy: false,
         basis: Basis::Reading,
         cells: vec![cell.to_string()],
+        undecidable: Some(format!("{cell}'s {what} is one reading with no interval")),
         resample: vec![v],
     })
 }
@@ -144,9 +151,8 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
         "rss_after_initialize" => {
             reading(m.memory.after_initialize.as_ref().map(|t| t.rss_bytes as f64), "RSS after initialize")
         }
-        "loc" => {
-            reading(r.cell.server.source.as_ref().map(|s| s.loc as f64), "server source (lines of code)")
-        }
+        "loc" => reading(r.cell.server.source.as_ref().map(|s| s.loc as f64), "server source (lines of code)")
+            .map(|m| Measured { basis: Basis::Exact, undecidable: None, ..m }),
         "throughput" => reading(load.map(|l| l.throughput_rps), "load throughput"),
         "error_rate" => reading(load.map(|l| l.error_rate), "load error rate"),
         "server_cpu" => reading(load.and_then(|l| l.server_cpu_cores), "server CPU under load"),
@@ -195,6 +201,9 @@ fn from_samples(cell: &str, samples: Vec<f64>, sel: &Selector) -> Measure {
         noisy: stats::is_noisy(cv),
         basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
         cells: vec![cell.to_string()],
+        undecidable: ci.is_none().then(|| {
+            format!("{cell} has {n} {} sample(s), fewer than the {MIN_CI_SAMPLES} an interval needs", sel.metric)
+        }),
         resample: samples,
     })
 }
@@ -249,12 +258,17 @@ fn from_histogram(cell: &str, hm: &HistogramMetric, sel: &Selector) -> Measure {
         noisy: false,
         basis: if ci.is_some() { Basis::Histogram } else { Basis::Reading },
         cells: vec![cell.to_string()],
+        undecidable: Some(if ci.is_some() {
+            format!("{cell} ran once: its interval is within one run, and the spread between runs is unknown (run the cell with repeats)")
+        } else {
+            format!("{cell}'s {} {} is one reading with no interval", sel.metric, sel.stat)
+        }),
         resample: vec![estimate],
     })
 }
 
 /// The records of one cell id: the latest of each repeat index.
-fn repeats_of<'a>(records: &'a [Record], id: &str) -> Vec<&'a Record> {
+pub(super) fn repeats_of<'a>(records: &'a [Record], id: &str) -> Vec<&'a Record> {
     let mut by_index: std::collections::BTreeMap<u32, &Record> = Default::default();
     for r in records.iter().filter(|r| r.cell.id == id) {
         by_index.insert(r.cell.repeat.map_or(0, |p| p.index), r);
@@ -297,6 +311,7 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
         noisy: stats::is_noisy(cv),
         basis: Basis::Repeats,
         cells: vec![id.to_string()],
+        undecidable: None,
         resample: values,
     })
 }
@@ -350,6 +365,10 @@ pub fn measure(records: &[Record], sel: &Selector) -> Measure {
                 noisy: parts.iter().any(|p| p.noisy),
                 basis: Basis::Aggregate,
                 cells: ids,
+                undecidable: {
+                    let why: Vec<String> = parts.iter().filter_map(|p| p.undecidable.clone()).collect();
+                    (!why.is_empty()).then(|| why.join("; "))
+                },
                 resample: vec![estimate],
             })
         }

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{Exit, FAILED, OK};
 use super::load_run;
-use crate::claims::Verdict;
 use crate::record::store::RECORDS_FILE;
 use crate::scenario::Scenario;
 
@@ -23,7 +22,9 @@ pub struct VerifyArgs {
     /// Print the audit as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also write the Markdown audit report to FILE.
+    /// Also write the Markdown audit report to FILE (AUDIT.md): the summary an auditor reads —
+    /// what reproduced, what did not and on what evidence — then every verdict, the verdicts
+    /// per distinct measurement, the differences from the source and every claim explained.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
 }
@@ -73,6 +74,16 @@ fn verify_cmd(
         std::fs::write(p, crate::claims::render::markdown(&audit))
             .map_err(|e| Exit::environment(format!("write {}: {e}", p.display())))?;
     }
-    // Not measured and inconclusive do not fail; a contradicted claim does.
-    Ok(if audit.count(Verdict::Contradicted) > 0 { FAILED } else { OK })
+    // Not measured and inconclusive do not fail; a contradicted claim, or one whose self-test
+    // shows it cannot fail, does.
+    let cannot_fail = audit.cannot_fail();
+    if !cannot_fail.is_empty() {
+        let ids: Vec<&str> = cannot_fail.iter().map(|r| r.id.as_str()).collect();
+        eprintln!(
+            "benchlab verify: {} claim(s) cannot fail (reproduced with the measured figure halved and doubled): {}",
+            ids.len(),
+            ids.join(", ")
+        );
+    }
+    Ok(if audit.exit_code() != 0 { FAILED } else { OK })
 }

@@ -38,6 +38,10 @@
 //!   source prints them), `check` and `explanation`. `check = "differ"`: figures that should agree
 //!   and do not; `"identical"`: figures of different things that are identical; `"arithmetic"`:
 //!   `figures[0]` should equal `expected` (what the source's other figures give) and does not.
+//!
+//! Any kind may add `unmet_condition = "<why>"`: the source's figure depends on a condition this
+//! lab did not reproduce (e.g. a first run that compiles bytecode, where the image precompiles
+//! it); the claim is then not_measured with that reason, never contradicted or reproduced.
 //!   The check is made here, when the file is read: a finding its figures do not show is an error.
 //!
 //! A selector is `{ cell = "<server>/<workload>", metric = "...", stat = "...", aggregate = "..." }`.
@@ -82,6 +86,14 @@ pub use types::{
 /// Parses the claims of a scenario file. `cell_ids` are the scenario's cells: every selector
 /// must match one of them.
 pub fn parse_claims(path: &Path, source: &str, cell_ids: &[String]) -> Result<Vec<Claim>, ClaimsError> {
+    // Repeats share a cell id: a selector matches the cell once.
+    let mut distinct: Vec<String> = Vec::new();
+    for id in cell_ids {
+        if !distinct.contains(id) {
+            distinct.push(id.clone());
+        }
+    }
+    let cell_ids = distinct.as_slice();
     let at = |span: Range<usize>, message: String| {
         let (line, column) = line_col(source, span.start);
         ClaimsError::At { path: path.into(), line, column, message }
@@ -110,6 +122,7 @@ pub fn parse_claims(path: &Path, source: &str, cell_ids: &[String]) -> Result<Ve
             },
             statement: c.statement.clone(),
             body,
+            unmet: c.unmet_condition.clone(),
             line,
         });
     }

@@ -47,6 +47,8 @@ pub(super) struct RawClaim {
     pub check: Option<Spanned<String>>,
     pub expected: Option<f64>,
     pub explanation: Option<String>,
+    /// Any kind: the source's condition the lab did not reproduce (the claim is not_measured).
+    pub unmet_condition: Option<String>,
 }
 
 /// The scenario file seen by the claims parser: its `[[claim]]` tables and nothing else (the

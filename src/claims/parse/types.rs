@@ -198,6 +198,9 @@ pub struct Claim {
     pub source: SourceRef,
     pub statement: String,
     pub body: Body,
+    /// The source's condition this lab did not reproduce (`unmet_condition`), which makes the
+    /// claim not_measured with this reason.
+    pub unmet: Option<String>,
     /// 1-based line of the claim in its file.
     pub line: usize,
 }

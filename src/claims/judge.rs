@@ -1,0 +1,631 @@
+//! Judging one claim against a run's records: the figure (or ratio, or order, or outcome) it
+//! rests on, its interval widened for noise, the band, and the verdict with the sentences that
+//! explain it. The rules are in `claims`' module doc; `selftest` re-runs this with the figure
+//! perturbed.
+
+use super::measure::{measure, ratio, Measured, RatioMethod};
+use super::parse::{Body, Claim, Dim, Selector};
+use super::selftest::Perturb;
+use super::{judge_band, num, show, ClaimResult, Verdict};
+use crate::record::{Record, Status};
+use crate::spec::FailureReason;
+use crate::scenario::Scenario;
+use crate::stats::{Interval, NOISY_CV};
+
+/// The evidence key of a ratio of two figures: the same for a/b and b/a, so mirrored claims
+/// count as one measurement.
+fn pair_key(a: &Selector, b: &Selector) -> String {
+    let (x, y) = (a.text(), b.text());
+    if x <= y {
+        format!("ratio of {x} and {y}")
+    } else {
+        format!("ratio of {y} and {x}")
+    }
+}
+
+fn show_interval(i: &Interval, unit: &str) -> String {
+    format!("{}–{}", show(i.lower, unit), show(i.upper, unit))
+}
+
+/// The records of the cells a figure came from.
+fn records_of<'a>(records: &'a [Record], cells: &[String]) -> Vec<&'a Record> {
+    records.iter().filter(|r| cells.contains(&r.cell.id)).collect()
+}
+
+pub(super) fn host_text(r: &Record) -> String {
+    format!("{} × {} logical CPUs", r.environment.host.cpu_model.trim(), r.environment.host.logical_cpus)
+}
+
+/// Whether the lab host of every record matches the source's hardware.
+fn hardware_matches(claim: &Claim, recs: &[&Record]) -> bool {
+    match &claim.source.hardware {
+        None => false,
+        Some((model, cpus)) => {
+            !recs.is_empty()
+                && recs.iter().all(|r| {
+                    r.environment.host.cpu_model.to_lowercase().contains(&model.to_lowercase())
+                        && r.environment.host.logical_cpus == *cpus
+                })
+        }
+    }
+}
+
+/// Environment differences that could explain a gap between the source and these records.
+/// The versions a source states, computed: for each other server of the scenario, its SDK's
+/// package (the package of that server's own image at the server's version) and that version.
+/// A record whose image holds the same package at another version ran something the source did
+/// not state (e.g. fastmcp 0.4.1 on today's mcp where the source states mcp 1.1.2).
+fn version_deviations(all: &[Record], r: &Record) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for other in all.iter().filter(|o| o.cell.server.family != r.cell.server.family) {
+        let stated = &other.cell.server.sdk_version;
+        for p in other.environment.image.packages.iter().filter(|p| &p.version == stated) {
+            if seen.contains(&(p.name.as_str(), stated.as_str())) {
+                continue;
+            }
+            seen.push((&p.name, stated));
+            if let Some(mine) = r.environment.image.packages.iter().find(|m| m.name == p.name && &m.version != stated) {
+                out.push(format!(
+                    "{} ran {} {} where the source states {} {} (server {})",
+                    r.cell.server.id, p.name, mine.version, p.name, stated, other.cell.server.id
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record], all: &[Record]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |s: String| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    if let Some(r) = recs.first() {
+        let source_hw = claim
+            .source
+            .hardware
+            .as_ref()
+            .map_or("not stated".to_string(), |(m, c)| format!("{m} × {c} CPUs"));
+        push(format!("CPU: lab {}; source {source_hw}", host_text(r)));
+    }
+    for r in recs {
+        let s = &r.cell.server;
+        let want =
+            scenario.servers.iter().find(|e| e.id.get_ref() == &s.id).and_then(|e| e.source_runtime.clone());
+        let runtime = match want {
+            Some(w) if w != s.runtime_version => format!(" (source: {w})"),
+            _ => String::new(),
+        };
+        push(format!(
+            "{}: {} {} on {} {}{runtime}",
+            s.id, s.family, s.sdk_version, s.runtime, s.runtime_version
+        ));
+        let p = &r.cell.placement;
+        push(format!(
+            "placement: server CPUs {}, driver CPUs {}{}, memory limit {} MiB",
+            p.server_cpus,
+            p.driver_cpus,
+            if p.shared { " (shared)" } else { "" },
+            p.memory_limit_bytes >> 20
+        ));
+        for d in &r.environment.deviations {
+            push(format!("deviation: {d}"));
+        }
+        for d in version_deviations(all, r) {
+            push(format!("deviation (computed): {d}"));
+        }
+    }
+    out
+}
+
+/// What judging reads: the scenario, all its claims (for `relative_to`), the run's records, and
+/// the perturbation the self-test applies (none for the real verdict).
+pub(super) struct Ctx<'a> {
+    pub(super) scenario: &'a Scenario,
+    pub(super) claims: &'a [Claim],
+    pub(super) records: &'a [Record],
+    pub(super) perturb: Perturb,
+}
+
+fn base(claim: &Claim) -> ClaimResult {
+    ClaimResult {
+        id: claim.id.clone(),
+        kind: claim.kind(),
+        source: claim.source.clone(),
+        statement: claim.statement.clone(),
+        verdict: Verdict::NotMeasured,
+        judged_as: claim.kind().as_str().to_string(),
+        claimed: None,
+        measured: None,
+        interval: None,
+        unit: String::new(),
+        tolerance: None,
+        n: None,
+        repeats: None,
+        cv: None,
+        noisy: false,
+        explanation: String::new(),
+        environment: Vec::new(),
+        cells: Vec::new(),
+        evidence: None,
+        self_test: None,
+    }
+}
+
+fn noise_text(ms: &[&Measured]) -> String {
+    let cv = ms.iter().filter_map(|m| m.cv).fold(0.0, f64::max);
+    format!("the cell is noisy (CV {:.0}% over the {:.0}% threshold)", cv * 100.0, NOISY_CV * 100.0)
+}
+
+fn band_text(claimed: f64, tol: f64, unit: &str) -> String {
+    format!(
+        "{} ± {:.0}% (band {}–{})",
+        show(claimed, unit),
+        tol * 100.0,
+        show(claimed / (1.0 + tol), unit),
+        show(claimed * (1.0 + tol), unit)
+    )
+}
+
+fn where_text(v: Verdict, i: &Interval, claimed: f64, tol: f64) -> &'static str {
+    match v {
+        Verdict::Reproduced => "the whole interval lies within the band",
+        Verdict::Contradicted if i.upper < claimed / (1.0 + tol) => "the whole interval lies below the band",
+        Verdict::Contradicted => "the whole interval lies above the band",
+        _ => "the interval straddles an edge of the band",
+    }
+}
+
+/// One figure about to be judged: the figures it came from, its interval (a ratio's when judged
+/// as one), the claimed value and tolerance in the same unit, and the text around the verdict.
+struct Judging<'a> {
+    ms: &'a [&'a Measured],
+    i: Interval,
+    claimed: f64,
+    tol: f64,
+    unit: &'a str,
+    prefix: String,
+    suffix: String,
+}
+
+/// The reasons no verdict may rest on these figures (single readings, one run's interval).
+fn undecidable(ms: &[&Measured]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in ms.iter().filter_map(|m| m.undecidable.clone()) {
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// The largest CV among the noisy figures, if any is noisy.
+fn noise_cv(ms: &[&Measured]) -> Option<f64> {
+    ms.iter().filter(|m| m.noisy).filter_map(|m| m.cv).reduce(f64::max)
+}
+
+/// An interval widened for noise: each bound moved out by the factor 1 + CV (log scale), so a
+/// noisy figure needs a larger gap for either verdict; it never forbids one verdict only.
+pub(super) fn widen_for_noise(i: Interval, cv: Option<f64>) -> Interval {
+    match cv {
+        Some(cv) if cv > 0.0 => Interval { lower: i.lower / (1.0 + cv), upper: i.upper * (1.0 + cv), ..i },
+        _ => i,
+    }
+}
+
+impl Ctx<'_> {
+    /// Fills a result from one judged figure.
+    fn judged(&self, mut r: ClaimResult, j: Judging) -> ClaimResult {
+        let Judging { ms, i, claimed, tol, unit, prefix, suffix } = j;
+        let i = self.perturb.interval(i);
+        let noisy = ms.iter().any(|m| m.noisy);
+        let n: u64 = ms.iter().map(|m| m.n).sum();
+        let single = i.lower == i.upper;
+        let measured = if single && ms.iter().all(|m| m.repeats <= 1) {
+            format!("{} (one reading)", show(i.estimate, unit))
+        } else if single {
+            format!("{} (every repeat gives the same value)", show(i.estimate, unit))
+        } else {
+            format!(
+                "{} ({:.0}% CI {}, n={n}{})",
+                show(i.estimate, unit),
+                i.confidence * 100.0,
+                show_interval(&i, unit),
+                match ms.iter().map(|m| m.repeats).max() {
+                    Some(k) if k > 1 => format!(", {k} repeats"),
+                    _ => String::new(),
+                }
+            )
+        };
+        let why_not = undecidable(ms);
+        let (v, text) = if !why_not.is_empty() {
+            (
+                Verdict::Inconclusive,
+                format!(
+                    "{prefix}Measured {measured} against the claimed {}, but no verdict: {}.",
+                    band_text(claimed, tol, unit),
+                    why_not.join("; ")
+                ),
+            )
+        } else {
+            let cv = noise_cv(ms);
+            let judged_i = widen_for_noise(i, cv);
+            let v = judge_band(&judged_i, claimed, tol);
+            let mut text = format!("{prefix}Measured {measured} against the claimed {}", band_text(claimed, tol, unit));
+            if cv.is_some() {
+                text.push_str(&format!(
+                    "; {}, so the interval is widened by that much on each side to {}",
+                    noise_text(ms),
+                    show_interval(&judged_i, unit)
+                ));
+            }
+            text.push_str(&format!(": {}.", where_text(v, &judged_i, claimed, tol)));
+            (v, text)
+        };
+        r.verdict = v;
+        r.claimed = Some(claimed);
+        r.measured = Some(i.estimate);
+        r.interval = (!single).then_some(i);
+        r.unit = unit.to_string();
+        r.tolerance = Some(tol);
+        r.n = Some(n);
+        r.repeats = ms.iter().map(|m| m.repeats).max();
+        r.cv = ms.iter().filter_map(|m| m.cv).reduce(f64::max);
+        r.noisy = noisy;
+        r.explanation = text + &suffix;
+        r.cells = ms.iter().flat_map(|m| m.cells.clone()).collect();
+        r
+    }
+}
+
+fn method_text(m: RatioMethod) -> &'static str {
+    match m {
+        RatioMethod::PairedRepeats => " The ratio's interval comes from resampling the repeats in pairs.",
+        RatioMethod::IndependentSamples => " The ratio's interval comes from resampling both cells' samples.",
+        RatioMethod::Mover => " The ratio's interval combines both figures' intervals (MOVER, log scale).",
+        RatioMethod::Readings => " Both figures are single readings, so the ratio has no interval.",
+    }
+}
+
+fn not_measured(mut r: ClaimResult, why: String) -> ClaimResult {
+    r.verdict = Verdict::NotMeasured;
+    r.explanation = format!("Not measured: {why}.");
+    r
+}
+
+impl Ctx<'_> {
+    fn finish(&self, claim: &Claim, mut r: ClaimResult) -> ClaimResult {
+        let recs = records_of(self.records, &r.cells);
+        r.environment = environment_notes(self.scenario, claim, &recs, self.records);
+        r
+    }
+
+    /// The verdict on one claim; a claim whose condition the lab did not reproduce is
+    /// not_measured with the reason, whatever its figure says.
+    pub(super) fn judge(&self, claim: &Claim) -> ClaimResult {
+        let mut r = self.judge_figure(claim);
+        if let (Some(why), true) = (&claim.unmet, r.verdict != Verdict::Finding) {
+            let had = r.verdict;
+            r.verdict = Verdict::NotMeasured;
+            r.explanation = format!(
+                "Not measured: the source's condition was not reproduced here: {why}. Judged anyway, the figure would be {}: {}",
+                had.as_str(),
+                r.explanation
+            );
+        }
+        r
+    }
+
+    fn judge_figure(&self, claim: &Claim) -> ClaimResult {
+        let r = base(claim);
+        let r = match &claim.body {
+            Body::Absolute { measure: sel, value, tolerance, relative_to, .. } => {
+                let mut r = r;
+                r.evidence = Some(sel.text());
+                self.absolute(claim, r, sel, *value, *tolerance, relative_to.as_deref())
+            }
+            Body::Ratio { numerator, denominator, value, tolerance } => {
+                let (a, b) = match (measure(self.records, numerator), measure(self.records, denominator)) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(e), _) | (_, Err(e)) => return self.finish(claim, not_measured(r, e)),
+                };
+                match ratio(&a, &b, &numerator.stat, &claim.id) {
+                    None => not_measured(r, "the denominator is zero".into()),
+                    Some((i, how)) => {
+                        let mut r = r;
+                        let prefix = format!(
+                            "{} is {} and {} is {}. ",
+                            numerator.cell,
+                            show(a.estimate, numerator.dim().as_str()),
+                            denominator.cell,
+                            show(b.estimate, denominator.dim().as_str())
+                        );
+                        r.evidence = Some(pair_key(numerator, denominator));
+                        self.judged(
+                            r,
+                            Judging {
+                                ms: &[&a, &b],
+                                i,
+                                claimed: *value,
+                                tol: *tolerance,
+                                unit: "ratio",
+                                prefix,
+                                suffix: method_text(how).into(),
+                            },
+                        )
+                    }
+                }
+            }
+            Body::Ordering { items, tolerance } => self.ordering(r, items, *tolerance),
+            Body::SoakSlope { measure: sel, value, unit, duration } => {
+                let mut r = r;
+                r.evidence = Some(sel.text());
+                let why = match measure(self.records, sel) {
+                    Err(e) => e,
+                    Ok(_) => "unexpected".into(),
+                };
+                let mut r = not_measured(
+                    r,
+                    format!("{why}; the claim is a slope of at most {value} {unit} over {duration}, which needs a soak workload"),
+                );
+                r.claimed = Some(*value);
+                r.unit = unit.clone();
+                r
+            }
+            Body::Outcome { cell, expect_failure, reason } => {
+                self.outcome(r, cell, *expect_failure, reason.as_deref())
+            }
+            Body::Finding { figures, check, expected, explanation } => {
+                let mut r = r;
+                r.verdict = Verdict::Finding;
+                r.judged_as = format!("finding ({check})");
+                let figs: Vec<String> =
+                    figures.iter().map(|f| format!("{} = {}", f.label, num(f.value))).collect();
+                let exp = expected
+                    .map_or(String::new(), |e| format!(", where the source's other figures give {}", num(e)));
+                r.explanation = format!("The source's own figures: {}{exp}. {explanation}", figs.join("; "));
+                return r;
+            }
+        };
+        self.finish(claim, r)
+    }
+
+    fn absolute(
+        &self,
+        claim: &Claim,
+        mut r: ClaimResult,
+        sel: &Selector,
+        value: f64,
+        tol: f64,
+        relative_to: Option<&str>,
+    ) -> ClaimResult {
+        let unit = sel.dim().as_str();
+        let m = match measure(self.records, sel) {
+            Ok(m) => m,
+            Err(e) => return not_measured(r, e),
+        };
+        let recs = records_of(self.records, &m.cells);
+        let lab = recs.first().map(|x| host_text(x)).unwrap_or_default();
+        let src =
+            claim.source.hardware.as_ref().map_or("not stated".into(), |(c, n)| format!("{c} × {n} CPUs"));
+        if hardware_matches(claim, &recs) {
+            r.judged_as = "absolute (hardware matches)".into();
+            let i = m.interval();
+            let prefix = format!("The lab's hardware ({lab}) matches the source's. ");
+            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix, suffix: String::new() };
+            return self.judged(r, j);
+        }
+        if matches!(sel.dim(), Dim::Lines | Dim::Fraction) {
+            r.judged_as = "absolute (does not depend on hardware)".into();
+            let i = m.interval();
+            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix: String::new(), suffix: String::new() };
+            return self.judged(r, j);
+        }
+        let other = relative_to.and_then(|id| self.claims.iter().find(|c| c.id == id));
+        let Some(other) = other else {
+            let i = m.interval();
+            let as_abs = judge_band(&i, value, tol);
+            r.judged_as = "absolute on other hardware (no reference)".into();
+            r.verdict = Verdict::Inconclusive;
+            r.claimed = Some(value);
+            r.measured = Some(m.estimate);
+            r.interval = m.ci;
+            r.unit = unit.into();
+            r.tolerance = Some(tol);
+            r.n = Some(m.n);
+            r.repeats = Some(m.repeats);
+            r.cv = m.cv;
+            r.noisy = m.noisy;
+            r.cells = m.cells.clone();
+            r.explanation = format!(
+                "The source's hardware ({src}) is not the lab's ({lab}) and the claim names no figure to relate it to, so an absolute comparison cannot decide; taken literally, the measured {} against {} would be {}.",
+                show(m.estimate, unit),
+                band_text(value, tol, unit),
+                as_abs.as_str()
+            );
+            return r;
+        };
+        let Body::Absolute { measure: osel, value: ovalue, .. } = &other.body else {
+            unreachable!("relative_to is checked to name an absolute claim")
+        };
+        let om = match measure(self.records, osel) {
+            Ok(m) => m,
+            Err(e) => return not_measured(r, format!("the reference figure ({}) is missing: {e}", other.id)),
+        };
+        let Some((i, how)) = ratio(&m, &om, &sel.stat, &claim.id) else {
+            return not_measured(r, "the reference figure is zero".into());
+        };
+        r.judged_as = format!("ratio to {} (other hardware)", other.id);
+        let prefix = format!(
+            "On other hardware (source {src}; lab {lab}) the figure is judged by the ratio it implies to {}: claimed {} / {} = {}; as absolutes, {} measured against {} claimed. ",
+            other.id,
+            show(value, unit),
+            show(*ovalue, unit),
+            num(value / ovalue),
+            show(m.estimate, unit),
+            show(value, unit)
+        );
+        r.evidence = Some(pair_key(sel, osel));
+        let suffix = method_text(how).into();
+        self.judged(r, Judging { ms: &[&m, &om], i, claimed: value / ovalue, tol, unit: "ratio", prefix, suffix })
+    }
+
+    fn ordering(&self, mut r: ClaimResult, items: &[Selector], tol: f64) -> ClaimResult {
+        let mut ms: Vec<Measured> =
+            match items.iter().map(|s| measure(self.records, s)).collect::<Result<Vec<_>, _>>() {
+                Ok(ms) => ms,
+                Err(e) => return not_measured(r, e),
+            };
+        if self.perturb.flips() {
+            // The self-test's counterpart of a scaled figure: the measured order reversed.
+            let values: Vec<(f64, Option<Interval>, Vec<f64>)> =
+                ms.iter().rev().map(|m| (m.estimate, m.ci, m.resample.clone())).collect();
+            for (m, (e, ci, rs)) in ms.iter_mut().zip(values) {
+                (m.estimate, m.ci, m.resample) = (e, ci, rs);
+            }
+        }
+        let mut keys: Vec<String> = items.iter().map(Selector::text).collect();
+        keys.sort();
+        r.evidence = Some(format!("order of {}", keys.join(" ; ")));
+        let unit = items[0].dim().as_str();
+        let refs: Vec<&Measured> = ms.iter().collect();
+        let why_not = undecidable(&refs);
+        let mut verdict = Verdict::Reproduced;
+        let mut pairs = Vec::new();
+        for k in 1..ms.len() {
+            let (a, b) = (&ms[k - 1], &ms[k]);
+            let Some((i, _)) = ratio(b, a, &items[k].stat, &format!("{}\0{k}", r.id)) else {
+                return not_measured(r, format!("{} is zero", items[k - 1].cell));
+            };
+            let i = widen_for_noise(self.perturb.interval(i), noise_cv(&[a, b]));
+            let pair = if i.lower > 1.0 {
+                "holds"
+            } else if i.upper < 1.0 / (1.0 + tol) {
+                verdict = Verdict::Contradicted;
+                "reversed"
+            } else {
+                verdict = verdict_min(verdict, Verdict::Inconclusive);
+                "undecided"
+            };
+            pairs.push(format!(
+                "{} < {}: {} (ratio {}, CI {}–{}{})",
+                items[k - 1].cell,
+                items[k].cell,
+                pair,
+                num(i.estimate),
+                num(i.lower),
+                num(i.upper),
+                if a.noisy || b.noisy { ", widened for noise" } else { "" }
+            ));
+        }
+        let mut sorted: Vec<(f64, &str)> =
+            ms.iter().zip(items).map(|(m, s)| (m.estimate, s.cell.as_str())).collect();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let order: Vec<String> = sorted.iter().map(|(v, c)| format!("{c} {}", show(*v, unit))).collect();
+        if !why_not.is_empty() {
+            verdict = Verdict::Inconclusive;
+        }
+        r.verdict = verdict;
+        r.unit = unit.into();
+        r.tolerance = Some(tol);
+        r.n = Some(ms.iter().map(|m| m.n).sum());
+        r.repeats = ms.iter().map(|m| m.repeats).max();
+        r.cv = ms.iter().filter_map(|m| m.cv).reduce(f64::max);
+        r.noisy = ms.iter().any(|m| m.noisy);
+        r.cells = ms.iter().flat_map(|m| m.cells.clone()).collect();
+        let what = match verdict {
+            _ if !why_not.is_empty() => format!("No verdict: {}", why_not.join("; ")),
+            Verdict::Reproduced => {
+                "Every adjacent pair is ordered as claimed, each ratio's whole interval above 1".into()
+            }
+            Verdict::Contradicted => "At least one pair is reversed, its ratio's whole interval below 1".into(),
+            _ => "At least one pair's ratio interval includes 1".into(),
+        };
+        r.explanation = format!(
+            "Measured order (smallest first): {}. {what}: {}. A noisy figure's ratio interval is widened by its CV on each side.",
+            order.join(" < "),
+            pairs.join("; ")
+        );
+        r
+    }
+
+    fn outcome(
+        &self,
+        mut r: ClaimResult,
+        cell: &str,
+        expect_failure: bool,
+        reason: Option<&str>,
+    ) -> ClaimResult {
+        let runs = super::measure::repeats_of(self.records, cell);
+        if runs.is_empty() {
+            return not_measured(r, format!("no record of cell {cell} in the run"));
+        }
+        r.cells = vec![cell.to_string()];
+        r.evidence = Some(format!("outcome of {cell}"));
+        r.judged_as = "outcome".into();
+        r.repeats = Some(runs.len() as u32);
+        // A failure of the lab (engine, node) says nothing of the server.
+        let lab_failed = |x: &&Record| {
+            x.failure.as_ref().is_some_and(|f| matches!(f.reason, FailureReason::EngineError | FailureReason::NodeFail))
+        };
+        let (lab, server): (Vec<&Record>, Vec<&Record>) = runs.iter().copied().partition(lab_failed);
+        // The self-test's counterpart of a scaled figure: the opposite outcome.
+        let flip = self.perturb.flips();
+        let failed: Vec<bool> = server.iter().map(|x| (x.status == Status::Failed) != flip).collect();
+        let ended = |x: &Record, failed: bool| {
+            let got = if failed { x.failure.as_ref().map_or("failed".into(), |f| f.reason.as_str().to_string()) } else { "ok".into() };
+            let detail = x.failure.as_ref().map(|f| f.detail.lines().last().unwrap_or("").to_string()).unwrap_or_default();
+            (got, detail)
+        };
+        let want = if expect_failure {
+            format!("a failure{}", reason.map_or(String::new(), |w| format!(" ({w})")))
+        } else {
+            "success".into()
+        };
+        if server.is_empty() || failed.iter().any(|f| *f != failed[0]) {
+            r.verdict = Verdict::Inconclusive;
+            let why = if server.is_empty() {
+                let (got, detail) = ended(lab[0], true);
+                format!("every run of the cell failed by the lab's fault ({got}: {detail}), which says nothing of the server")
+            } else {
+                format!("its {} runs disagree ({} failed)", failed.len(), failed.iter().filter(|f| **f).count())
+            };
+            r.explanation = format!("The source reports {want}; the lab's cell {cell} gives no verdict: {why}.");
+            return r;
+        }
+        let last = server[server.len() - 1];
+        let (got, detail) = ended(last, failed[0]);
+        let reasons_match = server.iter().all(|x| ended(x, failed[0]).0 == got);
+        let failed = failed[0];
+        r.verdict = if failed == expect_failure && (!failed || reason.is_none_or(|w| w == got && reasons_match)) {
+            Verdict::Reproduced
+        } else {
+            Verdict::Contradicted
+        };
+        r.explanation = format!(
+            "The source reports {want}; the lab's cell {cell} ended {}{} ({} run(s) alike).",
+            if failed { format!("failed ({got})") } else { "ok".into() },
+            if detail.is_empty() { String::new() } else { format!(": {detail}") },
+            server.len()
+        );
+        r
+    }
+}
+
+/// The weaker of two verdicts in the order reproduced > inconclusive > contradicted.
+fn verdict_min(a: Verdict, b: Verdict) -> Verdict {
+    let rank = |v: Verdict| match v {
+        Verdict::Contradicted => 0,
+        Verdict::Inconclusive => 1,
+        _ => 2,
+    };
+    if rank(a) <= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+

@@ -1,0 +1,244 @@
+//! Every claim kind producing each verdict it can have, on records built in memory: absolute,
+//! ratio and ordering reproduced, contradicted, inconclusive and not measured; outcomes
+//! reproduced, contradicted, inconclusive (the lab failed, not the server) and not measured;
+//! soak slopes not measured (no soak workload yet); findings. Then the rules an auditor relies on:
+//! no verdict from one reading or one run's histogram, noise that widens both ways, the
+//! self-test naming a claim that cannot fail, mirrored claims counted as one measurement, and a
+//! condition not reproduced making a claim not_measured.
+
+use std::path::Path;
+
+use super::selftest::Status as SelfTestStatus;
+use super::*;
+use crate::record::tests::sample_record;
+use crate::spec::{Failure, FailureReason, Repeat};
+
+const SCENARIO: &str = r#"name = "t"
+[[server]]
+id = "a"
+family = "benchlab-null"
+[[server]]
+id = "b"
+family = "benchlab-null"
+[[server]]
+id = "a2"
+family = "benchlab-null"
+[[server]]
+id = "z"
+family = "benchlab-null"
+[[workload]]
+kind = "cold_start"
+spawns = 5
+"#;
+
+const SRC: &str = r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "cpu", cpus = 2 } }"#;
+
+/// Three repeats of cell `<id>/cold_start` whose samples sit at these levels.
+fn repeats(id: &str, levels: &[f64]) -> Vec<Record> {
+    levels
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut r = sample_record(id);
+            r.cell.server.id = id.into();
+            r.environment.host.logical_cpus = 2;
+            r.metrics.cold_start.as_mut().unwrap().samples_ms = vec![*c, c * 1.01, c * 0.99, c * 1.005, c * 0.995];
+            r.cell.repeat = Some(Repeat { index: i as u32, of: levels.len() as u32, fresh_container: true });
+            r
+        })
+        .collect()
+}
+
+fn run(claims: &[(&str, &str)], records: &[Record]) -> Audit {
+    let mut text = SCENARIO.to_string();
+    for (id, body) in claims {
+        text.push_str(&format!("\n[[claim]]\nid = \"{id}\"\n{SRC}\nstatement = \"{id}\"\n{body}\n"));
+    }
+    let scenario = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap();
+    let ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    let parsed = parse_claims(Path::new("t.toml"), &text, &ids).unwrap();
+    verify(&scenario, &parsed, records, Some("run".into()))
+}
+
+fn base_records() -> Vec<Record> {
+    let mut v = repeats("a", &[100.0, 101.0, 99.0]);
+    v.extend(repeats("b", &[200.0, 210.0, 195.0]));
+    v.extend(repeats("a2", &[100.5, 99.5, 100.0]));
+    v
+}
+
+fn verdict(a: &Audit, id: &str) -> Verdict {
+    a.results.iter().find(|r| r.id == id).unwrap().verdict
+}
+
+fn abs(cell: &str, value: f64) -> String {
+    format!("kind = \"absolute\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"cold_start\" }}\nvalue = {value}\nunit = \"ms\"")
+}
+
+fn ratio(num: &str, den: &str, value: f64) -> String {
+    format!("kind = \"ratio\"\nnumerator = {{ cell = \"{num}/cold_start\", metric = \"cold_start\" }}\ndenominator = {{ cell = \"{den}/cold_start\", metric = \"cold_start\" }}\nvalue = {value}")
+}
+
+fn order(cells: &[&str]) -> String {
+    let items: Vec<String> =
+        cells.iter().map(|c| format!("{{ cell = \"{c}/cold_start\", metric = \"cold_start\" }}")).collect();
+    format!("kind = \"ordering\"\nitems = [{}]", items.join(", "))
+}
+
+fn outcome(cell: &str, expect: &str) -> String {
+    format!("kind = \"outcome\"\ncell = \"{cell}/cold_start\"\nexpect = \"{expect}\"")
+}
+
+#[test]
+fn absolute_ratio_and_ordering_reach_every_verdict() {
+    let (a1, a2, a3, a4) = (abs("a", 100.0), abs("a", 300.0), abs("a", 115.0), abs("z", 100.0));
+    let (r1, r2, r3, r4) = (ratio("b", "a", 2.0), ratio("b", "a", 1.0), ratio("b", "a", 2.3), ratio("z", "a", 1.0));
+    let (o1, o2, o3, o4) = (order(&["a", "b"]), order(&["b", "a"]), order(&["a", "a2"]), order(&["a", "z"]));
+    let claims = [
+        ("abs-rep", a1.as_str()),
+        ("abs-con", &a2),
+        ("abs-inc", &a3),
+        ("abs-nm", &a4),
+        ("ratio-rep", &r1),
+        ("ratio-con", &r2),
+        ("ratio-inc", &r3),
+        ("ratio-nm", &r4),
+        ("order-rep", &o1),
+        ("order-con", &o2),
+        ("order-inc", &o3),
+        ("order-nm", &o4),
+    ];
+    let a = run(&claims, &base_records());
+    for (id, want) in [
+        ("abs-rep", Verdict::Reproduced),
+        ("abs-con", Verdict::Contradicted),
+        ("abs-inc", Verdict::Inconclusive),
+        ("abs-nm", Verdict::NotMeasured),
+        ("ratio-rep", Verdict::Reproduced),
+        ("ratio-con", Verdict::Contradicted),
+        ("ratio-inc", Verdict::Inconclusive),
+        ("ratio-nm", Verdict::NotMeasured),
+        ("order-rep", Verdict::Reproduced),
+        ("order-con", Verdict::Contradicted),
+        ("order-inc", Verdict::Inconclusive),
+        ("order-nm", Verdict::NotMeasured),
+    ] {
+        assert_eq!(verdict(&a, id), want, "{id}: {:#?}", a.results.iter().find(|r| r.id == id));
+    }
+    // Every decided claim can fail: halving or doubling its figure changes the verdict.
+    assert!(a.cannot_fail().is_empty());
+    let st = a.results.iter().find(|r| r.id == "order-rep").unwrap().self_test.clone().unwrap();
+    assert_eq!((st.halved, st.status), (Verdict::Contradicted, SelfTestStatus::CanFail));
+}
+
+#[test]
+fn outcomes_soak_slopes_and_findings() {
+    let mut records = base_records();
+    // Every repeat of b fails by the server's fault, every one of a2 by the lab's.
+    for r in records.iter_mut().filter(|r| r.cell.server.id != "a") {
+        let (reason, why) = if r.cell.server.id == "b" {
+            (FailureReason::Crash, "exit 1")
+        } else {
+            (FailureReason::EngineError, "engine went away")
+        };
+        r.status = crate::record::Status::Failed;
+        r.failure = Some(Failure::new(reason, why));
+    }
+    let soak = "kind = \"soak_slope\"\nmeasure = { cell = \"a/cold_start\", metric = \"rss_slope\" }\nvalue = 0\nunit = \"MiB/h\"\nduration = \"24h\"";
+    let finding = "kind = \"finding\"\nfigures = [{ label = \"x\", value = 1 }, { label = \"y\", value = 2 }]\ncheck = \"differ\"\nexplanation = \"e\"";
+    let (o1, o2, o3, o4, o5) =
+        (outcome("a", "success"), outcome("a", "failure"), outcome("a2", "failure"), outcome("z", "success"), outcome("b", "failure"));
+    let claims = [
+        ("out-rep", o1.as_str()),
+        ("out-con", &o2),
+        ("out-inc", &o3),
+        ("out-nm", &o4),
+        ("out-fail-rep", &o5),
+        ("soak", soak),
+        ("finding", finding),
+    ];
+    let a = run(&claims, &records);
+    assert_eq!(verdict(&a, "out-rep"), Verdict::Reproduced);
+    assert_eq!(verdict(&a, "out-con"), Verdict::Contradicted);
+    assert_eq!(verdict(&a, "out-inc"), Verdict::Inconclusive, "the lab failed, not the server");
+    assert_eq!(verdict(&a, "out-nm"), Verdict::NotMeasured);
+    assert_eq!(verdict(&a, "out-fail-rep"), Verdict::Reproduced);
+    assert_eq!(verdict(&a, "soak"), Verdict::NotMeasured);
+    assert_eq!(verdict(&a, "finding"), Verdict::Finding);
+    // An outcome's self-test flips it: a reproduced outcome can fail.
+    let st = a.results.iter().find(|r| r.id == "out-rep").unwrap().self_test.clone().unwrap();
+    assert_eq!((st.halved, st.status), (Verdict::Contradicted, SelfTestStatus::CanFail));
+}
+
+#[test]
+fn one_reading_or_one_run_gives_no_verdict() {
+    // No repeats: RSS after initialize is one reading, whatever its value.
+    let mut one = sample_record("a");
+    one.environment.host.logical_cpus = 2;
+    let rss = one.metrics.memory.after_initialize.as_ref().unwrap().rss_bytes as f64 / 1e6;
+    let body = format!(
+        "kind = \"absolute\"\nmeasure = {{ cell = \"a/cold_start\", metric = \"rss_after_initialize\" }}\nvalue = {rss}\nunit = \"MB\""
+    );
+    let far = format!(
+        "kind = \"absolute\"\nmeasure = {{ cell = \"a/cold_start\", metric = \"rss_after_initialize\" }}\nvalue = {}\nunit = \"MB\"",
+        rss * 10.0
+    );
+    let a = run(&[("same", body.as_str()), ("far", &far)], &[one]);
+    for id in ["same", "far"] {
+        let r = a.results.iter().find(|r| r.id == id).unwrap();
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{r:#?}");
+        assert!(r.explanation.contains("no verdict") && r.explanation.contains("one reading"), "{}", r.explanation);
+        assert_eq!(r.self_test.as_ref().unwrap().status, SelfTestStatus::NeverDecides);
+    }
+}
+
+#[test]
+fn noise_widens_both_ways() {
+    // A noisy cell (CV ~ 33% across repeats) far from the claim is contradicted; near it, the
+    // widened interval straddles the band.
+    let mut records = base_records();
+    records.extend(repeats("a2", &[300.0, 600.0, 420.0]).into_iter().map(|mut r| {
+        r.cell.id = "a2/cold_start".into();
+        r
+    }));
+    records.retain(|r| r.cell.server.id != "a2" || r.metrics.cold_start.as_ref().unwrap().samples_ms[0] >= 300.0);
+    let (far, near) = (ratio("a2", "a", 20.0), ratio("a2", "a", 4.2));
+    let a = run(&[("far", far.as_str()), ("near", &near)], &records);
+    let far = a.results.iter().find(|r| r.id == "far").unwrap();
+    assert!(far.noisy);
+    assert_eq!(far.verdict, Verdict::Contradicted, "{}", far.explanation);
+    assert!(far.explanation.contains("widened"), "{}", far.explanation);
+    assert_eq!(verdict(&a, "near"), Verdict::Inconclusive);
+}
+
+#[test]
+fn a_band_too_wide_to_miss_cannot_fail() {
+    let wide = format!("{}\ntolerance = 5.0", ratio("b", "a", 2.0));
+    let a = run(&[("wide", wide.as_str())], &base_records());
+    let r = &a.results[0];
+    assert_eq!(r.verdict, Verdict::Reproduced);
+    assert_eq!(r.self_test.as_ref().unwrap().status, SelfTestStatus::CannotFail);
+    assert_eq!(a.exit_code(), 1, "a claim that cannot fail fails verify");
+    assert!(render::markdown(&a).contains("**Cannot fail**"));
+}
+
+#[test]
+fn mirrored_and_repeated_claims_are_one_measurement() {
+    let (ab, ba, ab2) = (ratio("b", "a", 2.0), ratio("a", "b", 0.5), ratio("b", "a", 1.9));
+    let a = run(&[("ab", ab.as_str()), ("ba", &ba), ("ab2", &ab2), ("other", &abs("a", 100.0))], &base_records());
+    assert_eq!(a.evidence.len(), 2, "{:#?}", a.evidence);
+    assert_eq!(a.evidence[0].claims, ["ab", "ba", "ab2"]);
+    assert_eq!(a.evidence[0].verdict, Some(Verdict::Reproduced));
+    let (per, mixed) = evidence::counts(&a.evidence);
+    assert_eq!((per[0], mixed), ((Verdict::Reproduced, 2), 0));
+}
+
+#[test]
+fn a_condition_not_reproduced_is_not_measured() {
+    let body = format!("{}\nunmet_condition = \"the image precompiles bytecode\"", abs("a", 300.0));
+    let a = run(&[("cond", body.as_str())], &base_records());
+    let r = &a.results[0];
+    assert_eq!(r.verdict, Verdict::NotMeasured);
+    assert!(r.explanation.contains("precompiles bytecode") && r.explanation.contains("contradicted"));
+    assert!(r.self_test.is_none());
+}
