@@ -92,6 +92,7 @@ fn main() {
             warmup_ms: 2000,
             duration_ms: ms(secs),
             lifecycle: Lifecycle::Session,
+            idle_after_ms: 0,
         };
         let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
         let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _| {}).expect("drive");
@@ -126,6 +127,7 @@ fn main() {
             connections: 100,
             warmup_ms: 2000,
             duration_ms: ms(secs),
+            idle_after_ms: 0,
         };
         let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
         let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _| {}).expect("drive");

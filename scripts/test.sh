@@ -12,6 +12,20 @@ if ! command -v docker-registry >/dev/null 2>&1; then
     { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-registry >&2; }
 fi
 bash scripts/slurm-up.sh >/dev/null
+# The Python that tests/attest.rs runs tests/attest_check.py with, the independent check of
+# `benchlab attest`: securesystemslib (DSSE, keys), in-toto and the in-toto attestation framework;
+# and tests/hlog.rs's tests/hlog_check.py: HdrHistogram's Python port (hdrhistogram, module hdrh).
+attest_venv=/tmp/benchlab-work/attest-venv
+if ! "$attest_venv/bin/python3" -c 'import securesystemslib.dsse, securesystemslib.signer, in_toto, in_toto_attestation.v1.statement, hdrh.log' >/dev/null 2>&1; then
+  echo "test.sh: installing securesystemslib, in-toto, in-toto-attestation and hdrhistogram into $attest_venv" >&2
+  if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >&2 ||
+      { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >&2; }
+  fi
+  python3 -m venv "$attest_venv" >&2
+  "$attest_venv/bin/pip" install -q ${SSL_CERT_FILE:+--cert "$SSL_CERT_FILE"} \
+    'securesystemslib[crypto]>=1,<2' 'in-toto>=3,<4' 'in-toto-attestation>=0.9,<1' 'hdrhistogram>=0.10,<1' >&2
+fi
 cargo test --all-targets "$@"
 
 # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on

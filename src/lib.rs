@@ -2,6 +2,7 @@
 //! side effects live in `backend`, `lock`, `shim`, `driver` and `record::store`, the rest is pure.
 //! docs/ARCHITECTURE.md maps the rooms and follows one cell from scenario line to hashed record.
 
+pub mod attest;
 pub mod backend;
 pub mod claims;
 pub mod cli;

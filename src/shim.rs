@@ -93,6 +93,21 @@ pub fn cgroup_peak(cgroup_root: &Path) -> (Option<u64>, String) {
     (None, "no memory.peak or memory.max_usage_in_bytes readable".into())
 }
 
+/// The container's cgroup memory usage now: cgroup v1 `memory/memory.usage_in_bytes` (what this
+/// lab's hosts mount; the server container's own cgroup appears there), else v2
+/// `memory.current` (untested: no v2 host here), under `cgroup_root`.
+pub fn cgroup_usage(cgroup_root: &Path) -> (Option<u64>, String) {
+    for rel in ["memory/memory.usage_in_bytes", "memory.current"] {
+        let path = cgroup_root.join(rel);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(v) = text.trim().parse() {
+                return (Some(v), path.display().to_string());
+            }
+        }
+    }
+    (None, "no memory.usage_in_bytes or memory.current readable".into())
+}
+
 /// The parent pid from /proc/<pid>/stat; the command name may hold spaces and parentheses, so
 /// parse from the last ')'.
 fn parse_ppid(stat: &str) -> Option<u32> {
@@ -139,6 +154,10 @@ impl Shim {
             Request::CgroupPeak => {
                 let (bytes, source) = cgroup_peak(Path::new("/sys/fs/cgroup"));
                 Reply::CgroupPeak { bytes, source }
+            }
+            Request::CgroupUsage => {
+                let (bytes, source) = cgroup_usage(Path::new("/sys/fs/cgroup"));
+                Reply::CgroupUsage { bytes, source }
             }
             Request::Stop { pid, grace_ms, term_ms } => {
                 let memory_before_stop = tree_memory(&self.proc_root, pid).ok().filter(|m| m.processes > 0);
@@ -396,6 +415,20 @@ mod tests {
     fn cpu_ticks_are_utime_plus_stime() {
         let stat = "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 0 0 20 0 1 0";
         assert_eq!(parse_cpu_ticks(stat), Some(320));
+    }
+
+    #[test]
+    fn cgroup_usage_reads_v1_then_v2() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        assert_eq!(cgroup_usage(r).0, None);
+        std::fs::write(r.join("memory.current"), "2048\n").unwrap();
+        assert_eq!(cgroup_usage(r).0, Some(2048));
+        std::fs::create_dir_all(r.join("memory")).unwrap();
+        std::fs::write(r.join("memory/memory.usage_in_bytes"), "4096\n").unwrap();
+        let (bytes, source) = cgroup_usage(r);
+        assert_eq!(bytes, Some(4096));
+        assert!(source.ends_with("memory/memory.usage_in_bytes"), "{source}");
     }
 
     #[test]

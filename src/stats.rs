@@ -59,6 +59,18 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// Summarises a histogram (values in ns). `None` when it holds nothing.
+///
+/// The percentile rule is the hdrhistogram crate's `value_at_quantile`, and every p50/p90/p95/p99
+/// of a histogram in a record follows it: of the n recorded values in ascending order, take the
+/// one of rank k = max(1, ⌈q·n⌉) (nearest rank, no interpolation: with 10 values p50 is the 5th
+/// and p99 the 10th), then report the highest value equivalent to it, the top of its bucket, at
+/// most 1/1024 (under 0.1 %) above the value recorded with 3 significant digits. `min_ms` is the
+/// lowest value equivalent to the smallest, `max_ms` the highest equivalent to the largest, and
+/// `mean_ms` weighs each bucket's middle by its count. HdrHistogram's current Java
+/// `getValueAtPercentile` takes the same rank; its older releases and the Python port (`hdrh`,
+/// `get_value_at_percentile`) round q·n half up instead, so with 51 to 99 values their p99 is the
+/// second largest where this one is the largest. `stats::tests::the_percentile_rule_is_pinned`
+/// holds the rule.
 pub fn summarize(h: &Histogram<u64>) -> Option<LatencySummary> {
     if h.is_empty() {
         return None;
@@ -75,7 +87,9 @@ pub fn summarize(h: &Histogram<u64>) -> Option<LatencySummary> {
     })
 }
 
-/// Summarises raw samples (ns) exactly, with nearest-rank percentiles.
+/// Summarises raw samples (ns) exactly: p90, p95 and p99 by nearest rank (the sample of rank
+/// max(1, ⌈q·n⌉) in ascending order, as in [`summarize`] but without buckets), p50 the median
+/// (the mean of the middle two for an even count), min, max and mean of the samples themselves.
 pub fn summarize_samples(samples_ns: &[u64]) -> Option<LatencySummary> {
     if samples_ns.is_empty() {
         return None;
@@ -511,6 +525,38 @@ mod tests {
         assert!((s.p50_ms - 0.045).abs() < 0.0001, "{s:?}");
         assert!((s.max_ms - 1.5).abs() < 0.002, "{s:?}");
         assert!(decode_histogram("not base64!").is_err());
+    }
+
+    #[test]
+    fn the_percentile_rule_is_pinned() {
+        // Ten values a millisecond apart, far wider than a bucket: the rank picks the value.
+        let values: Vec<u64> = (1..=10).map(|i| i * 1_000_000).collect();
+        let mut h = latency_histogram();
+        for &v in &values {
+            h.record(v).unwrap();
+        }
+        let top = |v: u64| ms(h.highest_equivalent(v));
+        let s = summarize(&h).unwrap();
+        assert_eq!(s.p50_ms, top(values[4]), "p50 of 10 is the 5th (rank ceil(0.5*10) = 5)");
+        assert_eq!(s.p90_ms, top(values[8]), "p90 of 10 is the 9th");
+        assert_eq!(s.p95_ms, top(values[9]), "p95 of 10 is the 10th (rank ceil(9.5) = 10)");
+        assert_eq!(s.p99_ms, top(values[9]), "p99 of 10 is the 10th");
+        assert_eq!((s.min_ms, s.max_ms), (ms(h.lowest_equivalent(values[0])), top(values[9])));
+        // Reported as the top of the bucket: above the value by less than 0.1 %.
+        assert!(s.p50_ms > 5.0 && s.p50_ms < 5.0 * 1.001, "{}", s.p50_ms);
+        assert_eq!(h.value_at_quantile(0.0), h.lowest_equivalent(values[0]), "q = 0: the lowest equivalent");
+
+        // 60 values: p99 is the largest (rank 60); rounding 59.4 half up would take the 59th.
+        let mut h = latency_histogram();
+        for i in 1..=60u64 {
+            h.record(i * 1_000_000).unwrap();
+        }
+        assert_eq!(summarize(&h).unwrap().p99_ms, ms(h.highest_equivalent(60_000_000)));
+
+        // Raw samples take the same ranks, without buckets, and the exact median.
+        let s = summarize_samples(&values).unwrap();
+        assert_eq!((s.p90_ms, s.p95_ms, s.p99_ms), (9.0, 10.0, 10.0));
+        assert_eq!(s.p50_ms, 5.5, "the median of an even count is the mean of the middle two");
     }
 
     #[test]

@@ -112,6 +112,7 @@ fn record(i: usize) -> Record {
                     samples: 12,
                     interval_ms: 250,
                     cgroup_peak_bytes: Some(123_456_789),
+                    ..Default::default()
                 }),
             },
             load: i.is_multiple_of(3).then(|| LoadMetrics {
@@ -120,6 +121,7 @@ fn record(i: usize) -> Record {
                 connections: 10,
                 warmup_ms: 1000,
                 window_ms: 2_000.000_001,
+                window_nominal_ms: None,
                 ok: 1234,
                 failed: 1,
                 throughput_rps: 617.0 + 1e-7,

@@ -1,8 +1,9 @@
 //! End to end on the real Docker engine, over HTTP: the built-in null server in its container,
 //! the driver in a sidecar sharing only its network namespace, streamable HTTP stateless and
-//! stateful, closed loop, open loop and the plain REST route; memory sampled during the load;
-//! and a server too slow for the call limit fails its gate over HTTP with a named reason.
-//! Fails (never skips) when no engine answers.
+//! stateful, closed loop, open loop and the plain REST route; memory sampled during the load and,
+//! for the closed loop, in a 3 s idle phase after it; the measured window; and a server too slow
+//! for the call limit fails its gate over HTTP with a named reason. Fails (never skips) when no
+//! engine answers.
 
 mod common;
 
@@ -35,6 +36,7 @@ tool = "add_numbers"
 workers = [1, 4]
 warmup = "300ms"
 duration = "1s"
+idle_after = "3s"
 [[workload]]
 kind = "open_loop"
 tool = "echo"
@@ -42,12 +44,14 @@ rate = 2000
 connections = 8
 warmup = "300ms"
 duration = "1s"
+idle_after = "0s"
 [[workload]]
 kind = "http_api"
 tool = "word_count"
 workers = 2
 warmup = "300ms"
 duration = "1s"
+idle_after = "0s"
 "#;
 
 fn run(scenario: &str, name: &str) -> (std::process::Output, Vec<Value>, tempfile::TempDir) {
@@ -109,6 +113,25 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
         assert!(mem["samples"].as_u64().unwrap() >= 2, "{id}: {mem}");
         assert!(mem["peak_during"]["rss_bytes"].as_u64().unwrap() >= 1 << 20);
         assert!(mem["cgroup_peak_bytes"].as_u64().unwrap() > 0);
+        // The window: nominal 1 s; closed loop measures exactly that, open loop runs on to its
+        // last answer (well under a second after on this server).
+        assert_eq!(load["window_nominal_ms"], 1000, "{id}");
+        let window = load["window_ms"].as_f64().unwrap();
+        if id.contains("open_loop") {
+            assert!((1000.0..2000.0).contains(&window), "{id}: window {window}");
+        } else {
+            assert_eq!(window, 1000.0, "{id}");
+        }
+        let rps = load["ok"].as_f64().unwrap() / (window / 1e3);
+        assert!((load["throughput_rps"].as_f64().unwrap() - rps).abs() < 1e-6, "{id}: rate over the window");
+        if id.contains("concurrency") {
+            idle_phase_was_sampled(id, mem);
+        } else {
+            // Without an idle phase: one reading after, no series, no level.
+            assert!(mem.get("idle_after_ms").is_none() && mem.get("after_series").is_none(), "{id}: {mem}");
+            assert!(mem.get("after_level").is_none(), "{id}: {mem}");
+            assert!(mem["after"]["rss_bytes"].as_u64().unwrap() >= 1 << 20, "{id}: {mem}");
+        }
         let http = &r["cell"]["http"];
         assert_eq!(http["port"], 8000);
         let stateful = id.starts_with("null-stateful");
@@ -126,6 +149,44 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     let achieved = open["throughput_rps"].as_f64().unwrap();
     assert!((1900.0..=2100.0).contains(&achieved), "open loop achieved {achieved}/s");
     assert_eq!(open["dropped"], 0);
+}
+
+/// A 3 s idle phase: a series every 250 ms from the last connection's close to 3 s after, the
+/// levels at its end within their ranges, and `after` its last reading.
+fn idle_phase_was_sampled(id: &str, mem: &Value) {
+    assert_eq!(mem["idle_after_ms"], 3000, "{id}");
+    let s = &mem["after_series"];
+    let list = |k: &str| s[k].as_array().unwrap_or_else(|| panic!("{id}: no {k} in {s}")).clone();
+    let (t, rss, cgroup) = (list("t_ms"), list("rss_bytes"), list("cgroup_bytes"));
+    assert!(t.len() == rss.len() && t.len() == cgroup.len(), "{id}: {s}");
+    // 0, 250, ..., 3000: 13 readings (a slow shim answer may cost one).
+    assert!((12..=13).contains(&t.len()), "{id}: {} samples: {s}", t.len());
+    let t: Vec<u64> = t.iter().map(|v| v.as_u64().unwrap()).collect();
+    assert!(t[0] < 250 && t.windows(2).all(|w| w[0] < w[1]), "{id}: {t:?}");
+    let last = *t.last().unwrap();
+    assert!((3000..3400).contains(&last), "{id}: the phase covers about 3 s: {t:?}");
+    assert!(rss.iter().all(|v| v.as_u64().unwrap() >= 1 << 20), "{id}: {s}");
+    assert!(cgroup.iter().all(|v| v.as_u64().is_some_and(|b| b > 0)), "{id}: the shim reads its cgroup: {s}");
+    for key in ["after_level", "after_cgroup_level"] {
+        let l = &mem[key];
+        let n = |k: &str| l[k].as_u64().unwrap_or_else(|| panic!("{id}: {key}.{k} in {l}"));
+        assert!(n("lower") <= n("estimate") && n("estimate") <= n("upper"), "{id}: {key} {l}");
+        assert!(n("n") >= 3 && n("to_ms") == last && n("from_ms") >= 2000, "{id}: {key} {l}");
+        eprintln!(
+            "{id}: {key} {:.2} MiB [{:.2}–{:.2}] over {} samples, {}–{} ms",
+            n("estimate") as f64 / 1048576.0,
+            n("lower") as f64 / 1048576.0,
+            n("upper") as f64 / 1048576.0,
+            n("n"),
+            n("from_ms"),
+            n("to_ms")
+        );
+    }
+    assert_eq!(mem["after"]["rss_bytes"], *rss.last().unwrap(), "{id}: after is the last reading");
+    eprintln!(
+        "{id}: RSS idle {} peak {} after {} bytes; series t_ms {t:?}",
+        mem["idle_before"]["rss_bytes"], mem["peak_during"]["rss_bytes"], mem["after"]["rss_bytes"]
+    );
 }
 
 #[test]

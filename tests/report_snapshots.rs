@@ -164,7 +164,7 @@ fn an_empty_run_renders_without_charts() {
 use benchlab::mcp::transport::{HttpTarget, ReplyMode, SessionMode, Transport};
 use benchlab::record::Status;
 use benchlab::spec::TreeMemory;
-use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Repeat};
+use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, MemoryLevel, Repeat};
 use benchlab::spec::{Lifecycle, Workload};
 use benchlab::stats;
 use std::collections::BTreeMap;
@@ -229,6 +229,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         connections: workers,
         warmup_ms: 500,
         window_ms: 2000.0,
+        window_nominal_ms: Some(2000),
         ok: s.ok,
         failed,
         throughput_rps: s.ok as f64 / 2.0,
@@ -246,6 +247,17 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         error_examples: vec![],
     });
     r.metrics.memory.after_initialize = tree(15);
+    // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the
+    // peak, give or take a MiB); the others one reading 500 ms after.
+    let idle_after_ms = r.cell.workload.idle_after_ms();
+    let level = |mib: u64| MemoryLevel {
+        estimate: mib << 20,
+        lower: (mib - 1) << 20,
+        upper: (mib + 1) << 20,
+        n: 21,
+        from_ms: 25_000,
+        to_ms: 30_000,
+    };
     r.metrics.memory.under_load = Some(LoadMemory {
         idle_before: tree(15),
         peak_during: tree(s.peak_mib),
@@ -253,6 +265,10 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         samples: 8,
         interval_ms: 250,
         cgroup_peak_bytes: Some((s.peak_mib + 4) << 20),
+        idle_after_ms,
+        after_series: None,
+        after_level: (idle_after_ms > 0).then(|| level(s.peak_mib - 3)),
+        after_cgroup_level: (idle_after_ms > 0).then(|| level(s.peak_mib + 1)),
     });
     r
 }
@@ -264,6 +280,7 @@ fn concurrency(workers: u32) -> Workload {
         warmup_ms: 500,
         duration_ms: 2000,
         lifecycle: Lifecycle::Session,
+        idle_after_ms: 30_000,
     }
 }
 
@@ -289,7 +306,13 @@ fn load_records() -> Vec<Record> {
             "fast",
             "http_api-w10",
             "http-api",
-            Workload::HttpApi { tool: "add".into(), workers: 10, warmup_ms: 500, duration_ms: 2000 },
+            Workload::HttpApi {
+                tool: "add".into(),
+                workers: 10,
+                warmup_ms: 500,
+                duration_ms: 2000,
+                idle_after_ms: 0,
+            },
             28000,
             &[],
             700,
@@ -306,6 +329,7 @@ fn load_records() -> Vec<Record> {
                 connections: 16,
                 warmup_ms: 500,
                 duration_ms: 2000,
+                idle_after_ms: 0,
             },
             9985,
             &[("timeout", 12), ("http_status", 3)],

@@ -23,8 +23,8 @@ use benchlab::record::{
 };
 use benchlab::spec::{
     DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
-    Lifecycle, LoadMemory, LoadMetrics, ParallelSlot, Placement, Repeat, Reply, Request, ServerLaunch,
-    SourceInfo, Timeouts, TreeMemory, Workload,
+    IdleSeries, Lifecycle, LoadMemory, LoadMetrics, MemoryLevel, ParallelSlot, Placement, Repeat, Reply,
+    Request, ServerLaunch, SourceInfo, Timeouts, TreeMemory, Workload,
 };
 use benchlab::stats::LatencySummary;
 
@@ -103,6 +103,28 @@ fn load_memory() -> LoadMemory {
         samples: 42,
         interval_ms: 250,
         cgroup_peak_bytes: Some(123_456_789),
+        idle_after_ms: 1_000,
+        after_series: Some(IdleSeries {
+            t_ms: vec![1, 250, 500, 750, 1_000],
+            rss_bytes: vec![70 << 20, 65 << 20, 61 << 20, 60 << 20, 60 << 20],
+            cgroup_bytes: vec![Some(100 << 20), Some(95 << 20), None, Some(90 << 20), Some(90 << 20)],
+        }),
+        after_level: Some(MemoryLevel {
+            estimate: 60 << 20,
+            lower: 60 << 20,
+            upper: 61 << 20,
+            n: 3,
+            from_ms: 500,
+            to_ms: 1_000,
+        }),
+        after_cgroup_level: Some(MemoryLevel {
+            estimate: 90 << 20,
+            lower: 90 << 20,
+            upper: 95 << 20,
+            n: 3,
+            from_ms: 250,
+            to_ms: 1_000,
+        }),
     }
 }
 
@@ -113,6 +135,7 @@ fn load_metrics() -> LoadMetrics {
         connections: 4,
         warmup_ms: 1_000,
         window_ms: 5_000.25,
+        window_nominal_ms: Some(5_000),
         ok: 9_876,
         failed: 12,
         throughput_rps: 1975.2,
@@ -270,6 +293,7 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 warmup_ms: 1_000,
                 duration_ms: 5_000,
                 lifecycle: Lifecycle::Session,
+                idle_after_ms: 30_000,
             },
         ),
         (
@@ -280,6 +304,7 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 warmup_ms: 500,
                 duration_ms: 2_000,
                 lifecycle: Lifecycle::PerCall,
+                idle_after_ms: 0,
             },
         ),
         (
@@ -290,11 +315,18 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 connections: 4,
                 warmup_ms: 1_000,
                 duration_ms: 5_000,
+                idle_after_ms: 3_000,
             },
         ),
         (
             "workload_http_api",
-            Workload::HttpApi { tool: "add".into(), workers: 8, warmup_ms: 1_000, duration_ms: 5_000 },
+            Workload::HttpApi {
+                tool: "add".into(),
+                workers: 8,
+                warmup_ms: 1_000,
+                duration_ms: 5_000,
+                idle_after_ms: 0,
+            },
         ),
     ]
 }
@@ -307,6 +339,7 @@ fn a_fully_populated_record_failed_and_ok() {
         connections: 4,
         warmup_ms: 1_000,
         duration_ms: 5_000,
+        idle_after_ms: 3_000,
     };
     let records = vec![
         record(0, Status::Failed, Expect::Failure, load),
@@ -457,6 +490,7 @@ fn shim_wire_messages() {
         Request::Memory { pid: 7 },
         Request::Cpu { pid: 7 },
         Request::CgroupPeak,
+        Request::CgroupUsage,
         Request::Stop { pid: 7, grace_ms: 2_000, term_ms: 2_000 },
         Request::Shutdown,
     ];
@@ -466,6 +500,7 @@ fn shim_wire_messages() {
         Reply::Memory { memory: tree(30 << 20) },
         Reply::Cpu { cpu_ns: 1_234_567 },
         Reply::CgroupPeak { bytes: Some(99 << 20), source: "memory.peak".into() },
+        Reply::CgroupUsage { bytes: Some(98 << 20), source: "memory/memory.usage_in_bytes".into() },
         Reply::Stopped { exit: exit_info(), memory_before_stop: Some(tree(31 << 20)) },
         Reply::Bye,
         Reply::Error { message: "no such process".into() },

@@ -191,7 +191,11 @@ fn every_verdict_kind_and_exit_zero_without_contradictions() {
     let report = std::fs::read_to_string(&md).unwrap();
     assert!(report.starts_with("# Claims audit: fixture"));
     assert!(report.contains("### soak") && report.contains("- **Why:** Not measured"));
-    assert!(report.contains("## Summary") && report.contains("**Evidence:**") && report.contains("**Self-test:**"));
+    assert!(
+        report.contains("## Summary")
+            && report.contains("**Evidence:**")
+            && report.contains("**Self-test:**")
+    );
 }
 
 #[test]

@@ -8,8 +8,8 @@ use super::parse::{Body, Claim, Dim, Selector};
 use super::selftest::Perturb;
 use super::{judge_band, num, show, ClaimResult, Verdict};
 use crate::record::{Record, Status};
-use crate::spec::FailureReason;
 use crate::scenario::Scenario;
+use crate::spec::FailureReason;
 use crate::stats::{Interval, NOISY_CV};
 
 /// The evidence key of a ratio of two figures: the same for a/b and b/a, so mirrored claims
@@ -65,7 +65,9 @@ fn version_deviations(all: &[Record], r: &Record) -> Vec<String> {
                 continue;
             }
             seen.push((&p.name, stated));
-            if let Some(mine) = r.environment.image.packages.iter().find(|m| m.name == p.name && &m.version != stated) {
+            if let Some(mine) =
+                r.environment.image.packages.iter().find(|m| m.name == p.name && &m.version != stated)
+            {
                 out.push(format!(
                     "{} ran {} {} where the source states {} {} (server {})",
                     r.cell.server.id, p.name, mine.version, p.name, stated, other.cell.server.id
@@ -211,7 +213,11 @@ fn noise_cv(ms: &[&Measured]) -> Option<f64> {
 /// noisy figure needs a larger gap for either verdict; it never forbids one verdict only.
 pub(super) fn widen_for_noise(i: Interval, cv: Option<f64>) -> Interval {
     match cv {
-        Some(cv) if cv > 0.0 => Interval { lower: i.lower / (1.0 + cv), upper: i.upper * (1.0 + cv), ..i },
+        Some(cv) if cv > 0.0 => {
+            // Outward on either side of zero (a share released can be negative).
+            let out = |b: f64, down: bool| if (b > 0.0) == down { b / (1.0 + cv) } else { b * (1.0 + cv) };
+            Interval { lower: out(i.lower, true), upper: out(i.upper, false), ..i }
+        }
         _ => i,
     }
 }
@@ -254,7 +260,8 @@ impl Ctx<'_> {
             let cv = noise_cv(ms);
             let judged_i = widen_for_noise(i, cv);
             let v = judge_band(&judged_i, claimed, tol);
-            let mut text = format!("{prefix}Measured {measured} against the claimed {}", band_text(claimed, tol, unit));
+            let mut text =
+                format!("{prefix}Measured {measured} against the claimed {}", band_text(claimed, tol, unit));
             if cv.is_some() {
                 text.push_str(&format!(
                     "; {}, so the interval is widened by that much on each side to {}",
@@ -421,7 +428,15 @@ impl Ctx<'_> {
         if matches!(sel.dim(), Dim::Lines | Dim::Fraction) {
             r.judged_as = "absolute (does not depend on hardware)".into();
             let i = m.interval();
-            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix: String::new(), suffix: String::new() };
+            let j = Judging {
+                ms: &[&m],
+                i,
+                claimed: value,
+                tol,
+                unit,
+                prefix: String::new(),
+                suffix: String::new(),
+            };
             return self.judged(r, j);
         }
         let other = relative_to.and_then(|id| self.claims.iter().find(|c| c.id == id));
@@ -470,7 +485,10 @@ impl Ctx<'_> {
         );
         r.evidence = Some(pair_key(sel, osel));
         let suffix = method_text(how).into();
-        self.judged(r, Judging { ms: &[&m, &om], i, claimed: value / ovalue, tol, unit: "ratio", prefix, suffix })
+        self.judged(
+            r,
+            Judging { ms: &[&m, &om], i, claimed: value / ovalue, tol, unit: "ratio", prefix, suffix },
+        )
     }
 
     fn ordering(&self, mut r: ClaimResult, items: &[Selector], tol: f64) -> ClaimResult {
@@ -541,7 +559,9 @@ impl Ctx<'_> {
             Verdict::Reproduced => {
                 "Every adjacent pair is ordered as claimed, each ratio's whole interval above 1".into()
             }
-            Verdict::Contradicted => "At least one pair is reversed, its ratio's whole interval below 1".into(),
+            Verdict::Contradicted => {
+                "At least one pair is reversed, its ratio's whole interval below 1".into()
+            }
             _ => "At least one pair's ratio interval includes 1".into(),
         };
         r.explanation = format!(
@@ -569,15 +589,25 @@ impl Ctx<'_> {
         r.repeats = Some(runs.len() as u32);
         // A failure of the lab (engine, node) says nothing of the server.
         let lab_failed = |x: &&Record| {
-            x.failure.as_ref().is_some_and(|f| matches!(f.reason, FailureReason::EngineError | FailureReason::NodeFail))
+            x.failure
+                .as_ref()
+                .is_some_and(|f| matches!(f.reason, FailureReason::EngineError | FailureReason::NodeFail))
         };
         let (lab, server): (Vec<&Record>, Vec<&Record>) = runs.iter().copied().partition(lab_failed);
         // The self-test's counterpart of a scaled figure: the opposite outcome.
         let flip = self.perturb.flips();
         let failed: Vec<bool> = server.iter().map(|x| (x.status == Status::Failed) != flip).collect();
         let ended = |x: &Record, failed: bool| {
-            let got = if failed { x.failure.as_ref().map_or("failed".into(), |f| f.reason.as_str().to_string()) } else { "ok".into() };
-            let detail = x.failure.as_ref().map(|f| f.detail.lines().last().unwrap_or("").to_string()).unwrap_or_default();
+            let got = if failed {
+                x.failure.as_ref().map_or("failed".into(), |f| f.reason.as_str().to_string())
+            } else {
+                "ok".into()
+            };
+            let detail = x
+                .failure
+                .as_ref()
+                .map(|f| f.detail.lines().last().unwrap_or("").to_string())
+                .unwrap_or_default();
             (got, detail)
         };
         let want = if expect_failure {
@@ -591,20 +621,26 @@ impl Ctx<'_> {
                 let (got, detail) = ended(lab[0], true);
                 format!("every run of the cell failed by the lab's fault ({got}: {detail}), which says nothing of the server")
             } else {
-                format!("its {} runs disagree ({} failed)", failed.len(), failed.iter().filter(|f| **f).count())
+                format!(
+                    "its {} runs disagree ({} failed)",
+                    failed.len(),
+                    failed.iter().filter(|f| **f).count()
+                )
             };
-            r.explanation = format!("The source reports {want}; the lab's cell {cell} gives no verdict: {why}.");
+            r.explanation =
+                format!("The source reports {want}; the lab's cell {cell} gives no verdict: {why}.");
             return r;
         }
         let last = server[server.len() - 1];
         let (got, detail) = ended(last, failed[0]);
         let reasons_match = server.iter().all(|x| ended(x, failed[0]).0 == got);
         let failed = failed[0];
-        r.verdict = if failed == expect_failure && (!failed || reason.is_none_or(|w| w == got && reasons_match)) {
-            Verdict::Reproduced
-        } else {
-            Verdict::Contradicted
-        };
+        r.verdict =
+            if failed == expect_failure && (!failed || reason.is_none_or(|w| w == got && reasons_match)) {
+                Verdict::Reproduced
+            } else {
+                Verdict::Contradicted
+            };
         r.explanation = format!(
             "The source reports {want}; the lab's cell {cell} ended {}{} ({} run(s) alike).",
             if failed { format!("failed ({got})") } else { "ok".into() },
@@ -628,4 +664,3 @@ fn verdict_min(a: Verdict, b: Verdict) -> Verdict {
         b
     }
 }
-

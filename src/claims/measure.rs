@@ -164,15 +164,45 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
             under.and_then(|u| u.peak_during.as_ref()).map(|t| t.rss_bytes as f64),
             "peak RSS under load",
         ),
-        "rss_after" => {
-            reading(under.and_then(|u| u.after.as_ref()).map(|t| t.rss_bytes as f64), "RSS after the load")
-        }
+        "rss_after" => match under.and_then(|u| u.after_level.as_ref()) {
+            Some(l) => reading(Some(l.estimate as f64), "RSS level after the load"),
+            None => Err(format!(
+                "{cell} recorded no RSS level after an idle phase (its record predates the idle phase, or idle_after was 0); a reading taken just after the load does not show memory given back"
+            )),
+        },
+        "rss_released" => released(&cell, under),
         "cgroup_peak" => {
             reading(under.and_then(|u| u.cgroup_peak_bytes).map(|b| b as f64), "cgroup memory peak")
         }
         "rss_slope" => Err("no workload of the lab runs long enough to fit an RSS slope (a soak)".into()),
         other => Err(format!("unknown metric {other}")),
     }
+}
+
+/// The share of the load's memory growth the server gave back by the end of the idle phase:
+/// (peak − level after) / (peak − idle before), from one record; a load that grew the tree by
+/// less than 4 MiB and 5 % has nothing to release, and says so.
+fn released(cell: &str, under: Option<&crate::spec::LoadMemory>) -> Measure {
+    let u = under.ok_or_else(|| format!("{cell} recorded no memory under load"))?;
+    let (Some(idle), Some(peak)) = (u.idle_before.as_ref(), u.peak_during.as_ref()) else {
+        return Err(format!("{cell} recorded no idle or peak RSS"));
+    };
+    let Some(after) = u.after_level.as_ref() else {
+        return Err(format!(
+            "{cell} recorded no RSS level after an idle phase (its record predates the idle phase, or idle_after was 0)"
+        ));
+    };
+    let (idle, peak, after) = (idle.rss_bytes as f64, peak.rss_bytes as f64, after.estimate as f64);
+    let growth = peak - idle;
+    if growth < (4.0 * 1_048_576.0f64).max(0.05 * idle) {
+        return Err(format!(
+            "{cell}'s load grew the server tree by only {:.1} MiB (idle {:.1} MiB, peak {:.1} MiB): there is nothing to release",
+            growth / 1_048_576.0,
+            idle / 1_048_576.0,
+            peak / 1_048_576.0
+        ));
+    }
+    reading(cell, Some((peak - after) / growth), "share of the load's growth released")
 }
 
 /// A statistic of one run's cold-start or tools/list samples, bootstrapped when there are enough.
@@ -202,7 +232,10 @@ fn from_samples(cell: &str, samples: Vec<f64>, sel: &Selector) -> Measure {
         basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
         cells: vec![cell.to_string()],
         undecidable: ci.is_none().then(|| {
-            format!("{cell} has {n} {} sample(s), fewer than the {MIN_CI_SAMPLES} an interval needs", sel.metric)
+            format!(
+                "{cell} has {n} {} sample(s), fewer than the {MIN_CI_SAMPLES} an interval needs",
+                sel.metric
+            )
         }),
         resample: samples,
     })
@@ -489,6 +522,36 @@ mod tests {
         let a = measure(&all, &sel("a/cold_start", "cold_start", "p50")).unwrap();
         let (i, how) = ratio(&b, &a, "p50", "t").unwrap();
         assert_eq!((i.estimate, i.lower, i.upper, how), (2.0, 2.0, 2.0, RatioMethod::PairedRepeats));
+    }
+
+    #[test]
+    fn memory_released_is_read_from_the_idle_phase_only() {
+        use crate::spec::{LoadMemory, MemoryLevel, TreeMemory};
+        let mib = |m: u64| TreeMemory { rss_bytes: m << 20, hwm_bytes: m << 20, processes: 1 };
+        let mut u = LoadMemory {
+            idle_before: Some(mib(40)),
+            peak_during: Some(mib(90)),
+            after: Some(mib(90)),
+            ..Default::default()
+        };
+        // Without an idle phase there is no level after the load: not measured, not "after = peak".
+        assert!(released("c", Some(&u)).unwrap_err().contains("no RSS level after an idle phase"));
+        let level = |m: u64| MemoryLevel {
+            estimate: m << 20,
+            lower: m << 20,
+            upper: m << 20,
+            n: 20,
+            from_ms: 25_000,
+            to_ms: 30_000,
+        };
+        u.after_level = Some(level(50));
+        let m = released("c", Some(&u)).unwrap();
+        assert!((m.estimate - 0.8).abs() < 1e-9, "{m:?}");
+        u.after_level = Some(level(90));
+        assert_eq!(released("c", Some(&u)).unwrap().estimate, 0.0);
+        // A load that hardly grew the tree has nothing to release.
+        u.peak_during = Some(mib(41));
+        assert!(released("c", Some(&u)).unwrap_err().contains("nothing to release"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! Judging a figure against a claimed value v with tolerance t: the band is [v/(1+t), v·(1+t)]
 //! (symmetric on the log scale). Reproduced when the whole interval lies in the band, contradicted
 //! when the whole interval lies outside it, inconclusive when it straddles an edge.
+//!
 //! - **Intervals or no verdict.** A figure with no between-run interval — one reading, or one
 //!   run's histogram (its interval is within the run; the spread between runs is unknown) — is
 //!   inconclusive whatever its value, and says so. Between-run intervals come from repeats, or
@@ -20,6 +21,7 @@
 //! - **Self-test** (`selftest`): each claim judged again with its figure halved and doubled; one
 //!   that stays reproduced cannot fail, and fails `verify`.
 //! - **Evidence** (`evidence`): claims grouped by the measurement they rest on.
+//!
 //! Absolute figures are taken as such only when the lab's CPU model and count match the
 //! source's `hardware`, or when they do not depend on hardware (lines of code, error rates);
 //! otherwise they are judged by the ratio they imply to the claim named in
@@ -39,7 +41,6 @@ use crate::scenario::Scenario;
 use crate::stats::{Interval, NOISY_CV};
 
 pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector};
-
 
 /// The verdict on one claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -43,7 +43,16 @@ fn counts_line(a: &Audit) -> String {
 pub fn table(a: &Audit) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec!["claim", "kind", "verdict", "claimed", "measured [95% CI]", "tol", "judged as", "self-test"]);
+    t.set_header(vec![
+        "claim",
+        "kind",
+        "verdict",
+        "claimed",
+        "measured [95% CI]",
+        "tol",
+        "judged as",
+        "self-test",
+    ]);
     for r in &a.results {
         t.add_row(vec![
             r.id.clone(),
@@ -100,7 +109,8 @@ fn evidence_line(a: &Audit) -> String {
 
 fn self_test_line(a: &Audit) -> String {
     use super::selftest::Status;
-    let n = |s: Status| a.results.iter().filter(|r| r.self_test.as_ref().is_some_and(|t| t.status == s)).count();
+    let n =
+        |s: Status| a.results.iter().filter(|r| r.self_test.as_ref().is_some_and(|t| t.status == s)).count();
     format!(
         "{} can fail, {} cannot fail, {} never decide",
         n(Status::CanFail),
@@ -144,7 +154,11 @@ fn summary(o: &mut String, a: &Audit) {
     let cf = a.cannot_fail();
     if !cf.is_empty() {
         let ids: Vec<String> = cf.iter().map(|r| format!("`{}`", r.id)).collect();
-        let _ = writeln!(o, "**Cannot fail** (reproduced with the figure halved and doubled): {}\n", ids.join(", "));
+        let _ = writeln!(
+            o,
+            "**Cannot fail** (reproduced with the figure halved and doubled): {}\n",
+            ids.join(", ")
+        );
     }
 }
 
@@ -187,7 +201,10 @@ pub fn markdown(a: &Audit) -> String {
     let _ = writeln!(o, "**Self-test:** {}.\n", self_test_line(a));
     summary(&mut o, a);
     let _ = writeln!(o, "## Every verdict\n");
-    let _ = writeln!(o, "| claim | kind | verdict | claimed | measured [95% CI] | tolerance | judged as | self-test |");
+    let _ = writeln!(
+        o,
+        "| claim | kind | verdict | claimed | measured [95% CI] | tolerance | judged as | self-test |"
+    );
     let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
     for r in &a.results {
         let _ = writeln!(
@@ -210,7 +227,14 @@ pub fn markdown(a: &Audit) -> String {
     let _ = writeln!(o, "|---|---|---|");
     for e in &a.evidence {
         let ids: Vec<String> = e.claims.iter().map(|c| format!("`{c}`")).collect();
-        let _ = writeln!(o, "| {} | {} ({}) | {} |", md(&e.key), ids.join(", "), e.claims.len(), e.verdict_text());
+        let _ = writeln!(
+            o,
+            "| {} | {} ({}) | {} |",
+            md(&e.key),
+            ids.join(", "),
+            e.claims.len(),
+            e.verdict_text()
+        );
     }
     o.push('\n');
     deviations(&mut o, a);

@@ -27,7 +27,9 @@ impl Perturb {
     pub fn interval(self, i: Interval) -> Interval {
         match self {
             Perturb::None => i,
-            Perturb::Scale(s) => Interval { estimate: i.estimate * s, lower: i.lower * s, upper: i.upper * s, ..i },
+            Perturb::Scale(s) => {
+                Interval { estimate: i.estimate * s, lower: i.lower * s, upper: i.upper * s, ..i }
+            }
             Perturb::Widen(k) => {
                 let e = i.estimate;
                 let stretch = |b: f64| {
@@ -95,7 +97,8 @@ pub(super) fn self_test(ctx: &Ctx, claim: &Claim, real: Verdict) -> Option<SelfT
         return None;
     }
     let under = |p: Perturb| Ctx { perturb: p, ..*ctx }.judge(claim).verdict;
-    let (halved, doubled, widened) = (under(Perturb::Scale(0.5)), under(Perturb::Scale(2.0)), under(Perturb::Widen(3.0)));
+    let (halved, doubled, widened) =
+        (under(Perturb::Scale(0.5)), under(Perturb::Scale(2.0)), under(Perturb::Widen(3.0)));
     Some(SelfTest { halved, doubled, widened, status: status(real, halved, doubled) })
 }
 

@@ -31,7 +31,8 @@ kind = "cold_start"
 spawns = 5
 "#;
 
-const SRC: &str = r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "cpu", cpus = 2 } }"#;
+const SRC: &str =
+    r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "cpu", cpus = 2 } }"#;
 
 /// Three repeats of cell `<id>/cold_start` whose samples sit at these levels.
 fn repeats(id: &str, levels: &[f64]) -> Vec<Record> {
@@ -42,7 +43,8 @@ fn repeats(id: &str, levels: &[f64]) -> Vec<Record> {
             let mut r = sample_record(id);
             r.cell.server.id = id.into();
             r.environment.host.logical_cpus = 2;
-            r.metrics.cold_start.as_mut().unwrap().samples_ms = vec![*c, c * 1.01, c * 0.99, c * 1.005, c * 0.995];
+            r.metrics.cold_start.as_mut().unwrap().samples_ms =
+                vec![*c, c * 1.01, c * 0.99, c * 1.005, c * 0.995];
             r.cell.repeat = Some(Repeat { index: i as u32, of: levels.len() as u32, fresh_container: true });
             r
         })
@@ -92,7 +94,8 @@ fn outcome(cell: &str, expect: &str) -> String {
 #[test]
 fn absolute_ratio_and_ordering_reach_every_verdict() {
     let (a1, a2, a3, a4) = (abs("a", 100.0), abs("a", 300.0), abs("a", 115.0), abs("z", 100.0));
-    let (r1, r2, r3, r4) = (ratio("b", "a", 2.0), ratio("b", "a", 1.0), ratio("b", "a", 2.3), ratio("z", "a", 1.0));
+    let (r1, r2, r3, r4) =
+        (ratio("b", "a", 2.0), ratio("b", "a", 1.0), ratio("b", "a", 2.3), ratio("z", "a", 1.0));
     let (o1, o2, o3, o4) = (order(&["a", "b"]), order(&["b", "a"]), order(&["a", "a2"]), order(&["a", "z"]));
     let claims = [
         ("abs-rep", a1.as_str()),
@@ -146,8 +149,13 @@ fn outcomes_soak_slopes_and_findings() {
     }
     let soak = "kind = \"soak_slope\"\nmeasure = { cell = \"a/cold_start\", metric = \"rss_slope\" }\nvalue = 0\nunit = \"MiB/h\"\nduration = \"24h\"";
     let finding = "kind = \"finding\"\nfigures = [{ label = \"x\", value = 1 }, { label = \"y\", value = 2 }]\ncheck = \"differ\"\nexplanation = \"e\"";
-    let (o1, o2, o3, o4, o5) =
-        (outcome("a", "success"), outcome("a", "failure"), outcome("a2", "failure"), outcome("z", "success"), outcome("b", "failure"));
+    let (o1, o2, o3, o4, o5) = (
+        outcome("a", "success"),
+        outcome("a", "failure"),
+        outcome("a2", "failure"),
+        outcome("z", "success"),
+        outcome("b", "failure"),
+    );
     let claims = [
         ("out-rep", o1.as_str()),
         ("out-con", &o2),
@@ -187,7 +195,11 @@ fn one_reading_or_one_run_gives_no_verdict() {
     for id in ["same", "far"] {
         let r = a.results.iter().find(|r| r.id == id).unwrap();
         assert_eq!(r.verdict, Verdict::Inconclusive, "{r:#?}");
-        assert!(r.explanation.contains("no verdict") && r.explanation.contains("one reading"), "{}", r.explanation);
+        assert!(
+            r.explanation.contains("no verdict") && r.explanation.contains("one reading"),
+            "{}",
+            r.explanation
+        );
         assert_eq!(r.self_test.as_ref().unwrap().status, SelfTestStatus::NeverDecides);
     }
 }
@@ -201,7 +213,9 @@ fn noise_widens_both_ways() {
         r.cell.id = "a2/cold_start".into();
         r
     }));
-    records.retain(|r| r.cell.server.id != "a2" || r.metrics.cold_start.as_ref().unwrap().samples_ms[0] >= 300.0);
+    records.retain(|r| {
+        r.cell.server.id != "a2" || r.metrics.cold_start.as_ref().unwrap().samples_ms[0] >= 300.0
+    });
     let (far, near) = (ratio("a2", "a", 20.0), ratio("a2", "a", 4.2));
     let a = run(&[("far", far.as_str()), ("near", &near)], &records);
     let far = a.results.iter().find(|r| r.id == "far").unwrap();
@@ -225,7 +239,8 @@ fn a_band_too_wide_to_miss_cannot_fail() {
 #[test]
 fn mirrored_and_repeated_claims_are_one_measurement() {
     let (ab, ba, ab2) = (ratio("b", "a", 2.0), ratio("a", "b", 0.5), ratio("b", "a", 1.9));
-    let a = run(&[("ab", ab.as_str()), ("ba", &ba), ("ab2", &ab2), ("other", &abs("a", 100.0))], &base_records());
+    let a =
+        run(&[("ab", ab.as_str()), ("ba", &ba), ("ab2", &ab2), ("other", &abs("a", 100.0))], &base_records());
     assert_eq!(a.evidence.len(), 2, "{:#?}", a.evidence);
     assert_eq!(a.evidence[0].claims, ["ab", "ba", "ab2"]);
     assert_eq!(a.evidence[0].verdict, Some(Verdict::Reproduced));

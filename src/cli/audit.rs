@@ -1,5 +1,6 @@
-//! `benchlab audit`: a run's store checked and the problems shown as a table or JSON. The audit
-//! itself lives in `record::audit`; it never repairs.
+//! `benchlab audit`: a run's store checked and the problems shown as a table or JSON, with its
+//! warnings (checks the store cannot support, such as a missing head) and notes. The audit itself
+//! lives in `record::audit`; it never repairs.
 
 use std::path::{Path, PathBuf};
 
@@ -33,9 +34,13 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
             v.to_string()
         }
     };
+    let warned = match report.warnings.len() {
+        0 => String::new(),
+        n => format!("; {n} warning(s) below"),
+    };
     match report.first_problem() {
         None => println!(
-            "{}: intact: {} record(s) of run {}, last seq {} (hash {})",
+            "{}: intact: {} record(s) of run {}, last seq {} (hash {}){warned}",
             path.display(),
             report.records,
             report.run_id.as_deref().unwrap_or("—"),
@@ -68,6 +73,10 @@ fn audit_cmd(run: &Path, json: bool) -> Result<i32, Exit> {
                 println!("  {}: {}", check.as_str(), check.describe());
             }
         }
+    }
+    // Warnings are not damage (the exit code stays), but a reader must not miss them.
+    for warning in &report.warnings {
+        println!("warning: {warning}");
     }
     for note in &report.notes {
         println!("note: {note}");

@@ -12,6 +12,7 @@ use crate::recipe::RecipeBook;
 use crate::record::store::{read_records, RECORDS_FILE};
 use crate::scenario::Scenario;
 
+mod attest;
 mod audit;
 mod base;
 mod build;
@@ -78,18 +79,45 @@ pub enum Command {
     /// environment differences (CPU, runtime and SDK versions, placement) that could explain a gap.
     ///
     /// A figure is reproduced when its whole interval lies within the tolerance band, contradicted
-    /// when it lies wholly outside, inconclusive when it straddles an edge or its cell is noisy
-    /// (CV over 10%). Repeats of a cell are pooled (median across repeats, bootstrap interval);
-    /// ratios between cells get intervals from paired (repeats) or independent (samples)
-    /// resampling. Absolute figures from other hardware are judged by the ratio they imply to a
-    /// reference figure (the claim's `relative_to`), and the report says so.
+    /// when it lies wholly outside, inconclusive when it straddles an edge. A figure with no
+    /// between-run interval (one reading, one run's histogram) gets no verdict; run the cell with
+    /// repeats. A noisy figure (CV over 10%) has its interval widened by 1 + CV on each side and
+    /// is judged by the same rule. Repeats of a cell are pooled (median across repeats, bootstrap
+    /// interval); ratios between cells get intervals from paired (repeats) or independent
+    /// (samples) resampling. Absolute figures from other hardware are judged by the ratio they
+    /// imply to a reference figure (the claim's `relative_to`), and the report says so.
+    ///
+    /// Every claim is also judged with its figure halved and doubled (an ordering reversed, an
+    /// outcome flipped): a claim still reproduced both ways cannot fail, and is named. Claims
+    /// are grouped by the measurement they rest on, so mirrored or repeated claims count once.
     ///
     /// Exit codes: 0 every measurable claim reproduced (not_measured and inconclusive do not
-    /// fail); 1 some claim contradicted; 2 bad input (a claim or scenario error, with
-    /// file:line:column; unreadable records); 3 the environment (a report that cannot be written).
+    /// fail); 1 some claim contradicted, or some claim cannot fail; 2 bad input (a claim or
+    /// scenario error, with file:line:column; unreadable records); 3 the environment (a report
+    /// that cannot be written).
     ///
     /// Example: benchlab verify scenarios/seed-000-stdio.toml --markdown results/seed-000-stdio/AUDIT.md
     Verify(verify::VerifyArgs),
+    /// Sign a run: an in-toto attestation of its records, scenario copy and images, in a DSSE
+    /// envelope signed with Ed25519.
+    ///
+    /// The statement's subjects are records.jsonl, scenario.toml and every image digest the
+    /// records name; its predicate holds the run ids, env hashes, record count, audit result,
+    /// claims' verdict counts and the lab binary's sha256 (format: src/attest/mod.rs). A damaged
+    /// run is refused. --generate-key writes a key pair first.
+    ///
+    /// Example: benchlab attest --generate-key lab.key
+    ///
+    /// Example: benchlab attest results/seed-000-sse/20261130T122735Z-seed-000-sse-5513 --key lab.key
+    Attest(attest::AttestArgs),
+    /// Check a run's attestation: its signature, then the run folder as it is now.
+    ///
+    /// The run must audit clean, every subject's sha256 match the files and the records' images,
+    /// and the predicate (run ids, record count, env hashes, verdicts of a fresh verify) match.
+    /// Exit codes: 0 it holds; 1 a bad signature or a mismatch (named); 2 bad input.
+    ///
+    /// Example: benchlab verify-attestation results/seed-000-sse/20261130T122735Z-seed-000-sse-5513 --pub lab.key.pub
+    VerifyAttestation(attest::VerifyAttestationArgs),
     /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
     /// the same base exists already.
     ///
@@ -145,6 +173,8 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::DiffEnv(args) => diff_env::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Attest(args) => attest::run(args),
+        Command::VerifyAttestation(args) => attest::verify(args),
         Command::Base(args) => base::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Build(args) => build::run(args),

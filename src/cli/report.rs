@@ -1,5 +1,6 @@
-//! `benchlab report`: a finished run's records rendered in a format, with a warning first when
-//! its store does not audit clean. The renderers live in `report`.
+//! `benchlab report`: a finished run's records rendered in a format, or its histograms written as
+//! HdrHistogram interval logs (`--hlog`), with a warning first when its store does not audit
+//! clean. The renderers and the log writer live in `report`.
 
 use std::path::{Path, PathBuf};
 
@@ -28,16 +29,51 @@ pub struct ReportArgs {
     /// different machines are never pooled in one row.
     #[arg(long, value_name = "node", value_parser = ["node"])]
     by: Option<String>,
+    /// Instead of a report, write HdrHistogram interval logs (log format 1.3, as HdrHistogram's
+    /// Java HistogramLogWriter writes them) into DIR, created if missing: one
+    /// `<cell id, / as __>[.rN].hlog` per load cell (its latency) and per calls histogram,
+    /// holding the record's histogram as one interval (values in nanoseconds, Interval_Max in
+    /// milliseconds). Prints the files written; exit 2 when the run holds no histogram.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["format", "out", "json", "by"])]
+    hlog: Option<PathBuf>,
 }
 
 pub(super) fn run(args: ReportArgs) -> Result<i32, Exit> {
+    if let Some(dir) = &args.hlog {
+        return hlog_cmd(&args.run, dir);
+    }
     let format = if args.json { report::Format::Json } else { args.format };
     report_cmd(&args.run, format, args.out.as_deref(), args.by.is_some())
 }
 
-fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: bool) -> Result<i32, Exit> {
+/// `--hlog DIR`: the run's interval logs written into DIR, one path per line on stdout. The exit
+/// code is the report's: 1 when some cell did not do what the scenario expects.
+fn hlog_cmd(run: &Path, dir: &Path) -> Result<i32, Exit> {
     let records = load_run(run)?;
-    // A report from a store that does not audit clean says so before anything else.
+    warn_unless_clean(run);
+    let files = report::hlog::hlog_files(&records).map_err(|e| Exit::input(e.to_string()))?;
+    if files.is_empty() {
+        return Err(Exit::input(format!(
+            "{} holds no load latency and no calls histogram: no interval log to write",
+            records_path(run).display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Exit::environment(format!("create {}: {e}", dir.display())))?;
+    let mut written = Vec::with_capacity(files.len());
+    for f in &files {
+        let path = dir.join(&f.name);
+        std::fs::write(&path, &f.text)
+            .map_err(|e| Exit::environment(format!("write {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    for path in written {
+        println!("{}", path.display());
+    }
+    Ok(if records.iter().all(|r| r.as_expected()) { OK } else { FAILED })
+}
+
+/// A report from a store that does not audit clean says so before anything else.
+fn warn_unless_clean(run: &Path) {
     let path = records_path(run);
     let audit = crate::record::audit::audit(&path);
     if let Some(first) = audit.first_problem() {
@@ -48,6 +84,11 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: b
             run.display()
         );
     }
+}
+
+fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: bool) -> Result<i32, Exit> {
+    let records = load_run(run)?;
+    warn_unless_clean(run);
     let text = match by_node {
         true => report::render_by_node(format, &records),
         false => report::render(format, &records),

@@ -98,6 +98,14 @@ impl ShimClient {
         }
     }
 
+    /// The server container's cgroup memory usage now, if the shim can read it.
+    pub fn cgroup_usage(&mut self) -> Result<Option<u64>, Failure> {
+        match self.call(&Request::CgroupUsage)? {
+            Reply::CgroupUsage { bytes, .. } => Ok(bytes),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Stops a server that has no stdin of ours: SIGTERM at once, SIGKILL after `term`.
     pub fn stop_pid(&mut self, pid: u32, term: Duration) -> Result<(ExitInfo, Option<TreeMemory>), Failure> {
         match self.call(&Request::Stop { pid, grace_ms: 0, term_ms: term.as_millis() as u64 })? {

@@ -2,8 +2,8 @@
 //! whiskers, RSS after initialize, call latency by percentile), the HTTP load table and its charts
 //! (throughput, p99 and error rate against workers, latency by percentile per workload and load
 //! level, RSS idle against peak under load), the version histories of version-matrix sweeps (a
-//! table and a chart per metric with its steps), per-cell statistics, failures and the environment
-//! of every cell. Self-contained: inline CSS, no scripts, no external resource,
+//! table and a chart per metric with its steps), per-cell statistics, failures, the environment
+//! of every cell and the percentile rule. Self-contained: inline CSS, no scripts, no external resource,
 //! and a Content-Security-Policy that forbids fetching any. All text from records is escaped.
 
 use std::fmt::Write as _;
@@ -14,7 +14,9 @@ use crate::stats;
 use super::charts::{self, Bar, Curve, FailedMark, Level, Series, StepMark, VersionPoint};
 use super::history::{self, change_text, histories, point_text, step_at, step_line, History, MetricHistory};
 use super::load::{self, load_cells, load_summary_rows, status_cell, LoadRow, LOAD_HEADER, LOAD_NOTE};
-use super::markdown::{cell_counts, host_lines, method_note, recorded_span, run_ids, value_text};
+use super::markdown::{
+    cell_counts, host_lines, method_note, recorded_span, run_ids, value_text, PERCENTILE_NOTE,
+};
 use super::rows::{is_load, metric_rows, summary_rows, Metric, MetricRow, Unit, CONFIDENCE};
 use super::units::{mib, ms, ms_interval, percent, rate_number};
 
@@ -259,6 +261,7 @@ pub fn html(records: &[Record]) -> String {
     metric_table(&mut o, &rows);
     failures(&mut o, records);
     environment(&mut o, records);
+    let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(PERCENTILE_NOTE));
     o.push_str("</body>\n</html>\n");
     o
 }

@@ -70,10 +70,17 @@ pub struct LoadRow {
     /// The driver's own CPU over warm-up and window, in cores (near 1: the client set the pace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_cpu_cores: Option<f64>,
-    /// RSS of the server's process tree before, at the peak of and after the load.
+    /// RSS of the server's process tree before, at the peak of and after the load. After: the
+    /// level at the end of the idle phase (the median of its last samples) when the cell had
+    /// one, else the one reading 500 ms after the load.
     pub rss_idle_bytes: Option<u64>,
     pub rss_peak_bytes: Option<u64>,
     pub rss_after_bytes: Option<u64>,
+    /// The range of the samples behind that level (a median row: the widest over its repeats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_after_low_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_after_high_bytes: Option<u64>,
     /// The container's cgroup memory peak (includes the shim and page cache).
     pub cgroup_peak_bytes: Option<u64>,
     /// `ok`, `failed: <reason>` (with ` (expected)`); a median row lists failed repeats.
@@ -177,6 +184,8 @@ fn load_row(r: &Record) -> LoadRow {
         rss_idle_bytes: None,
         rss_peak_bytes: None,
         rss_after_bytes: None,
+        rss_after_low_bytes: None,
+        rss_after_high_bytes: None,
         cgroup_peak_bytes: None,
         status,
         failure_detail,
@@ -226,6 +235,10 @@ fn load_row(r: &Record) -> LoadRow {
         row.rss_idle_bytes = m.idle_before.as_ref().map(|t| t.rss_bytes);
         row.rss_peak_bytes = m.peak_during.as_ref().map(|t| t.rss_bytes);
         row.rss_after_bytes = m.after.as_ref().map(|t| t.rss_bytes);
+        if let Some(l) = &m.after_level {
+            row.rss_after_bytes = Some(l.estimate);
+            (row.rss_after_low_bytes, row.rss_after_high_bytes) = (Some(l.lower), Some(l.upper));
+        }
         row.cgroup_peak_bytes = m.cgroup_peak_bytes;
     }
     row
@@ -305,6 +318,8 @@ fn merge_repeats(mut g: Vec<LoadRow>) -> LoadRow {
     out.rss_idle_bytes = u(|r| r.rss_idle_bytes);
     out.rss_peak_bytes = u(|r| r.rss_peak_bytes);
     out.rss_after_bytes = u(|r| r.rss_after_bytes);
+    out.rss_after_low_bytes = g.iter().filter_map(|r| r.rss_after_low_bytes).min();
+    out.rss_after_high_bytes = g.iter().filter_map(|r| r.rss_after_high_bytes).max();
     out.cgroup_peak_bytes = u(|r| r.cgroup_peak_bytes);
     out.ok = sum(|r| r.ok);
     out.failed = sum(|r| r.failed);
@@ -379,7 +394,8 @@ fn mib_number(b: u64) -> String {
     format!("{:.1}", b as f64 / (1024.0 * 1024.0))
 }
 
-/// `15.1 → 15.4 → 15.4 MiB` (idle → peak → after), `—` parts where a reading is missing.
+/// `15.1 → 15.4 → 15.4 MiB` (idle → peak → after), `—` parts where a reading is missing; a
+/// level after the load comes with its range: `15.1 → 15.4 → 15.2 [15.1–15.3] MiB`.
 pub fn rss_text(r: &LoadRow) -> String {
     if r.rss_idle_bytes.is_none() && r.rss_peak_bytes.is_none() && r.rss_after_bytes.is_none() {
         return "—".into();
@@ -388,6 +404,9 @@ pub fn rss_text(r: &LoadRow) -> String {
     let mut s = format!("{} → {}", p(r.rss_idle_bytes), p(r.rss_peak_bytes));
     if r.rss_after_bytes.is_some() {
         s.push_str(&format!(" → {}", p(r.rss_after_bytes)));
+    }
+    if let (Some(lo), Some(hi)) = (r.rss_after_low_bytes, r.rss_after_high_bytes) {
+        s.push_str(&format!(" [{}–{}]", mib_number(lo), mib_number(hi)));
     }
     s.push_str(" MiB");
     s
@@ -432,8 +451,10 @@ pub const LOAD_NOTE: &str = "Load cells (HTTP): req/s counts correct answers per
      of correct calls from the recorded HdrHistogram (open loop: from the intended send time, corrected for \
      coordinated omission); errors are failed / all calls in the window, always shown, with their kinds; server \
      CPU in cores (1.00 = one core busy); RSS of the server's process tree before, at its peak during and after \
-     the load; cgroup peak includes the shim and page cache. A repeated cell shows the median of its repeats \
-     (error rate and kinds pooled over the repeats); JSON and CSV give one row per repeat.";
+     the load (after: with an idle phase, the median of its last 5 s or last fifth [min–max of those \
+     samples]; else one reading 500 ms after); cgroup peak includes the shim and page cache. A repeated cell \
+     shows the median of its repeats (error rate and kinds pooled over the repeats); JSON and CSV give one row \
+     per repeat.";
 
 /// A window in seconds: `2.0 s`.
 pub fn window_text(ms: Option<f64>) -> String {

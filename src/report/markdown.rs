@@ -1,7 +1,7 @@
 //! The report as Markdown (GitHub-flavoured tables): the summary table, a per-cell table of
 //! medians with confidence intervals, percentiles, CV and the noise flag, the version histories of
-//! version-matrix sweeps with their steps, the failures, and the environment of every cell. For
-//! READMEs and pull-request comments.
+//! version-matrix sweeps with their steps, the failures, the environment of every cell, and a
+//! footnote with the percentile rule. For READMEs and pull-request comments.
 
 use std::fmt::Write as _;
 
@@ -95,6 +95,16 @@ pub(super) fn host_lines(records: &[Record]) -> Vec<String> {
 pub(super) fn value_text(row: &MetricRow) -> String {
     unit_text(row.unit, row.median)
 }
+
+/// The footnote of the Markdown and HTML reports: how every percentile in them was taken (the
+/// rule `stats::summarize` documents and a test there pins), and where other tools differ.
+pub(super) const PERCENTILE_NOTE: &str = "Percentiles are nearest rank: of the n values in ascending \
+     order, p(q) is the one of rank max(1, ⌈q·n⌉), never interpolated (of 10 values, p50 is the 5th and \
+     p99 the 10th). From an HdrHistogram (calls, load latency) it is reported as the top of that value's \
+     bucket, under 0.1 % above it (the Rust hdrhistogram crate's value_at_quantile); from stored samples \
+     (cold start, tools/list) it is the sample itself, and p50 is the median. HdrHistogram's Python port \
+     and older Java releases round q·n half up instead: with 51 to 99 values their p99 is the second \
+     largest value where this one is the largest.";
 
 /// The note under the per-cell table that says how its figures were computed.
 pub(super) fn method_note() -> String {
@@ -315,6 +325,7 @@ fn per_cell_and_rest(o: &mut String, records: &[Record]) {
     for line in host_lines(records) {
         let _ = writeln!(o, "- Host: {}", cell(&line));
     }
+    let _ = writeln!(o, "\n{PERCENTILE_NOTE}");
 }
 
 #[cfg(test)]

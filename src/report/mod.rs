@@ -1,7 +1,8 @@
 //! Pure renderers of records: the summary rows (one per server) as a terminal table and JSON, and
 //! the full report as Markdown, CSV, Bencher Metric Format JSON and a static HTML page with SVG
 //! charts; version histories of version-matrix sweeps (`history`) inside the table, Markdown and
-//! HTML reports and on their own (`history_table`, `history_markdown`, `history_json`). Nothing
+//! HTML reports and on their own (`history_table`, `history_markdown`, `history_json`); and
+//! HdrHistogram interval logs (`hlog`) of the load and calls histograms. Nothing
 //! here runs, reads files or fetches anything; every renderer is a function of the records it is
 //! given.
 
@@ -10,6 +11,7 @@ mod charts;
 pub mod compare;
 mod csv;
 pub mod history;
+pub mod hlog;
 mod html;
 mod load;
 mod markdown;

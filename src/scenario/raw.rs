@@ -141,6 +141,9 @@ pub(super) struct RawWorkload {
     pub(super) rate: Option<Spanned<u64>>,
     pub(super) connections: Option<Spanned<u32>>,
     pub(super) lifecycle: Option<Spanned<Lifecycle>>,
+    /// Load workloads: how long to keep sampling the server's memory after every connection
+    /// closed (`"30s"` when absent, `"0s"` for none).
+    pub(super) idle_after: Option<Spanned<toml::Value>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }

@@ -112,6 +112,29 @@ fn http_workloads_expand_worker_lists_and_check_transports() {
 }
 
 #[test]
+fn the_idle_phase_after_a_load_defaults_to_30_s_and_is_checked_at_its_key() {
+    let base = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\ntransport = \"streamable-http\"")
+        .replace("kind = \"cold_start\"\nspawns = 3", "kind = \"cold_start\"\nspawns = 3\nservers = [\"mcp\"]")
+        .replace("warmup = 10\ncalls = 100", "warmup = 10\ncalls = 100\nservers = [\"mcp\"]")
+        + "\n[[workload]]\nkind = \"open_loop\"\ntool = \"echo\"\nrate = 100\nduration = \"2s\"\nservers = [\"null\"]\n";
+    let idle = |text: &str| parse(text).unwrap().cells()[0].workload.idle_after_ms();
+    assert_eq!(idle(&base), 30_000);
+    assert_eq!(idle(&base.replace("rate = 100", "rate = 100\nidle_after = \"3s\"")), 3_000);
+    assert_eq!(idle(&base.replace("rate = 100", "rate = 100\nidle_after = \"0s\"")), 0);
+    // Line 34 is `idle_after`; the column is its value's.
+    let bad = base.replace("rate = 100", "rate = 100\nidle_after = \"3 fortnights\"");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:34:14: ") && e.contains("unknown unit"), "{e}");
+    let e = parse(&base.replace("rate = 100", "rate = 100\nidle_after = 3")).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:34:14: ") && e.contains("a duration"), "{e}");
+    let e = parse(&base.replace("rate = 100", "rate = 100\nidle_after = \"90m\"")).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:34:14: ") && e.contains("at most"), "{e}");
+    // Not a key of a stdio workload.
+    let e = parse(&base.replace("spawns = 3", "spawns = 3\nidle_after = \"1s\"")).unwrap_err().to_string();
+    assert!(e.contains("`idle_after` does not belong to a cold_start workload"), "{e}");
+}
+
+#[test]
 fn memory_units() {
     assert_eq!(parse_memory("1GiB"), Ok(1 << 30));
     assert_eq!(parse_memory("4096"), Ok(4096));

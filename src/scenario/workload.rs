@@ -7,7 +7,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::raw::{RawWorkload, SpanErr};
-use crate::spec::Workload;
+use crate::spec::{Workload, DEFAULT_IDLE_AFTER_MS};
 use crate::text::parse_duration_ms;
 
 /// A typed workload with the suffix of its cell id (`-w10` for one count of a worker sweep).
@@ -71,6 +71,7 @@ impl RawWorkload {
             self.stray("lifecycle", span_of(&self.lifecycle))?;
         }
         let (warmup_ms, duration_ms) = self.load_time()?;
+        let idle_after_ms = self.idle_after()?;
         let tool = self.tool_name()?;
         let lifecycle = self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default();
         Ok(self
@@ -78,9 +79,16 @@ impl RawWorkload {
             .into_iter()
             .map(|workers| {
                 let w = if http_api {
-                    Workload::HttpApi { tool: tool.clone(), workers, warmup_ms, duration_ms }
+                    Workload::HttpApi { tool: tool.clone(), workers, warmup_ms, duration_ms, idle_after_ms }
                 } else {
-                    Workload::Concurrency { tool: tool.clone(), workers, warmup_ms, duration_ms, lifecycle }
+                    Workload::Concurrency {
+                        tool: tool.clone(),
+                        workers,
+                        warmup_ms,
+                        duration_ms,
+                        lifecycle,
+                        idle_after_ms,
+                    }
                 };
                 (w, format!("-w{workers}"))
             })
@@ -92,6 +100,7 @@ impl RawWorkload {
         self.stray("workers", span_of(&self.workers))?;
         self.stray("lifecycle", span_of(&self.lifecycle))?;
         let (warmup_ms, duration_ms) = self.load_time()?;
+        let idle_after_ms = self.idle_after()?;
         let rate = self.rate.as_ref().ok_or_else(|| {
             (self.kind.span(), "an open_loop workload needs `rate` (calls per second)".to_string())
         })?;
@@ -112,6 +121,7 @@ impl RawWorkload {
                 connections,
                 warmup_ms,
                 duration_ms,
+                idle_after_ms,
             },
             String::new(),
         )])
@@ -167,6 +177,18 @@ impl RawWorkload {
         Ok((warmup, dur))
     }
 
+    /// A load workload's post-load idle phase, milliseconds: `"0s"` turns it off; at most an
+    /// hour (a typo such as `"300m"` for `"300s"` would otherwise hold a cell for five hours).
+    fn idle_after(&self) -> Result<u64, SpanErr> {
+        let ms = self.duration_of("idle_after", self.idle_after.as_ref(), DEFAULT_IDLE_AFTER_MS)?;
+        match &self.idle_after {
+            Some(v) if ms > 3_600_000 => {
+                Err((v.span(), "`idle_after` is at most \"60m\" (\"0s\" turns it off)".into()))
+            }
+            _ => Ok(ms),
+        }
+    }
+
     /// A load workload's worker counts: one number, or a list of distinct ones.
     fn worker_counts(&self) -> Result<Vec<u32>, SpanErr> {
         let w = self.workers.as_ref().ok_or_else(|| {
@@ -212,6 +234,7 @@ impl RawWorkload {
             ("rate", self.rate.as_ref().map(|t| t.span())),
             ("connections", self.connections.as_ref().map(|t| t.span())),
             ("lifecycle", self.lifecycle.as_ref().map(|t| t.span())),
+            ("idle_after", self.idle_after.as_ref().map(|t| t.span())),
         ];
         for (name, span) in spans {
             if let Some(sp) = span {

@@ -75,7 +75,7 @@ pub struct HistogramMetric {
     pub histogram: String,
 }
 
-/// Memory of the server while an HTTP load ran.
+/// Memory of the server while an HTTP load ran, and after it in the idle phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadMemory {
@@ -83,15 +83,72 @@ pub struct LoadMemory {
     pub idle_before: Option<TreeMemory>,
     /// The sample with the largest tree RSS taken while the load ran (warm-up included).
     pub peak_during: Option<TreeMemory>,
-    /// After every connection was closed, once the server had a moment to settle.
+    /// The server's process tree read once at the end of the post-load phase: `idle_after_ms`
+    /// after every connection was closed (the last sample of `after_series`), or, when there was
+    /// no idle phase (`idle_after_ms` 0, and every record written before it existed), 500 ms
+    /// after. One reading, no interval: for the level after the load, read `after_level`.
     pub after: Option<TreeMemory>,
-    /// How many samples were taken during the load, and how often.
+    /// How many samples were taken during the load, and how often (the idle phase samples at
+    /// the same interval).
     pub samples: u32,
     pub interval_ms: u64,
     /// The server container's cgroup memory peak (memory.max_usage_in_bytes on cgroup v1,
     /// memory.peak on v2): it includes the shim (a few MiB) and the page cache the container
     /// touched.
     pub cgroup_peak_bytes: Option<u64>,
+    /// The post-load idle phase as configured (the workload's `idle_after`), ms; 0 (absent) when
+    /// there was none.
+    #[serde(default, skip_serializing_if = "super::workload::is_zero")]
+    pub idle_after_ms: u64,
+    /// The idle phase sampled every `interval_ms`, from the instant every connection was closed
+    /// to `idle_after_ms` after it (both ends included). Absent without an idle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_series: Option<IdleSeries>,
+    /// The server tree's RSS level at the end of the idle phase, with its range (see
+    /// [`MemoryLevel`]): what "memory after the load" claims read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_level: Option<MemoryLevel>,
+    /// The same for the container's cgroup memory usage (`after_series.cgroup_bytes`); absent
+    /// when the shim could not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_cgroup_level: Option<MemoryLevel>,
+}
+
+/// The idle phase after a load, one sample per index of every list (all of equal length).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleSeries {
+    /// When the sample was read, ms from the instant every connection was closed.
+    pub t_ms: Vec<u64>,
+    /// The server's process tree RSS (sum of VmRSS, as `TreeMemory::rss_bytes`), bytes.
+    pub rss_bytes: Vec<u64>,
+    /// The server container's cgroup memory usage, bytes: cgroup v1 `memory.usage_in_bytes`
+    /// (v2 `memory.current`). It includes the shim, the page cache and tmpfs pages the
+    /// container wrote (the server's log), and on v1 it is the kernel's approximate figure
+    /// (per-CPU charge batches). Null where it could not be read.
+    pub cgroup_bytes: Vec<Option<u64>>,
+}
+
+/// A memory level from the last part of a series: the samples whose time is within the last
+/// 5 s or the last 20 % of the phase, whichever is shorter (at least the last 3 samples). The
+/// interval is the range (min to max) of those samples, not a confidence interval: successive
+/// samples of one process are not independent draws, so a bootstrap would claim a precision
+/// they do not have; the range says how much the level still moved while it was read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryLevel {
+    /// The median of those samples (for an even count, the mean of the middle two, rounded
+    /// down), bytes.
+    pub estimate: u64,
+    /// The smallest and the largest of those samples, bytes.
+    pub lower: u64,
+    pub upper: u64,
+    /// How many samples.
+    pub n: u32,
+    /// The time of the first and the last of them, ms from the instant every connection was
+    /// closed (as `IdleSeries::t_ms`).
+    pub from_ms: u64,
+    pub to_ms: u64,
 }
 
 /// How an HTTP load sends its calls; stored as `"closed"` or `"open"`.
@@ -124,12 +181,22 @@ pub struct LoadMetrics {
     pub workers: u32,
     pub connections: u32,
     pub warmup_ms: u64,
-    /// The measured window as it really lasted, milliseconds.
+    /// The measured window, ms: from the instant it started (the end of the warm-up) to the
+    /// later of the instant it closed (`window_nominal_ms` after) and the instant the last call
+    /// counted in it completed (answered, or failed; a timeout completes at the call limit).
+    /// Closed loop: a call counts when it completes inside the window, so this is the nominal
+    /// window. Open loop: a call counts by its intended send time, and the last ones are
+    /// answered after the window closed, so this runs on to the last answer. Records without
+    /// `window_nominal_ms` store the nominal window here.
     pub window_ms: f64,
+    /// The window the workload asked for (`duration`), ms; absent in records written before the
+    /// window was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_nominal_ms: Option<u64>,
     /// Calls answered correctly, and calls that failed, in the window.
     pub ok: u64,
     pub failed: u64,
-    /// `ok` per second of the window.
+    /// `ok` per second of the measured window (`window_ms`).
     pub throughput_rps: f64,
     /// failed / (ok + failed); 0 when nothing was sent.
     pub error_rate: f64,

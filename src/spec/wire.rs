@@ -84,6 +84,8 @@ pub enum Request {
     Cpu { pid: u32 },
     /// The server container's cgroup memory peak.
     CgroupPeak,
+    /// The server container's cgroup memory usage now.
+    CgroupUsage,
     /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
     /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
     Stop { pid: u32, grace_ms: u64, term_ms: u64 },
@@ -99,6 +101,7 @@ pub enum Reply {
     Memory { memory: TreeMemory },
     Cpu { cpu_ns: u64 },
     CgroupPeak { bytes: Option<u64>, source: String },
+    CgroupUsage { bytes: Option<u64>, source: String },
     Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
     Bye,
     Error { message: String },

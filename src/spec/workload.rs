@@ -21,15 +21,52 @@ pub enum Workload {
     SerialCalls { tool: String, warmup: u32, calls: u32 },
     /// Closed loop over HTTP: `workers` virtual users, each on its own connection running the
     /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; `warmup_ms`
-    /// unrecorded, then `duration_ms` measured.
-    Concurrency { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64, lifecycle: Lifecycle },
+    /// unrecorded, then `duration_ms` measured, then `idle_after_ms` of memory sampling with
+    /// every connection closed.
+    Concurrency {
+        tool: String,
+        workers: u32,
+        warmup_ms: u64,
+        duration_ms: u64,
+        lifecycle: Lifecycle,
+        /// The post-load idle phase (every connection closed, the server's memory sampled), ms;
+        /// 0 = none. Absent (0) in records written before it existed, and when turned off.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        idle_after_ms: u64,
+    },
     /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
-    /// latency measured from its intended send time (corrected for coordinated omission).
-    OpenLoop { tool: String, rate: u64, connections: u32, warmup_ms: u64, duration_ms: u64 },
+    /// latency measured from its intended send time (corrected for coordinated omission); then
+    /// `idle_after_ms` as for `concurrency`.
+    OpenLoop {
+        tool: String,
+        rate: u64,
+        connections: u32,
+        warmup_ms: u64,
+        duration_ms: u64,
+        /// As for `concurrency`.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        idle_after_ms: u64,
+    },
     /// Closed loop through the server's plain REST route for `tool` (no MCP): the protocol's
-    /// overhead is the difference to `concurrency`.
-    HttpApi { tool: String, workers: u32, warmup_ms: u64, duration_ms: u64 },
+    /// overhead is the difference to `concurrency`; then `idle_after_ms` as for `concurrency`.
+    HttpApi {
+        tool: String,
+        workers: u32,
+        warmup_ms: u64,
+        duration_ms: u64,
+        /// As for `concurrency`.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        idle_after_ms: u64,
+    },
 }
+
+/// For `skip_serializing_if`: a zero that stands for "absent" in stored shapes.
+pub(crate) fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The post-load idle phase of a load workload when the scenario does not say (`idle_after`).
+pub const DEFAULT_IDLE_AFTER_MS: u64 = 30_000;
 
 /// How a virtual user of a `concurrency` workload uses its MCP session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -84,12 +121,22 @@ impl Workload {
         }
     }
 
-    /// The measured time of a load workload, warm-up included.
+    /// The measured time of a load workload, warm-up included (the idle phase after it is not).
     pub fn load_time_ms(&self) -> u64 {
         match self {
             Workload::Concurrency { warmup_ms, duration_ms, .. }
             | Workload::OpenLoop { warmup_ms, duration_ms, .. }
             | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
+            _ => 0,
+        }
+    }
+
+    /// The post-load idle phase of a load workload, ms (0: none, and for stdio workloads).
+    pub fn idle_after_ms(&self) -> u64 {
+        match self {
+            Workload::Concurrency { idle_after_ms, .. }
+            | Workload::OpenLoop { idle_after_ms, .. }
+            | Workload::HttpApi { idle_after_ms, .. } => *idle_after_ms,
             _ => 0,
         }
     }
@@ -112,7 +159,9 @@ impl Workload {
             Workload::SerialCalls { warmup, calls, .. } => {
                 per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
             }
-            w => per_session + w.load_time_ms() + 2 * t.call_ms,
+            // The idle phase samples through the shim (two round trips per 250 ms): its own
+            // length plus a tenth covers slow reads.
+            w => per_session + w.load_time_ms() + w.idle_after_ms() * 11 / 10 + 2 * t.call_ms,
         };
         Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
     }
@@ -126,7 +175,47 @@ impl Workload {
         match self {
             Workload::ColdStart { spawns } => f64::from(*spawns) * session,
             Workload::SerialCalls { warmup, calls, .. } => session + f64::from(warmup + calls) * pace.call_s,
-            w => session + w.load_time_ms() as f64 / 1e3 + 1.0,
+            w => session + (w.load_time_ms() + w.idle_after_ms()) as f64 / 1e3 + 1.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(idle_after_ms: u64) -> Workload {
+        Workload::Concurrency {
+            tool: "echo".into(),
+            workers: 4,
+            warmup_ms: 1_000,
+            duration_ms: 10_000,
+            lifecycle: Lifecycle::Session,
+            idle_after_ms,
+        }
+    }
+
+    #[test]
+    fn the_idle_phase_counts_in_the_time_limit_and_the_estimate() {
+        let t = Timeouts::default();
+        let pace = Pace { spawn_s: 2.0, call_s: 0.001 };
+        let (off, on) = (load(0), load(30_000));
+        assert_eq!(on.idle_after_ms(), 30_000);
+        assert_eq!(on.load_time_ms(), off.load_time_ms(), "the load itself is the same");
+        assert_eq!(on.time_limit(&t) - off.time_limit(&t), Duration::from_millis(33_000));
+        assert!((on.expected_seconds(pace) - off.expected_seconds(pace) - 30.0).abs() < 1e-9);
+        assert_eq!(Workload::ColdStart { spawns: 3 }.idle_after_ms(), 0);
+    }
+
+    #[test]
+    fn an_idle_phase_of_zero_is_absent_from_the_stored_shape() {
+        let off = serde_json::to_value(load(0)).unwrap();
+        assert!(off.get("idle_after_ms").is_none(), "{off}");
+        // A record written before the key existed reads as no idle phase.
+        let back: Workload = serde_json::from_value(off).unwrap();
+        assert_eq!(back, load(0));
+        let on = serde_json::to_value(load(3_000)).unwrap();
+        assert_eq!(on["idle_after_ms"], 3_000);
+        assert_eq!(serde_json::from_value::<Workload>(on).unwrap(), load(3_000));
     }
 }

@@ -59,7 +59,9 @@
 //! | `latency` (HTTP load) | p50, p90, p95, p99, max, mean | ms |
 //! | `error_rate` | value | fraction (`%` in claims) |
 //! | `server_cpu` | value | cores (`%` in claims: 100% = one core) |
-//! | `rss_idle`, `rss_peak`, `rss_after`, `cgroup_peak` | value | bytes |
+//! | `rss_idle`, `rss_peak`, `cgroup_peak` | value | bytes |
+//! | `rss_after` (the level at the end of the post-load idle phase) | value | bytes |
+//! | `rss_released` ((peak − after) / (peak − idle): the load's growth given back) | value | fraction (`%`) |
 //! | `rss_slope` | value | MiB/h (soak_slope only) |
 //!
 //! Units a claim may give: `ms`, `s`, `MB` (10^6 bytes), `MiB`, `req/s`, `%`, `lines`, `cores`,

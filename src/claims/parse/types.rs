@@ -112,6 +112,7 @@ pub const METRICS: &[(&str, &[&str], Dim)] = &[
     ("rss_idle", &["value"], Dim::Bytes),
     ("rss_peak", &["value"], Dim::Bytes),
     ("rss_after", &["value"], Dim::Bytes),
+    ("rss_released", &["value"], Dim::Fraction),
     ("cgroup_peak", &["value"], Dim::Bytes),
     ("rss_slope", &["value"], Dim::MibPerHour),
 ];

@@ -29,7 +29,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
                 Err(e) => {
                     let done = Instant::now();
                     if done >= sh.warm_end && done <= sh.end {
-                        st.account(done - t0, &Err(e));
+                        st.account(done, done - t0, &Err(e));
                     }
                     // Do not spin on a refusing server.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -45,7 +45,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
         i += 1;
         let done = Instant::now();
         if done >= sh.warm_end && done <= sh.end {
-            st.account(done - t_call, &r);
+            st.account(done, done - t_call, &r);
         }
         let poisoned = matches!(&r, Err(e) if e.kind.poisons_connection());
         if per_call || poisoned {

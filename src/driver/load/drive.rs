@@ -44,6 +44,8 @@ pub fn drive(
     // What opening the open-loop connections counted; each worker counts its own.
     let mut opening = Counts::default();
     let (cpu0, wall0) = (process_cpu_ns(), Instant::now());
+    // The measured window's start and nominal end, as the workers see them.
+    let mut window = (wall0, wall0);
     let stats = local.block_on(&rt, async {
         let mut sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
@@ -63,6 +65,7 @@ pub fn drive(
             s.warm_end = t_start + plan.warmup;
             s.end = t_start + plan.warmup + plan.duration;
         }
+        window = (sh.warm_end, sh.end);
         on_window(sh.warm_end, sh.end);
         let mut handles = Vec::new();
         match plan.rate {
@@ -100,7 +103,7 @@ pub fn drive(
     })?;
     drop(local);
     drop(rt); // closes every connection
-    let mut m = merge(plan, &stats);
+    let mut m = merge(plan, window, &stats);
     m.reconnects += opening.reconnects;
     let wall = wall0.elapsed().as_nanos() as f64;
     m.driver_cpu_cores = (wall > 0.0).then(|| process_cpu_ns().saturating_sub(cpu0) as f64 / wall);
@@ -117,15 +120,17 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Merges the workers' counts and histograms into the record's metrics.
-pub(super) fn merge(plan: &LoadPlan, stats: &[WorkerStats]) -> LoadMetrics {
+/// Merges the workers' counts and histograms into the record's metrics. `window` is the measured
+/// window's start and nominal end; it is measured to the later of that end and the last
+/// completion the workers counted (see `LoadMetrics::window_ms`).
+pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[WorkerStats]) -> LoadMetrics {
     let mut hist = stats::latency_histogram();
     let mut m = LoadMetrics {
         mode: if plan.rate.is_some() { LoadMode::Open } else { LoadMode::Closed },
         workers: plan.workers,
         connections: plan.workers,
         warmup_ms: plan.warmup.as_millis() as u64,
-        window_ms: plan.duration.as_secs_f64() * 1e3,
+        window_nominal_ms: Some(plan.duration.as_millis() as u64),
         ..Default::default()
     };
     let (mut taken, mut late) = (0u64, 0u64);
@@ -147,12 +152,16 @@ pub(super) fn merge(plan: &LoadPlan, stats: &[WorkerStats]) -> LoadMetrics {
         }
     }
     m.failed = m.errors.values().sum();
-    let secs = plan.duration.as_secs_f64();
+    let (start, end) = window;
+    let closed = stats.iter().filter_map(|s| s.last_done).fold(end, Instant::max);
+    let secs = closed.saturating_duration_since(start).as_secs_f64();
+    m.window_ms = secs * 1e3;
     m.throughput_rps = if secs > 0.0 { m.ok as f64 / secs } else { 0.0 };
     let sent = m.ok + m.failed;
     m.error_rate = if sent > 0 { m.failed as f64 / sent as f64 } else { 0.0 };
     if let Some(r) = plan.rate {
-        let slots = (secs * r as f64).floor() as u64;
+        // The schedule's slots are those of the nominal window.
+        let slots = (plan.duration.as_secs_f64() * r as f64).floor() as u64;
         m.target_rps = Some(r as f64);
         m.late = Some(late);
         m.dropped = Some(slots.saturating_sub(taken));

@@ -3,13 +3,15 @@
 //! server is spawned through the shim with its output in a log; the driver waits for its port,
 //! runs the correctness gate over the cell's transport, then the load on a single-threaded tokio
 //! runtime (one connection per virtual user, one HdrHistogram per worker, merged at the end),
-//! while a sampler thread reads the server tree's memory and CPU through the shim. This file runs
-//! a cell end to end and resolves its plan; the parts are `gate`, `drive` (with the loops in
-//! `closed` and `open` and their plumbing in `worker`) and `sampler`.
+//! while a sampler thread reads the server tree's memory and CPU through the shim; then, with
+//! every connection closed, the idle phase samples its memory for the workload's `idle_after`.
+//! This file runs a cell end to end and resolves its plan; the parts are `gate`, `drive` (with
+//! the loops in `closed` and `open` and their plumbing in `worker`), `sampler` and `idle`.
 
 mod closed;
 mod drive;
 mod gate;
+mod idle;
 mod open;
 mod sampler;
 mod worker;
@@ -113,13 +115,13 @@ impl LoadPlan {
     pub fn new(workload: &Workload, target: HttpTarget, call_limit: Duration) -> Result<LoadPlan, Failure> {
         let ms = Duration::from_millis;
         let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
-            Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle } => {
+            Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle, .. } => {
                 (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
             }
-            Workload::HttpApi { tool, workers, warmup_ms, duration_ms } => {
+            Workload::HttpApi { tool, workers, warmup_ms, duration_ms, .. } => {
                 (tool, *workers, *warmup_ms, *duration_ms, Lifecycle::Session, true, None)
             }
-            Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms } => {
+            Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms, .. } => {
                 (tool, *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
             }
             other => {
@@ -217,6 +219,8 @@ fn run_spawned(
         Err(f) => sampler_err = Some(f),
     };
     let result = drive(&plan, suite, progress, &mut on_window);
+    // `drive` returns once its runtime, and with it every connection, is gone.
+    let closed_at = Instant::now();
     stop.store(true, Ordering::Relaxed);
     let sampled = sampler_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
     if let Some(f) = sampler_err {
@@ -226,29 +230,62 @@ fn run_spawned(
     m.server_cpu_cores =
         sampled.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
 
-    // After: let the server settle without clients, then read it again.
-    std::thread::sleep(Duration::from_millis(500));
-    let after = shim.memory(pid).ok().filter(|m| m.processes > 0);
-    out.memory_end = after.clone();
-    out.load_memory = Some(LoadMemory {
-        idle_before: Some(idle),
-        peak_during: sampled.peak,
-        after,
-        samples: sampled.samples,
-        interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
-        cgroup_peak_bytes: shim.cgroup_peak().ok().flatten(),
-    });
     let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
     progress("load", total_ms, total_ms);
     let no_success = no_success_failure(&m);
     out.load = Some(m);
+
+    let mut mem = LoadMemory {
+        idle_before: Some(idle),
+        peak_during: sampled.peak,
+        samples: sampled.samples,
+        interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
+        ..Default::default()
+    };
+    let died_idle =
+        if sampled.died { None } else { after_the_load(spec, shim, pid, closed_at, &mut mem, progress) };
+    mem.cgroup_peak_bytes = shim.cgroup_peak().ok().flatten();
+    out.memory_end = mem.after.clone();
+    out.load_memory = Some(mem);
     if sampled.died {
         return Err(Failure::new(FailureReason::Crash, "the server exited during the load"));
+    }
+    if let Some(ms) = died_idle {
+        return Err(Failure::new(
+            FailureReason::Crash,
+            format!("the server exited while idle after the load ({ms} ms after the last connection closed)"),
+        ));
     }
     match no_success {
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// After the load, with every connection closed since `closed_at`: the idle phase (the
+/// workload's `idle_after`: its series, the levels at its end, and `after` its last reading) or,
+/// without one, a single reading 500 ms after (`after`, as records before the phase have it).
+/// Returns when the server was found dead in the phase, if it was.
+fn after_the_load(
+    spec: &DriverSpec,
+    shim: &mut ShimClient,
+    pid: u32,
+    closed_at: Instant,
+    mem: &mut LoadMemory,
+    progress: &mut Progress,
+) -> Option<u64> {
+    let idle_after_ms = spec.workload.idle_after_ms();
+    if idle_after_ms == 0 {
+        std::thread::sleep(Duration::from_millis(500).saturating_sub(closed_at.elapsed()));
+        mem.after = shim.memory(pid).ok().filter(|m| m.processes > 0);
+        return None;
+    }
+    let phase = idle::idle_phase(shim, pid, closed_at, Duration::from_millis(idle_after_ms), progress);
+    mem.idle_after_ms = idle_after_ms;
+    (mem.after_level, mem.after_cgroup_level) = phase.levels(idle_after_ms);
+    mem.after = phase.last.filter(|_| phase.died_at_ms.is_none());
+    mem.after_series = Some(phase.series);
+    phase.died_at_ms
 }
 
 #[cfg(test)]

@@ -60,7 +60,8 @@ pub(super) async fn open_worker(
         }
         let r = sh.call(&mut client, k, &mut st.counts).await;
         if in_window {
-            st.account(Instant::now() - intended, &r);
+            let done = Instant::now();
+            st.account(done, done - intended, &r);
         }
         if matches!(&r, Err(e) if e.kind.poisons_connection()) {
             match sh.open(&mut st.counts).await {

@@ -1,6 +1,6 @@
 //! Tests of merging the workers' counts and naming a load's failure.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::drive::merge;
 use super::worker::WorkerStats;
@@ -29,24 +29,32 @@ fn plan(rate: Option<u64>) -> LoadPlan {
     }
 }
 
+/// A 2 s window starting now (the plans' `duration`).
+fn window() -> (Instant, Instant) {
+    let t0 = Instant::now();
+    (t0, t0 + Duration::from_secs(2))
+}
+
 #[test]
 fn workers_merge_into_rates_errors_and_one_histogram() {
+    let (t0, end) = window();
     let mut a = WorkerStats::new();
     let mut b = WorkerStats::new();
     for _ in 0..300 {
-        a.account(Duration::from_micros(500), &Ok(()));
+        a.account(t0 + Duration::from_secs(1), Duration::from_micros(500), &Ok(()));
     }
     for _ in 0..100 {
-        b.account(Duration::from_millis(2), &Ok(()));
+        b.account(t0 + Duration::from_secs(1), Duration::from_millis(2), &Ok(()));
     }
     let timeout = CallError { kind: ErrorKind::Timeout, detail: "slow".into() };
     for _ in 0..4 {
-        b.account(Duration::ZERO, &Err(timeout.clone()));
+        b.account(end, Duration::ZERO, &Err(timeout.clone()));
     }
     b.taken = 90;
     b.late = 7;
-    let m = merge(&plan(Some(250)), &[a, b]);
+    let m = merge(&plan(Some(250)), (t0, end), &[a, b]);
     assert_eq!((m.ok, m.failed), (400, 4));
+    assert_eq!((m.window_ms, m.window_nominal_ms), (2_000.0, Some(2_000)));
     assert_eq!(m.throughput_rps, 200.0);
     assert!((m.error_rate - 4.0 / 404.0).abs() < 1e-12);
     assert_eq!(m.errors.get("timeout"), Some(&4));
@@ -61,18 +69,46 @@ fn workers_merge_into_rates_errors_and_one_histogram() {
 
 #[test]
 fn a_load_without_one_success_fails_by_its_most_common_error() {
+    let (t0, end) = window();
     let mut w = WorkerStats::new();
     let e = |kind| Err(CallError { kind, detail: String::new() });
-    w.account(Duration::ZERO, &e(ErrorKind::Timeout));
-    w.account(Duration::ZERO, &e(ErrorKind::Timeout));
-    w.account(Duration::ZERO, &e(ErrorKind::HttpStatus));
-    let m = merge(&plan(None), &[w]);
+    w.account(t0, Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(t0, Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(t0, Duration::ZERO, &e(ErrorKind::HttpStatus));
+    let m = merge(&plan(None), (t0, end), &[w]);
     assert_eq!((m.mode, m.error_rate, m.dropped), (crate::spec::LoadMode::Closed, 1.0, None));
     let f = no_success_failure(&m).unwrap();
     assert_eq!(f.reason, FailureReason::Timeout);
     assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);
-    let none = merge(&plan(None), &[WorkerStats::new()]);
+    let none = merge(&plan(None), (t0, end), &[WorkerStats::new()]);
     let f = no_success_failure(&none).unwrap();
     assert_eq!(f.reason, FailureReason::Timeout);
     assert!(f.detail.contains("no call completed within the 2.0 s"), "{}", f.detail);
+}
+
+#[test]
+fn the_window_runs_on_to_the_last_answer_counted_in_it() {
+    let (t0, end) = window();
+    // Closed loop: nothing completed after the window counts, so the window is the nominal one
+    // even when the last answer came well before its end.
+    let mut closed = WorkerStats::new();
+    for _ in 0..100 {
+        closed.account(t0 + Duration::from_millis(1_500), Duration::from_millis(1), &Ok(()));
+    }
+    let m = merge(&plan(None), (t0, end), &[closed]);
+    assert_eq!((m.window_ms, m.throughput_rps), (2_000.0, 50.0));
+    // Open loop: the calls sent in the last half second of the window were answered 500 ms after
+    // it closed, so the window is 2.5 s and the rate is over 2.5 s.
+    let (mut a, mut b) = (WorkerStats::new(), WorkerStats::new());
+    for _ in 0..400 {
+        a.account(t0 + Duration::from_millis(1_000), Duration::from_millis(1), &Ok(()));
+    }
+    for _ in 0..100 {
+        b.account(end + Duration::from_millis(500), Duration::from_millis(1_000), &Ok(()));
+    }
+    (a.taken, b.taken) = (400, 100);
+    let m = merge(&plan(Some(250)), (t0, end), &[a, b]);
+    assert_eq!((m.window_ms, m.window_nominal_ms), (2_500.0, Some(2_000)));
+    assert_eq!(m.throughput_rps, 200.0);
+    assert_eq!(m.dropped, Some(0), "the slots are those of the nominal window");
 }

@@ -125,6 +125,8 @@ pub(super) struct WorkerStats {
     /// Open loop: requests taken in the window, and those that started late.
     pub(super) taken: u64,
     pub(super) late: u64,
+    /// When the last call counted in the window completed (the measured window's end).
+    pub(super) last_done: Option<Instant>,
 }
 
 impl WorkerStats {
@@ -138,10 +140,13 @@ impl WorkerStats {
             counts: Counts::default(),
             taken: 0,
             late: 0,
+            last_done: None,
         }
     }
 
-    pub(super) fn account(&mut self, latency: Duration, r: &Result<(), CallError>) {
+    /// Counts a call of the window that completed at `done` after `latency`.
+    pub(super) fn account(&mut self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
+        self.last_done = self.last_done.max(Some(done));
         match r {
             Ok(()) => {
                 self.ok += 1;

@@ -12,7 +12,7 @@ mod written;
 use std::path::Path;
 
 use crate::hash::sha256_hex;
-use crate::record::files::{Head, HEAD_FILE, LOCK_FILE};
+use crate::record::files::{Head, HEAD_FILE, LOCK_FILE, RECORDS_FILE};
 use crate::record::FORMAT_VERSION;
 
 pub use crate::record::files::SCENARIO_FILE;
@@ -42,6 +42,7 @@ pub(crate) fn audit_with(records_path: &Path, probe_lock: bool) -> AuditReport {
         scenario_sha256: None,
         being_written: false,
         writer_pid: None,
+        warnings: Vec::new(),
         notes: Vec::new(),
         problems: Vec::new(),
     };
@@ -133,10 +134,7 @@ fn check_head(
     let text = match std::fs::read_to_string(&head_path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            report.notes.push(format!(
-                "no {HEAD_FILE} beside the records (a store written before heads were kept): \
-                 records cut from the end at a line boundary cannot be detected"
-            ));
+            report.warnings.push(no_head_warning());
             return;
         }
         Err(e) => {
@@ -179,6 +177,14 @@ fn check_head(
         return;
     }
     report.problems.push(store_problem(Check::Head, describe_tip(head.records, head.hash.as_deref()), here));
+}
+
+/// The warning for a run folder without a head file: not damage, but a check the audit cannot
+/// make.
+pub(super) fn no_head_warning() -> String {
+    format!(
+        "no {HEAD_FILE}: a cut at the end of {RECORDS_FILE} cannot be detected (the run predates head files)"
+    )
 }
 
 fn describe_tip(records: u64, hash: Option<&str>) -> String {

@@ -174,6 +174,10 @@ pub struct AuditReport {
     /// may be in flight. The writer's pid, when its lock file says.
     pub being_written: bool,
     pub writer_pid: Option<u32>,
+    /// What the audit cannot vouch for in a store that is not damaged: a store without
+    /// `records.head` (written before heads were kept), whose end could have been cut at a line
+    /// boundary unseen. Shown to the reader; they do not change `is_clean` or the exit code.
+    pub warnings: Vec<String>,
     /// Checks that could not be made and facts worth knowing that are not problems.
     pub notes: Vec<String>,
     /// Every problem, in file order (store-wide ones last). Empty means the store is intact.

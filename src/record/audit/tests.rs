@@ -109,6 +109,29 @@ fn a_head_one_behind_is_a_note_not_a_problem() {
 }
 
 #[test]
+fn a_store_without_a_head_is_clean_with_a_warning() {
+    let (d, path, _) = store_with(3);
+    assert!(audit(&path).warnings.is_empty(), "a store with its head has nothing to warn of");
+    std::fs::remove_file(d.path().join(HEAD_FILE)).unwrap();
+    let r = audit(&path);
+    assert!(r.is_clean(), "a missing head is not damage: {:#?}", r.problems);
+    assert_eq!(
+        r.warnings,
+        vec!["no records.head: a cut at the end of records.jsonl cannot be detected (the run predates head files)"]
+    );
+    assert!(r.notes.iter().all(|n| !n.contains(HEAD_FILE)), "said once, as a warning: {:?}", r.notes);
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["warnings"][0], r.warnings[0].as_str(), "--json shows it too");
+
+    // The cut it cannot see: the last line gone, and still clean.
+    rewrite(&path, |l| {
+        l.pop();
+    });
+    let r = audit(&path);
+    assert!(r.is_clean() && r.warnings.len() == 1, "{:#?}", r);
+}
+
+#[test]
 fn a_torn_line_is_reported_with_the_length_to_keep() {
     let (_d, path, _) = store_with(2);
     let good = std::fs::read(&path).unwrap();
