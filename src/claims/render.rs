@@ -139,15 +139,11 @@ fn summary(o: &mut String, a: &Audit) {
         }
         for r in rs {
             let on = r.evidence.as_deref().map_or(String::new(), |e| format!(" — on {}", md(e)));
-            let _ = writeln!(
-                o,
-                "- [{}](#{}): “{}” — measured {} against {}{on}",
-                r.id,
-                r.id.to_lowercase(),
-                md(&r.statement),
-                md(&measured_text(r)),
-                md(&claimed_text(r))
-            );
+            let figure = match r.measured {
+                Some(_) => format!(" — measured {} against {}", md(&measured_text(r)), md(&claimed_text(r))),
+                None => String::new(),
+            };
+            let _ = writeln!(o, "- [{}](#{}): “{}”{figure}{on}", r.id, r.id.to_lowercase(), md(&r.statement));
         }
         o.push('\n');
     }
