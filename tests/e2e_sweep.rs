@@ -274,7 +274,8 @@ fn the_native_engine_runs_seed_001_with_its_runtime_deviation_recorded() {
     let (out, _run, recs) =
         run("scenarios/seed-001-python-servers.toml", &["--engine", "native"], dir.path());
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(recs.len(), 12);
+    // 4 servers × 3 workloads, each three times (the scenario's `repeats = 3`).
+    assert_eq!(recs.len(), 36);
     // Every cell did what the scenario expects (the 1.x import on 2.3.0 fails, as it says).
     let failed: Vec<&str> =
         recs.iter().filter(|r| !ok(r)).map(|r| r["cell"]["id"].as_str().unwrap()).collect();
