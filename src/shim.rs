@@ -79,10 +79,10 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(f.next()?.parse::<u64>().ok()? + f.next()?.parse::<u64>().ok()?)
 }
 
-/// The container's cgroup memory peak: cgroup v2 `memory.peak`, or v1
-/// `memory/memory.max_usage_in_bytes`, under `cgroup_root`.
-pub fn cgroup_peak(cgroup_root: &Path) -> (Option<u64>, String) {
-    for rel in ["memory.peak", "memory/memory.max_usage_in_bytes"] {
+/// The first of `files` (under `cgroup_root`) that holds a number, and where it was read; else
+/// None and what was tried.
+fn cgroup_number(cgroup_root: &Path, files: [&str; 2]) -> (Option<u64>, String) {
+    for rel in files {
         let path = cgroup_root.join(rel);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if let Ok(v) = text.trim().parse() {
@@ -90,22 +90,20 @@ pub fn cgroup_peak(cgroup_root: &Path) -> (Option<u64>, String) {
             }
         }
     }
-    (None, "no memory.peak or memory.max_usage_in_bytes readable".into())
+    (None, format!("no {} or {} readable", files[0], files[1]))
+}
+
+/// The container's cgroup memory peak: cgroup v2 `memory.peak`, or v1
+/// `memory/memory.max_usage_in_bytes`, under `cgroup_root`.
+pub fn cgroup_peak(cgroup_root: &Path) -> (Option<u64>, String) {
+    cgroup_number(cgroup_root, ["memory.peak", "memory/memory.max_usage_in_bytes"])
 }
 
 /// The container's cgroup memory usage now: cgroup v1 `memory/memory.usage_in_bytes` (what this
 /// lab's hosts mount; the server container's own cgroup appears there), else v2
 /// `memory.current` (untested: no v2 host here), under `cgroup_root`.
 pub fn cgroup_usage(cgroup_root: &Path) -> (Option<u64>, String) {
-    for rel in ["memory/memory.usage_in_bytes", "memory.current"] {
-        let path = cgroup_root.join(rel);
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if let Ok(v) = text.trim().parse() {
-                return (Some(v), path.display().to_string());
-            }
-        }
-    }
-    (None, "no memory.usage_in_bytes or memory.current readable".into())
+    cgroup_number(cgroup_root, ["memory/memory.usage_in_bytes", "memory.current"])
 }
 
 /// The parent pid from /proc/<pid>/stat; the command name may hold spaces and parentheses, so

@@ -41,8 +41,7 @@ impl Run {
     pub fn load(run_dir: &Path, lockfiles: &Path) -> Result<Run, AttestError> {
         let records = read_records(&run_dir.join(RECORDS_FILE))?;
         let scenario = Scenario::load_in(&run_dir.join(SCENARIO_FILE), lockfiles)?;
-        let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
-        let claims = crate::claims::parse_claims(&scenario.path, &scenario.source, &cell_ids)?;
+        let claims = crate::claims::scenario_claims(&scenario)?;
         let verdicts = (!claims.is_empty()).then(|| {
             let audit =
                 crate::claims::verify(&scenario, &claims, &records, Some(run_dir.display().to_string()));

@@ -42,6 +42,12 @@ use crate::stats::{Interval, NOISY_CV};
 
 pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector};
 
+/// The claims of a loaded scenario, checked against its cells (what `verify` and `attest` read).
+pub fn scenario_claims(scenario: &Scenario) -> Result<Vec<Claim>, ClaimsError> {
+    let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    parse_claims(&scenario.path, &scenario.source, &cell_ids)
+}
+
 /// The verdict on one claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

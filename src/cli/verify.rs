@@ -53,9 +53,7 @@ fn verify_cmd(
     markdown: Option<&Path>,
 ) -> Result<i32, Exit> {
     let scenario = Scenario::load(scenario).map_err(|e| Exit::input(e.to_string()))?;
-    let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
-    let claims = crate::claims::parse_claims(&scenario.path, &scenario.source, &cell_ids)
-        .map_err(|e| Exit::input(e.to_string()))?;
+    let claims = crate::claims::scenario_claims(&scenario).map_err(|e| Exit::input(e.to_string()))?;
     let run = match run {
         Some(r) => Some(r.to_path_buf()),
         None => newest_run(results, &scenario.name),
