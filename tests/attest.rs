@@ -166,3 +166,34 @@ fn an_envelope_verifies_with_its_key_only() {
     let out = benchlab(&["verify-attestation", &run_s, "--pub", &format!("{a}.pub")]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// Every committed run that carries an attestation (`attestation.dsse.json` beside
+/// `attestation.pub`) verifies with the lab's `verify-attestation` and with the independent
+/// implementation, on the committed files themselves.
+#[test]
+fn every_committed_attestation_verifies_with_both_implementations() {
+    python();
+    let mut checked = Vec::new();
+    for scenario in std::fs::read_dir(root().join("results")).unwrap().flatten() {
+        for run in std::fs::read_dir(scenario.path()).into_iter().flatten().flatten() {
+            let (envelope, public) =
+                (run.path().join("attestation.dsse.json"), run.path().join("attestation.pub"));
+            if !envelope.exists() {
+                continue;
+            }
+            assert!(public.exists(), "{} has an envelope but no attestation.pub", run.path().display());
+            let out = benchlab(&[
+                "verify-attestation",
+                run.path().to_str().unwrap(),
+                "--pub",
+                public.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{}: {}", run.path().display(), text(&out));
+            let (ok, answer) = independent_check(&envelope, &public, &run.path());
+            assert!(ok, "{}: the independent check refused it: {answer}", run.path().display());
+            checked.push(run.path());
+        }
+    }
+    // The four reproductions' current runs at least.
+    assert!(checked.len() >= 4, "expected the reproductions' attested runs, found {checked:?}");
+}

@@ -271,8 +271,21 @@ fn the_native_engine_runs_the_quickstart_and_its_run_audits_clean() {
 #[test]
 fn the_native_engine_runs_seed_001_with_its_runtime_deviation_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, _run, recs) =
-        run("scenarios/seed-001-python-servers.toml", &["--engine", "native"], dir.path());
+    let (out, _run, recs) = run(
+        "scenarios/seed-001-python-servers.toml",
+        // The first-import server needs a fresh image per cell: the native engine refuses it.
+        &[
+            "--engine",
+            "native",
+            "--only",
+            "fastmcp-4.1.3/*",
+            "--only",
+            "fastmcp-4.1.3-defaults/*",
+            "--only",
+            "mcp-2.3.0*",
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", text(&out));
     // 4 servers × 3 workloads, each three times (the scenario's `repeats = 3`).
     assert_eq!(recs.len(), 36);

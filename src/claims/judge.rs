@@ -50,35 +50,8 @@ fn hardware_matches(claim: &Claim, recs: &[&Record]) -> bool {
     }
 }
 
-/// The versions a source states, computed: for each other server of the scenario, its SDK's
-/// package (the package of that server's own image at the server's version) and that version.
-/// A record whose image holds the same package at another version ran something the source did
-/// not state (e.g. fastmcp 0.4.1 on today's mcp where the source states mcp 1.1.2).
-fn version_deviations(all: &[Record], r: &Record) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut seen: Vec<(&str, &str)> = Vec::new();
-    for other in all.iter().filter(|o| o.cell.server.family != r.cell.server.family) {
-        let stated = &other.cell.server.sdk_version;
-        for p in other.environment.image.packages.iter().filter(|p| &p.version == stated) {
-            if seen.contains(&(p.name.as_str(), stated.as_str())) {
-                continue;
-            }
-            seen.push((&p.name, stated));
-            if let Some(mine) =
-                r.environment.image.packages.iter().find(|m| m.name == p.name && &m.version != stated)
-            {
-                out.push(format!(
-                    "{} ran {} {} where the source states {} {} (server {})",
-                    r.cell.server.id, p.name, mine.version, p.name, stated, other.cell.server.id
-                ));
-            }
-        }
-    }
-    out
-}
-
 /// Environment differences that could explain a gap between the source and these records.
-fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record], all: &[Record]) -> Vec<String> {
+fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Vec<String> {
     let mut out = Vec::new();
     let mut push = |s: String| {
         if !out.contains(&s) {
@@ -113,11 +86,21 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record], all: 
             if p.shared { " (shared)" } else { "" },
             p.memory_limit_bytes >> 20
         ));
-        for d in &r.environment.deviations {
+        // Recorded, and derived again from the scenario's `[source]` (records written before
+        // the run derived them carry fewer): each difference once.
+        let entry = scenario.servers.iter().find(|e| e.id.get_ref() == &s.id);
+        let derived = crate::record::deviations::derive(
+            &scenario.stated,
+            &crate::record::deviations::CellRan {
+                env: &r.environment,
+                source_runtime: entry.and_then(|e| e.source_runtime.as_deref()),
+                program: entry.and_then(|e| e.program.as_ref()).map(|p| p.get_ref().as_str()),
+                suite: &r.cell.suite,
+                null_server: s.source.is_none(),
+            },
+        );
+        for d in r.environment.deviations.iter().chain(&derived) {
             push(format!("deviation: {d}"));
-        }
-        for d in version_deviations(all, r) {
-            push(format!("deviation (computed): {d}"));
         }
     }
     out
@@ -310,7 +293,7 @@ impl Ctx<'_> {
             return r;
         }
         let recs = records_of(self.records, &r.cells);
-        r.environment = environment_notes(self.scenario, claim, &recs, self.records);
+        r.environment = environment_notes(self.scenario, claim, &recs);
         r
     }
 

@@ -315,6 +315,11 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
     if runs.is_empty() {
         return Err(format!("no record of cell {id} in the run"));
     }
+    // Lines of code are the source's, known before anything ran: a failed cell has them too
+    // (e.g. a source's program that does not start on the version it names).
+    if sel.metric == "loc" {
+        return from_record(runs[0], sel);
+    }
     let ok: Vec<&Record> = runs.iter().copied().filter(|r| r.status == Status::Ok).collect();
     if ok.is_empty() {
         let r = runs[0];

@@ -167,7 +167,10 @@ fn deviations(o: &mut String, a: &Audit) {
             seen.push(e);
         }
     }
-    let _ = writeln!(o, "## Differences from the source (computed from the records)\n");
+    let _ = writeln!(
+        o,
+        "## Differences from the source (derived from the records and the scenario's [source])\n"
+    );
     if seen.is_empty() {
         let _ = writeln!(o, "- none (no claim was measured)\n");
     }

@@ -257,3 +257,36 @@ fn a_condition_not_reproduced_is_not_measured() {
     assert!(r.explanation.contains("precompiles bytecode") && r.explanation.contains("contradicted"));
     assert!(r.self_test.is_none());
 }
+
+#[test]
+fn deviations_from_the_source_statement_are_derived_for_records_that_lack_them() {
+    let text = format!(
+        "{SCENARIO}\n[source]\nhardware = {{ cpu_model = \"AMD EPYC\", cpus = 8 }}\npackages = {{ mcp = \"1.1.2\" }}\n\n[[claim]]\nid = \"c\"\n{SRC}\nstatement = \"c\"\n{}\n",
+        abs("a", 100.0)
+    );
+    let scenario = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap();
+    let ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    let parsed = parse_claims(Path::new("t.toml"), &text, &ids).unwrap();
+    let mut records = base_records();
+    for r in &mut records {
+        r.environment.deviations.clear();
+        r.environment.image.packages =
+            vec![crate::record::manifest::Package { name: "mcp".into(), version: "1.30.0".into() }];
+    }
+    let a = verify(&scenario, &parsed, &records, Some("run".into()));
+    let notes = &a.results[0].environment;
+    assert!(
+        notes.contains(&"deviation: this cell ran mcp 1.30.0 where the source states mcp 1.1.2".to_string()),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with("deviation: the source measured on AMD EPYC × 8 CPUs")),
+        "{notes:#?}"
+    );
+    // Recorded once and derived again: stated once.
+    records[0].environment.deviations =
+        vec!["this cell ran mcp 1.30.0 where the source states mcp 1.1.2".into()];
+    let a = verify(&scenario, &parsed, &records, Some("run".into()));
+    let n = a.results[0].environment.iter().filter(|n| n.contains("mcp 1.30.0")).count();
+    assert_eq!(n, 1);
+}

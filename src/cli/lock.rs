@@ -24,6 +24,12 @@ pub struct LockArgs {
     /// Only this runtime (default: every runtime the version lists).
     #[arg(long)]
     runtime: Option<String>,
+    /// A labelled lock of the version: the folder `<version>-<runtime>+<LABEL>` (e.g. `era`),
+    /// whose requirements.in or package.json you write, with an `exclude-newer` file holding the
+    /// time it is locked as of (e.g. the end of the release's publication day). A server entry
+    /// runs it with `lock = "<LABEL>"`.
+    #[arg(long = "lock", value_name = "LABEL")]
+    label: Option<String>,
     /// With a range: `all` releases, or the `latest-patch` of each minor.
     #[arg(long, default_value = "all", value_parser = crate::recipe::releases::Pick::parse)]
     pick: crate::recipe::releases::Pick,
@@ -32,9 +38,9 @@ pub struct LockArgs {
 }
 
 pub(super) fn run(args: LockArgs) -> Result<i32, Exit> {
-    let LockArgs { family, version, runtime, pick, checkout } = args;
+    let LockArgs { family, version, runtime, label, pick, checkout } = args;
     let recipes = checkout.recipes()?;
-    check_input(&recipes, &family, &version, runtime.as_deref())?;
+    check_input(&recipes, &family, &version, runtime.as_deref(), label.as_deref())?;
     let opts = run_options(PathBuf::from("results"), None, checkout.ca_bundle)?;
     tokio_runtime().block_on(async {
         let engine = DockerEngine::connect().await.map_err(|e| Exit::environment(error_chain(&e)))?;
@@ -46,6 +52,7 @@ pub(super) fn run(args: LockArgs) -> Result<i32, Exit> {
             &version,
             pick,
             runtime.as_deref(),
+            label.as_deref(),
             &opts.backend_config(),
             &mut |e| ui.event(Event::Prepare(e)),
         )
@@ -62,13 +69,22 @@ pub(super) fn run(args: LockArgs) -> Result<i32, Exit> {
 /// parses, a family with a `[[range]]`, a version and runtime its recipe has), asked of the same
 /// recipe functions up front, so bad input exits 2 before an engine is even asked for
 /// (`lock::lock` reports the same as `LockError::Input`, also exit 2).
-fn check_input(recipes: &RecipeBook, family: &str, version: &str, runtime: Option<&str>) -> Result<(), Exit> {
+fn check_input(
+    recipes: &RecipeBook,
+    family: &str,
+    version: &str,
+    runtime: Option<&str>,
+    label: Option<&str>,
+) -> Result<(), Exit> {
     let bad = |m: String| Exit::input(format!("plan the lock: {m}"));
     if version.contains("..") {
+        if label.is_some() {
+            return Err(bad("a labelled lock (`--lock`) is of one version, not of a range".into()));
+        }
         Range::parse(version).map_err(bad)?;
         recipes.range_locking(family, runtime).map_err(bad)?;
     } else {
-        recipes.lock_jobs(family, version, runtime).map_err(bad)?;
+        recipes.lock_jobs(family, version, runtime, label).map_err(bad)?;
     }
     Ok(())
 }
@@ -83,7 +99,7 @@ mod tests {
         let recipes =
             RecipeBook::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).expect("recipes load");
         let refused = |family: &str, version: &str, runtime: Option<&str>| {
-            let e = check_input(&recipes, family, version, runtime).expect_err("refused");
+            let e = check_input(&recipes, family, version, runtime, None).expect_err("refused");
             assert_eq!(e.code, BAD_INPUT, "{}", e.message);
             assert!(e.message.starts_with("plan the lock: "), "{}", e.message);
             e.message
@@ -92,6 +108,10 @@ mod tests {
         assert!(refused("nosuchfamily", "1.0", None).contains("nosuchfamily"));
         assert!(refused("python-mcp", "0.0.1", None).contains("0.0.1"));
         assert!(refused("python-mcp", "2.3.0", Some("nope")).contains("nope"));
-        assert!(check_input(&recipes, "python-mcp", "2.3.0", None).is_ok());
+        assert!(check_input(&recipes, "python-mcp", "2.3.0", None, None).is_ok());
+        let e = check_input(&recipes, "python-mcp", "2.3.0", Some("cpython-trixie"), Some("nolabel"))
+            .expect_err("a label without its folder is refused");
+        assert!(e.message.contains("2.3.0-cpython-trixie+nolabel"), "{}", e.message);
+        assert!(check_input(&recipes, "python-mcp", "1.1.2..1.x", None, Some("era")).is_err());
     }
 }

@@ -76,7 +76,9 @@ pub enum Command {
     /// figures, ratios, orderings, soak slopes, outcomes, and findings about the source itself) is
     /// matched to the run's records and judged reproduced, contradicted, inconclusive or
     /// not_measured, with the measured value, its 95% interval, the tolerance used and the
-    /// environment differences (CPU, runtime and SDK versions, placement) that could explain a gap.
+    /// environment differences that could explain a gap: CPU and placement, and every difference
+    /// from what the scenario's `[source]` states the source ran (package versions, runtime,
+    /// machine, kernel, client, its own program), as recorded or derived again from the records.
     ///
     /// A figure is reproduced when its whole interval lies within the tolerance band, contradicted
     /// when it lies wholly outside, inconclusive when it straddles an edge. A figure with no

@@ -48,14 +48,18 @@ pub async fn lock<E: Engine>(
     versions: &str,
     pick: crate::recipe::releases::Pick,
     runtime: Option<&str>,
+    label: Option<&str>,
     config: &BackendConfig,
     emit: &mut (dyn FnMut(PrepareEvent) + Send),
 ) -> Result<Vec<PathBuf>, LockError> {
     let plan_err = |m: String| LockError::Input(m);
     let is_range = versions.contains("..");
+    if is_range && label.is_some() {
+        return Err(plan_err("a labelled lock (`--lock`) is of one version, not of a range".into()));
+    }
     let jobs = match is_range {
         true => range_jobs(engine, recipes, family, versions, pick, runtime, config, emit).await?,
-        false => recipes.lock_jobs(family, versions, runtime).map_err(plan_err)?,
+        false => recipes.lock_jobs(family, versions, runtime, label).map_err(plan_err)?,
     };
     // One container per runtime locks every folder of that runtime.
     let mut by_runtime: Vec<(String, Vec<crate::recipe::LockJob>)> = Vec::new();
@@ -82,8 +86,10 @@ pub async fn lock<E: Engine>(
             ));
         }
         for job in &jobs {
-            let folder = format!("{}-{}", job.version, job.runtime);
-            let command = format!("benchlab lock {} {} --runtime {}", job.family, job.version, job.runtime);
+            let folder = job.dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let flag = label.map(|l| format!(" --lock {l}")).unwrap_or_default();
+            let command =
+                format!("benchlab lock {} {} --runtime {}{flag}", job.family, job.version, job.runtime);
             script.push_str(&format!(
                 "echo 'locking {folder}'; cd /lock/{folder}; \
                  before=''; [ -f {f} ] && before=$(cat {f}); ",
@@ -203,7 +209,7 @@ async fn range_jobs<E: Engine>(
         return Err(plan_err(format!("no release of {package} falls in {versions}")));
     }
     for v in &chosen {
-        for job in recipes.lock_jobs(family, v, runtime).map_err(plan_err)? {
+        for job in recipes.lock_jobs(family, v, runtime, None).map_err(plan_err)? {
             let before = releases.uploaded.get(v).and_then(|t| crate::recipe::releases::end_of_day(t));
             recipes.write_lock_input(family, v, &job.runtime, before.as_deref()).map_err(plan_err)?;
             // Fresh locks are kept: a range is locked in one go and again only where needed.

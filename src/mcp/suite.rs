@@ -13,6 +13,10 @@ pub enum Suite {
     /// Seed 003's suite: echo, fibonacci, json_transform, async_sleep, payload_echo, called
     /// with the seed's own parameters; timing fields in their answers are volatile.
     Bench,
+    /// Seed 000's own listings: `calculate_tax` alone, as its three published programs define
+    /// it. They disagree on arguments out of range (only the TypeScript one refuses a negative
+    /// amount), so the gate checks a valid call only.
+    Tax,
 }
 
 /// An expected value that matches whatever the server put there (timestamps, measured times):
@@ -33,13 +37,14 @@ pub enum Expected {
 }
 
 impl Suite {
-    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse, Suite::Bench];
+    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse, Suite::Bench, Suite::Tax];
 
     pub fn from_name(name: &str) -> Option<Suite> {
         match name {
             "weekly" => Some(Suite::Weekly),
             "pulse" => Some(Suite::Pulse),
             "bench" => Some(Suite::Bench),
+            "tax" => Some(Suite::Tax),
             _ => None,
         }
     }
@@ -49,6 +54,7 @@ impl Suite {
             Suite::Weekly => "weekly",
             Suite::Pulse => "pulse",
             Suite::Bench => "bench",
+            Suite::Tax => "tax",
         }
     }
 
@@ -58,6 +64,7 @@ impl Suite {
             Suite::Weekly => &["add_numbers", "echo", "word_count"],
             Suite::Pulse => &["calculate_tax", "checksum"],
             Suite::Bench => &["echo", "fibonacci", "json_transform", "async_sleep", "payload_echo"],
+            Suite::Tax => &["calculate_tax"],
         }
     }
 
@@ -76,6 +83,7 @@ impl Suite {
                 ("checksum", json!({"values": [1, 2, 3]}), V(checksum_value(&[1, 2, 3]))),
                 ("checksum", json!({"values": []}), Error),
             ],
+            Suite::Tax => vec![("calculate_tax", json!({"amount": 100}), V(json!(8.0)))],
             Suite::Bench => self
                 .tools()
                 .iter()
@@ -105,7 +113,7 @@ impl Suite {
                 let text = vec!["word"; words].join(" ");
                 Some((json!({"text": text}), json!(words)))
             }
-            (Suite::Pulse, "calculate_tax") => {
+            (Suite::Pulse | Suite::Tax, "calculate_tax") => {
                 // Whole cents times a whole percent: the product rounds the same way everywhere.
                 let amount = (100 + i % 9_900) as f64;
                 Some((json!({"amount": amount, "rate": 0.07}), json!(round2(amount * 0.07))))
@@ -165,7 +173,7 @@ impl Suite {
                 .and_then(Value::as_str)
                 .map(|t| json!(t.split_whitespace().count()))
                 .ok_or_else(|| "word_count needs a string argument text".into()),
-            (Suite::Pulse, "calculate_tax") => {
+            (Suite::Pulse | Suite::Tax, "calculate_tax") => {
                 let amount = args
                     .get("amount")
                     .and_then(Value::as_f64)
@@ -256,6 +264,12 @@ impl Suite {
                     &["values"],
                 ),
             ],
+            Suite::Tax => vec![tool_schema(
+                "calculate_tax",
+                "Tax on an amount at a rate.",
+                json!({"amount": {"type": "number"}, "rate": {"type": "number", "default": 0.08}}),
+                &["amount"],
+            )],
             Suite::Bench => vec![
                 tool_schema(
                     "echo",

@@ -9,7 +9,7 @@ use super::RunError;
 use crate::backend::{Admission, Backend, BackendKind};
 use crate::placement;
 use crate::recipe::{ImagePlan, RecipeBook, ServerWant, WantField};
-use crate::scenario::{EngineKind, Scenario};
+use crate::scenario::{Bytecode, EngineKind, Scenario};
 use crate::spec::{CellJob, DriverSpec, Expect, Placement, Sandbox, Timeouts};
 
 /// A cell resolved against recipes and placement.
@@ -27,6 +27,8 @@ pub struct PlannedCell {
     pub sandbox: Sandbox,
     /// The runtime version the reproduced source used, if the scenario says.
     pub source_runtime: Option<String>,
+    /// What the reproduced source states (the scenario's `[source]`), for the derived deviations.
+    pub stated: crate::scenario::SourceStatement,
     /// The scenario's extra environment for the server.
     pub env: BTreeMap<String, String>,
     /// Which repeat of its cell this is, when the scenario repeats cells.
@@ -151,6 +153,9 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             suite: spec.suite.clone(),
             env: s.env.clone(),
             expect_failure: s.expect == Expect::Failure,
+            program: s.program.as_ref().map(|p| p.get_ref().clone()),
+            lock: s.lock.as_ref().map(|l| l.get_ref().clone()),
+            no_bytecode: s.bytecode.as_ref().is_some_and(|b| *b.get_ref() == Bytecode::Absent),
         };
         let image = recipes.resolve(&want).map_err(|e| {
             let span = match e.field {
@@ -164,6 +169,9 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                     .map(|v| v.span())
                     .or(s.session.as_ref().map(|v| v.span()))
                     .or(s.transport.as_ref().map(|v| v.span())),
+                WantField::Program => s.program.as_ref().map(|v| v.span()),
+                WantField::Lock => s.lock.as_ref().map(|v| v.span()),
+                WantField::Bytecode => s.bytecode.as_ref().map(|v| v.span()),
             };
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
@@ -177,8 +185,15 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             placement,
             timeouts: scenario.timeouts,
             expect: s.expect,
-            sandbox: Sandbox::hardened(),
+            // A program without compiled bytecode writes it at its first start: its root stays
+            // writable (recorded in the sandbox manifest), everything else as hardened.
+            sandbox: if want.no_bytecode {
+                Sandbox { read_only_root: false, ..Sandbox::hardened() }
+            } else {
+                Sandbox::hardened()
+            },
             source_runtime: s.source_runtime.clone(),
+            stated: scenario.stated.clone(),
             env: s.env.clone(),
             repeat: (spec.repeats > 1).then_some(crate::spec::Repeat {
                 index: spec.repeat,

@@ -72,16 +72,6 @@ fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
     }
 }
 
-/// The deviation to record when a reproduction asked for a runtime version this cell did not
-/// run ("3.12" is met by any 3.12.x; "3.12.3" only by itself).
-pub fn runtime_deviation(kind: &str, wanted: Option<&str>, actual: &str) -> Option<String> {
-    let wanted = wanted?;
-    let met = actual == wanted || actual.starts_with(&format!("{wanted}."));
-    (!met).then(|| {
-        format!("the reproduced source ran {kind} {wanted}, which cannot be had here; this cell ran {kind} {actual}")
-    })
-}
-
 /// The record of one cell from its outcome: what was measured, and the environment it ran in
 /// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
 /// Its hashes and sequence number are the store's to fill.
@@ -106,7 +96,7 @@ pub fn build_record(
         RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
         _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
     };
-    let environment = Environment {
+    let mut environment = Environment {
         image: ImageManifest {
             reference: image.reference.clone(),
             image_id: image.id.clone(),
@@ -124,18 +114,22 @@ pub fn build_record(
         placement: placement.clone(),
         benchlab: ctx.benchlab.clone(),
         scenario_sha256: ctx.scenario_sha256.clone(),
-        deviations: cell
-            .deviations
-            .iter()
-            .cloned()
-            .chain(runtime_deviation(
-                cell.image.runtime_kind.as_str(),
-                cell.source_runtime.as_deref(),
-                &runtime_version,
-            ))
-            .collect(),
+        deviations: cell.deviations.clone(),
         sandbox: Some(sandbox_manifest(&sandbox)),
     };
+    // What the reproduced source states, against what this cell ran (its image's packages, its
+    // runtime, its host): derived, not remembered.
+    let derived = crate::record::deviations::derive(
+        &cell.stated,
+        &crate::record::deviations::CellRan {
+            env: &environment,
+            source_runtime: cell.source_runtime.as_deref(),
+            program: cell.want.program.as_deref(),
+            suite: &cell.suite,
+            null_server: cell.want.family == crate::recipe::NULL_FAMILY,
+        },
+    );
+    environment.deviations.extend(derived);
     let failure = failure_override.or(outcome.failure.clone());
     let samples = |v: &[u64]| {
         stats::summarize_samples(v).map(|summary| SampleMetric {
@@ -206,16 +200,6 @@ pub fn build_record(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn runtime_deviations_are_named() {
-        assert_eq!(runtime_deviation("cpython", Some("3.13"), "3.13.5"), None);
-        assert_eq!(runtime_deviation("cpython", Some("3.13.5"), "3.13.5"), None);
-        assert_eq!(runtime_deviation("cpython", None, "3.11.2"), None);
-        let d = runtime_deviation("cpython", Some("3.12.3"), "3.13.5").unwrap();
-        assert!(d.contains("3.12.3") && d.contains("3.13.5"), "{d}");
-        assert!(runtime_deviation("node", Some("22.1"), "22.12.0").is_some());
-    }
 
     #[test]
     fn a_resumed_cell_in_another_environment_is_reported() {

@@ -62,6 +62,20 @@ pub struct ApiSpec {
     pub stdio: bool,
     /// The HTTP transports of this API generation, when it has any.
     pub http: Option<HttpSpec>,
+    /// Programs a reproduced source published for this API generation, by name (`seed-000`).
+    /// A cell that names one runs that file over stdio, in an image of its own that holds it
+    /// alone (the suite sources stay out, so the images of every other cell are unchanged).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub programs: BTreeMap<String, ProgramSpec>,
+}
+
+/// A source's own server program: the suite whose tools it serves (for the correctness gate and
+/// the workloads' calls) and its file, relative to the recipe folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    pub suite: String,
+    pub file: String,
 }
 
 fn yes() -> bool {

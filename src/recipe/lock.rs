@@ -29,6 +29,7 @@ impl RecipeBook {
         family: &str,
         version: &str,
         runtime: Option<&str>,
+        label: Option<&str>,
     ) -> Result<Vec<LockJob>, String> {
         let (recipe, v) = self.recipe_version(family, Some(version)).map_err(|e| e.message)?;
         let mut out = Vec::new();
@@ -52,7 +53,7 @@ impl RecipeBook {
                 runtime: name.clone(),
                 locker,
                 base,
-                dir: self.lockfiles_dir.join(family).join(format!("{version}-{name}")),
+                dir: self.lockfiles_dir.join(family).join(super::resolve::lock_folder(version, name, label)),
             });
         }
         if out.is_empty() {
@@ -60,6 +61,14 @@ impl RecipeBook {
                 "{family} {version} has no runtime {:?} in its recipe's `runtimes`",
                 runtime.unwrap_or("")
             ));
+        }
+        if label.is_some() {
+            if let Some(missing) = out.iter().find(|j| !j.dir.is_dir()) {
+                return Err(format!(
+                    "no labelled lock folder {}: write its requirements.in or package.json (and an `exclude-newer` file with the day it is locked as of) first",
+                    missing.dir.display()
+                ));
+            }
         }
         Ok(out)
     }
@@ -75,7 +84,7 @@ impl RecipeBook {
             )
         })?;
         let rt = runtime.unwrap_or(&range.runtimes[0]);
-        let job = self.lock_jobs(family, &range.template, Some(rt))?.remove(0);
+        let job = self.lock_jobs(family, &range.template, Some(rt), None)?.remove(0);
         Ok((range.package.clone(), job))
     }
 

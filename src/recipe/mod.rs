@@ -19,7 +19,7 @@ use crate::mcp::transport::Transport;
 use base::BaseSource;
 use file::RecipeFile;
 
-pub use file::{ApiSpec, HttpSpec, RangeSpec, RuntimeSpec, VersionSpec};
+pub use file::{ApiSpec, HttpSpec, ProgramSpec, RangeSpec, RuntimeSpec, VersionSpec};
 pub use image::{BuildInputs, ImagePlan, CA_FILE};
 pub use kinds::{Locker, RuntimeKind};
 pub use lock::{check_lock, is_locked, LockJob};
@@ -163,6 +163,14 @@ impl RecipeBook {
                     // `bench` is served over HTTP only (Gradio), which the lab drives later.
                     if crate::mcp::suite::Suite::from_name(suite).is_none() && suite != "bench" {
                         return Err(invalid(format!("[api.{name}.sources] names unknown suite {suite:?}")));
+                    }
+                }
+                for (program, spec) in &api.programs {
+                    if crate::mcp::suite::Suite::from_name(&spec.suite).is_none() {
+                        return Err(invalid(format!(
+                            "[api.{name}.programs.{program}] names unknown suite {:?}",
+                            spec.suite
+                        )));
                     }
                 }
             }

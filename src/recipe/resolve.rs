@@ -32,6 +32,14 @@ impl RecipeBook {
         let version = v.version.as_str();
         let (runtime_name, rt) = runtime_for(recipe, &v, want)?;
         let (api_name, api) = api_for(recipe, &v, want)?;
+        if let Some(p) = &want.program {
+            return self.resolve_program(recipe, &v, (runtime_name, rt), (api_name, api), p, want);
+        }
+        if want.no_bytecode {
+            return Err(WantField::Bytecode.error(
+                "`bytecode = \"none\"` is for a source's own program (set `program` too): the suite servers' images are shared".into(),
+            ));
+        }
         let (sources, argv_template, http) = serve_plan(family, api_name, api, want)?;
         sources.get(&want.suite).ok_or_else(|| {
             WantField::Api.error(format!(
@@ -45,7 +53,7 @@ impl RecipeBook {
         let fetch_base = fetch_base_of(rt);
         let dockerfile = String::from_utf8(read_input(&recipe.dir.join(&rt.dockerfile))?)
             .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
-        let mut files = self.lock_files(family, version, runtime_name)?;
+        let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
         // Every suite's sources (stdio and HTTP) go in, so one image serves them all; the cell's
         // own is the one launched and counted.
         let source = Some(source_info(recipe, family, &sources[&want.suite])?);
@@ -72,7 +80,87 @@ impl RecipeBook {
                 dockerfile_template: dockerfile,
                 launcher: rt.launcher.join(" "),
                 files,
-                recipe_entry: serde_json::json!({"version": v, "runtime": rt, "api": api_name}),
+                recipe_entry: recipe_entry(&v, rt, api_name, want),
+            }),
+        })
+    }
+
+    /// A cell running a source's own program (stdio only): an image holding that one file (as
+    /// `srv/<program>.<ext>`) with the version's lock, launched like the API's suite servers.
+    /// With `no_bytecode`, the image keeps no compiled bytecode of the installed packages, so
+    /// the program's first start compiles (and caches) it, as a fresh install does.
+    fn resolve_program(
+        &self,
+        recipe: &Recipe,
+        v: &VersionSpec,
+        (runtime_name, rt): (&str, &RuntimeSpec),
+        (api_name, api): (&str, &ApiSpec),
+        program: &str,
+        want: &ServerWant,
+    ) -> Result<ImagePlan, ResolveError> {
+        let family = want.family.as_str();
+        let spec = api.programs.get(program).ok_or_else(|| {
+            WantField::Program.error(format!(
+                "the {api_name} API of {family} has no program {program:?} (it has: {})",
+                if api.programs.is_empty() {
+                    "none".to_string()
+                } else {
+                    api.programs.keys().cloned().collect::<Vec<_>>().join(", ")
+                }
+            ))
+        })?;
+        if want.transport.is_http() {
+            return Err(WantField::Program.error(format!(
+                "program {program:?} serves stdio only; drop `transport` from the server entry"
+            )));
+        }
+        if spec.suite != want.suite {
+            return Err(WantField::Program.error(format!(
+                "program {program:?} serves suite {:?}; set `suite = {:?}` on the server entry",
+                spec.suite, spec.suite
+            )));
+        }
+        if want.no_bytecode && rt.kind != RuntimeKind::Cpython {
+            return Err(WantField::Bytecode.error(format!(
+                "`bytecode = \"none\"` is for CPython runtimes; {runtime_name} is {}",
+                rt.kind.as_str()
+            )));
+        }
+        let version = v.version.as_str();
+        let base = base_of(rt)?;
+        let fetch_base = fetch_base_of(rt);
+        let mut dockerfile = String::from_utf8(read_input(&recipe.dir.join(&rt.dockerfile))?)
+            .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
+        if want.no_bytecode {
+            dockerfile.push_str(&no_bytecode_step());
+        }
+        let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
+        let ext = Path::new(&spec.file).extension().and_then(|e| e.to_str()).unwrap_or("txt");
+        files.push((format!("srv/{program}.{ext}"), read_input(&recipe.dir.join(&spec.file))?));
+        let manifest_script =
+            if rt.kind == RuntimeKind::Cpython { "image-manifest.py" } else { "image-manifest.mjs" };
+        files.push((
+            manifest_script.to_string(),
+            read_input(&self.images_dir.join("common").join(manifest_script))?,
+        ));
+        let argv: Vec<String> = api.argv.iter().map(|a| a.replace("{suite}", program)).collect();
+        let launch = launch_of(rt, api, &argv, None, want);
+        Ok(ImagePlan {
+            family: family.into(),
+            version: version.into(),
+            api: api_name.into(),
+            runtime_name: runtime_name.into(),
+            runtime_kind: rt.kind,
+            base,
+            fetch_base,
+            launch,
+            http: None,
+            source: Some(source_info(recipe, family, &spec.file)?),
+            build: Some(BuildInputs {
+                dockerfile_template: dockerfile,
+                launcher: rt.launcher.join(" "),
+                files,
+                recipe_entry: recipe_entry(v, rt, api_name, want),
             }),
         })
     }
@@ -84,11 +172,19 @@ impl RecipeBook {
         family: &str,
         version: &str,
         runtime_name: &str,
+        label: Option<&str>,
     ) -> Result<Vec<(String, Vec<u8>)>, ResolveError> {
         let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-        let lock_dir = self.lockfiles_dir.join(family).join(format!("{version}-{runtime_name}"));
+        let lock_dir = self.lockfiles_dir.join(family).join(lock_folder(version, runtime_name, label));
+        let flag = label.map(|l| format!(" --lock {l}")).unwrap_or_default();
+        if label.is_some() && !lock_dir.is_dir() {
+            return Err(WantField::Lock.error(format!(
+                "no labelled lock folder {}: write its requirements.in or package.json (and an `exclude-newer` file with the day it is locked as of), then run `benchlab lock {family} {version} --runtime {runtime_name}{flag}`",
+                lock_dir.display()
+            )));
+        }
         let mut lock_names: Vec<String> = std::fs::read_dir(&lock_dir)
-            .map_err(|e| format!("lock folder {}: {e}; lock it with `benchlab lock {family} {version} --runtime {runtime_name}`", lock_dir.display()))?
+            .map_err(|e| format!("lock folder {}: {e}; lock it with `benchlab lock {family} {version} --runtime {runtime_name}{flag}`", lock_dir.display()))?
             .flatten()
             .filter(|e| e.path().is_file())
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -96,7 +192,7 @@ impl RecipeBook {
         lock_names.sort();
         check_lock(&lock_dir).map_err(|m| {
             format!(
-                "{}: the lock no longer matches its input ({m}); regenerate it with `benchlab lock {family} {version} --runtime {runtime_name}`",
+                "{}: the lock no longer matches its input ({m}); regenerate it with `benchlab lock {family} {version} --runtime {runtime_name}{flag}`",
                 lock_dir.display()
             )
         })?;
@@ -105,6 +201,48 @@ impl RecipeBook {
         }
         Ok(files)
     }
+}
+
+/// The lock folder of a version on a runtime (`<version>-<runtime>`), or of one of its labelled
+/// locks (`<version>-<runtime>+<label>`, e.g. `+era`: resolved as of a given day).
+pub fn lock_folder(version: &str, runtime: &str, label: Option<&str>) -> String {
+    match label {
+        Some(l) => format!("{version}-{runtime}+{l}"),
+        None => format!("{version}-{runtime}"),
+    }
+}
+
+/// The Dockerfile step of an image without compiled bytecode for its installed packages (after
+/// every other step, so nothing compiles them again). The sandbox user owns the packages and the
+/// cell's root stays writable, so the program's first start writes the bytecode it compiles.
+fn no_bytecode_step() -> String {
+    let (uid, gid) = (crate::spec::SANDBOX_UID, crate::spec::SANDBOX_GID);
+    format!(
+        "
+# benchlab: no compiled bytecode for the installed packages (`bytecode = \"none\"`): the first
+# import of each module compiles it and writes it beside its source, as after an install that
+# does not compile (uv's default). The interpreter's own standard library keeps Debian's.
+RUN find /opt/venv -name __pycache__ -type d -prune -exec rm -rf {{}} + \\
+ && chown -R {uid}:{gid} /opt/venv
+"
+    )
+}
+
+/// The recipe's part of an image's inputs. The labelled lock, the program and the bytecode
+/// variant appear only when a cell asks for them, so the images of every other cell keep their
+/// input hashes.
+fn recipe_entry(v: &VersionSpec, rt: &RuntimeSpec, api_name: &str, want: &ServerWant) -> serde_json::Value {
+    let mut entry = serde_json::json!({"version": v, "runtime": rt, "api": api_name});
+    if let Some(l) = &want.lock {
+        entry["lock"] = serde_json::json!(l);
+    }
+    if let Some(p) = &want.program {
+        entry["program"] = serde_json::json!(p);
+    }
+    if want.no_bytecode {
+        entry["bytecode"] = serde_json::json!("none");
+    }
+    entry
 }
 
 /// The runtime a server runs on (the recipe's default unless it names one), if the version is
@@ -305,6 +443,12 @@ pub enum WantField {
     Api,
     /// The transport, reply or session mode.
     Transport,
+    /// The source's own program.
+    Program,
+    /// The labelled lock.
+    Lock,
+    /// The bytecode variant.
+    Bytecode,
 }
 
 impl WantField {
@@ -341,6 +485,12 @@ pub struct ServerWant {
     pub suite: String,
     pub env: BTreeMap<String, String>,
     pub expect_failure: bool,
+    /// A source's own program (`[api.<name>.programs.<program>]`) instead of the suite's server.
+    pub program: Option<String>,
+    /// A labelled lock of the version (`lockfiles/<family>/<version>-<runtime>+<label>/`).
+    pub lock: Option<String>,
+    /// The image keeps no compiled bytecode of its installed packages (programs on CPython).
+    pub no_bytecode: bool,
 }
 
 /// Non-blank, non-comment lines of a source file (`#` for Python; `//` and `/* */` for

@@ -40,6 +40,9 @@ env = { QUIET = "1" }
 [api.new.sources]
 weekly = "servers/new/weekly.py"
 pulse = "servers/new/pulse.py"
+[api.new.programs.seed-9]
+suite = "pulse"
+file = "servers/seeds/9.py"
 [api.old]
 argv = ["/srv/{suite}.py"]
 [api.old.sources]
@@ -53,8 +56,11 @@ runtimes = ["py-a", "py-b"]
     w("images/sdk/servers/new/weekly.py", "# a comment\nimport sdk\n\nsdk.run()\n");
     w("images/sdk/servers/new/pulse.py", "import sdk\n");
     w("images/sdk/servers/old/weekly.py", "import old\n");
+    w("images/sdk/servers/seeds/9.py", "# the source's own\nimport sdk\nsdk.tool()\nsdk.run()\n");
     w("lockfiles/sdk/2.0-py-a/requirements.txt", "sdk==2.0 --hash=sha256:00\n");
     w("lockfiles/sdk/2.0-py-b/requirements.txt", "sdk==2.0 --hash=sha256:11\n");
+    w("lockfiles/sdk/2.0-py-a+era/requirements.txt", "sdk==2.0 --hash=sha256:22\n");
+    w("lockfiles/sdk/2.0-py-a+era/exclude-newer", "2020-01-01T23:59:59Z\n");
     let book = RecipeBook::load(r).unwrap();
     (d, book)
 }
@@ -168,4 +174,62 @@ fn input_hash_tracks_inputs_but_not_the_ca_bundle() {
 fn counts_lines_of_code_without_comments() {
     assert_eq!(count_loc("# c\n\nimport x\n  # d\nx()\n", "py"), 2);
     assert_eq!(count_loc("// c\nimport x;\n/* a\n b */\nconst y = 1; /* z */\n", "mjs"), 2);
+}
+
+#[test]
+fn a_sources_program_runs_alone_in_its_own_image_and_leaves_the_others_alone() {
+    let (_d, book) = fixture();
+    let suite = book.resolve(&want("pulse")).unwrap();
+    let entry = &suite.build.as_ref().unwrap().recipe_entry;
+    assert!(["program", "lock", "bytecode"].iter().all(|k| entry.get(k).is_none()), "{entry}");
+    let program = ServerWant { program: Some("seed-9".into()), ..want("pulse") };
+    let plan = book.resolve(&program).unwrap();
+    assert!(!plan.same_image(&suite));
+    assert_eq!(plan.launch.argv, ["/opt/venv/bin/python", "/srv/seed-9.py"]);
+    assert!(plan.launch.env.contains(&("BENCHLAB_SUITE".into(), "pulse".into())));
+    let src = plan.source.as_ref().unwrap();
+    assert_eq!((src.file.as_str(), src.loc), ("images/sdk/servers/seeds/9.py", 3));
+    let build = plan.build.as_ref().unwrap();
+    let names: Vec<&str> = build.files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["lock/requirements.txt", "srv/seed-9.py", "image-manifest.py"]);
+    assert_eq!(build.recipe_entry["program"], "seed-9");
+    assert!(!build.dockerfile_template.contains("__pycache__"));
+
+    // A labelled lock: its own folder, files and input.
+    let era = book.resolve(&ServerWant { lock: Some("era".into()), ..program.clone() }).unwrap();
+    let files = &era.build.as_ref().unwrap().files;
+    assert!(files.iter().any(|(n, d)| n == "lock/exclude-newer" && d.starts_with(b"2020-01-01")));
+    assert!(!era.same_image(&plan));
+    assert_eq!(era.build.as_ref().unwrap().recipe_entry["lock"], "era");
+    // A lock label works for the suite servers too.
+    assert!(book.resolve(&ServerWant { lock: Some("era".into()), ..want("weekly") }).is_ok());
+
+    // Without bytecode: the last Dockerfile step removes it and gives the packages to the
+    // sandbox user, so the first start writes what it compiles.
+    let nobc = book.resolve(&ServerWant { no_bytecode: true, ..program.clone() }).unwrap();
+    let dockerfile = &nobc.build.as_ref().unwrap().dockerfile_template;
+    let step = dockerfile.rsplit("RUN ").next().unwrap();
+    assert!(step.contains("-name __pycache__") && step.contains("chown -R 65534:65534 /opt/venv"), "{step}");
+    assert_eq!(nobc.build.as_ref().unwrap().recipe_entry["bytecode"], "none");
+    assert!(!nobc.same_image(&plan));
+}
+
+#[test]
+fn programs_locks_and_bytecode_refuse_what_does_not_fit() {
+    let (_d, book) = fixture();
+    let err = |w: ServerWant| book.resolve(&w).unwrap_err();
+    let program = ServerWant { program: Some("seed-9".into()), ..want("pulse") };
+    let e = err(ServerWant { program: Some("seed-0".into()), ..want("pulse") });
+    assert_eq!(e.field, WantField::Program);
+    assert!(e.message.contains("no program \"seed-0\" (it has: seed-9)"), "{}", e.message);
+    let e = err(ServerWant { suite: "weekly".into(), ..program.clone() });
+    assert_eq!(e.field, WantField::Program);
+    assert!(e.message.contains("set `suite = \"pulse\"`"), "{}", e.message);
+    let e = err(ServerWant { transport: Transport::Sse, ..program.clone() });
+    assert_eq!(e.field, WantField::Program);
+    let e = err(ServerWant { lock: Some("nolabel".into()), ..program.clone() });
+    assert_eq!(e.field, WantField::Lock);
+    assert!(e.message.contains("2.0-py-a+nolabel") && e.message.contains("--lock nolabel"), "{}", e.message);
+    let e = err(ServerWant { no_bytecode: true, ..want("pulse") });
+    assert_eq!(e.field, WantField::Bytecode);
 }

@@ -5,6 +5,7 @@ use crate::hash::{canonical_json, sha256_hex};
 use crate::spec::{CellTransport, Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 
 pub mod audit;
+pub mod deviations;
 pub mod diffenv;
 pub mod files;
 pub mod manifest;

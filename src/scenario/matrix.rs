@@ -177,6 +177,9 @@ impl RawMatrix {
             source_runtime: None,
             placement: placement.map(|p| Spanned::new(self.placements.as_ref().expect("listed").span(), p)),
             engine: engine.map(|e| Spanned::new(self.engines.as_ref().expect("listed").span(), e)),
+            program: None,
+            lock: None,
+            bytecode: None,
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::text::{glob_match, line_col};
 use raw::RawScenario;
 
 pub use matrix::DEFAULT_LOCKFILES;
-pub use raw::{EngineKind, ServerEntry};
+pub use raw::{Bytecode, EngineKind, ServerEntry, SourceStatement, StatedHardware};
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone)]
@@ -38,6 +38,8 @@ pub struct Scenario {
     pub repeats: u32,
     /// Cell-id patterns (`*` wildcards) a run is limited to; empty: every cell.
     pub only: Vec<String>,
+    /// What the reproduced source states (`[source]`; empty for other scenarios).
+    pub stated: SourceStatement,
 }
 
 /// A scenario problem, located in its file.
@@ -106,6 +108,7 @@ impl Scenario {
             matrices,
             workloads,
             repeats,
+            source: stated,
             ..
         } = raw;
         let mut s = Scenario {
@@ -129,6 +132,7 @@ impl Scenario {
             workload_servers: Vec::new(),
             repeats: repeats.as_ref().map_or(1, |r| *r.get_ref()),
             only: Vec::new(),
+            stated,
             source,
         };
         for m in &matrices {

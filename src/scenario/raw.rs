@@ -9,6 +9,7 @@ use toml::Spanned;
 
 use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
 use crate::spec::{Expect, Lifecycle, PlacementMode, PlacementSpec};
+pub use crate::spec::{SourceStatement, StatedHardware};
 
 /// One server under test.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -49,6 +50,26 @@ pub struct ServerEntry {
     /// `docker` or `native`: where this server's cells run, whatever `run --engine` says (a
     /// matrix's `engines` axis sets it; comparing both shows what the container costs).
     pub engine: Option<Spanned<EngineKind>>,
+    /// A program the reproduced source published (`[api.<name>.programs.<program>]` of the
+    /// family's recipe), run over stdio instead of the lab's suite server.
+    pub program: Option<Spanned<String>>,
+    /// A labelled lock of the version (`lockfiles/<family>/<version>-<runtime>+<lock>/`, e.g.
+    /// `era`: resolved as of the release's day) instead of its plain lock.
+    pub lock: Option<Spanned<String>>,
+    /// `precompiled` (the default: the image holds compiled bytecode of its packages) or `none`
+    /// (a program's first start compiles it, as after an install that does not compile).
+    pub bytecode: Option<Spanned<Bytecode>>,
+}
+
+/// Whether a CPython image holds compiled bytecode of its installed packages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bytecode {
+    #[default]
+    Precompiled,
+    /// No compiled bytecode: the first import compiles it.
+    #[serde(rename = "none")]
+    Absent,
 }
 
 /// Where a cell runs.
@@ -116,6 +137,9 @@ pub(super) struct RawScenario {
     pub(super) workloads: Vec<Spanned<RawWorkload>>,
     /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
     pub(super) repeats: Option<Spanned<u32>>,
+    /// What the reproduced source states about how it measured.
+    #[serde(default)]
+    pub(super) source: SourceStatement,
     /// The published claims the scenario checks (`benchlab verify`); parsed by `claims`.
     #[serde(rename = "claim", default)]
     #[allow(dead_code)]

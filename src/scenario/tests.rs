@@ -245,3 +245,34 @@ spawns = 1
     assert_eq!(s.servers[1].engine.as_ref().map(|e| *e.get_ref()), Some(EngineKind::Native));
     assert_eq!(s.servers[2].placement.as_ref().map(|p| *p.get_ref()), Some(PlacementMode::Shared));
 }
+
+#[test]
+fn the_source_statement_and_the_artifact_fields_are_checked_where_written() {
+    let stated = GOOD.replace(
+        "[placement]",
+        "[source]\nfile = \"000.txt\"\nhardware = { cpu_model = \"AMD EPYC\", cpus = 8 }\npackages = { mcp = \"1.1.2\" }\nprogram = \"seed-000\"\n\n[placement]",
+    );
+    let s = parse(&stated).unwrap();
+    assert_eq!(s.stated.hardware.as_ref().map(|h| h.cpus), Some(8));
+    assert_eq!(s.stated.packages["mcp"], "1.1.2");
+    assert_eq!(s.stated.program.as_deref(), Some("seed-000"));
+    assert_eq!(parse(GOOD).unwrap().stated, SourceStatement::default());
+    // An unknown key of [source] is refused at its line and column.
+    let e = parse(&stated.replace("program = \"seed-000\"", "programme = \"x\"")).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:8:1: ") && e.contains("programme"), "{e}");
+    // The null server has no program, lock or bytecode; `bytecode = "none"` needs a program.
+    let null = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\nlock = \"era\"");
+    let e = parse(&null).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:11:8: ") && e.contains("null server"), "{e}");
+    let nobc = GOOD.replace("version = \"2.3.0\"", "version = \"2.3.0\"\nbytecode = \"none\"");
+    let e = parse(&nobc).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:16:12: ") && e.contains("set `program` too"), "{e}");
+    let e = parse(&GOOD.replace("version = \"2.3.0\"", "version = \"2.3.0\"\nbytecode = \"some\""))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("scenarios/t.toml:16:12: "), "{e}");
+    let ok = GOOD
+        .replace("version = \"2.3.0\"", "version = \"2.3.0\"\nprogram = \"seed-001\"\nbytecode = \"none\"");
+    let s = parse(&ok).unwrap();
+    assert_eq!(s.servers[1].bytecode.as_ref().map(|b| *b.get_ref()), Some(Bytecode::Absent));
+}

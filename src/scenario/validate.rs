@@ -36,6 +36,27 @@ impl Scenario {
             if self.servers[..i].iter().any(|o| o.id.get_ref() == id) {
                 return Err(self.error_at(srv.id.span(), format!("server id {id:?} is used twice")));
             }
+            if srv.family.get_ref() == crate::recipe::NULL_FAMILY {
+                let spans = [
+                    srv.program.as_ref().map(|v| v.span()),
+                    srv.lock.as_ref().map(|v| v.span()),
+                    srv.bytecode.as_ref().map(|v| v.span()),
+                ];
+                if let Some(span) = spans.into_iter().flatten().next() {
+                    return Err(self.error_at(
+                        span,
+                        format!("server {id:?}: the built-in null server has no program, lock or bytecode to choose"),
+                    ));
+                }
+            }
+            if let Some(b) = &srv.bytecode {
+                if *b.get_ref() == super::raw::Bytecode::Absent && srv.program.is_none() {
+                    return Err(self.error_at(
+                        b.span(),
+                        format!("server {id:?}: `bytecode = \"none\"` builds a source's own program without bytecode; set `program` too"),
+                    ));
+                }
+            }
             if let Some(suite) = &srv.suite {
                 if Suite::from_name(suite).is_none() {
                     return Err(

@@ -7,6 +7,7 @@
 pub mod cell;
 
 pub mod outcome;
+pub mod source;
 pub mod wire;
 
 pub mod workload;
@@ -14,6 +15,7 @@ pub mod workload;
 pub use cell::*;
 
 pub use outcome::*;
+pub use source::*;
 pub use wire::*;
 
 pub use workload::*;

@@ -55,6 +55,14 @@ impl Backend for NativeBackend {
                     .into(),
             });
         }
+        if a.want.no_bytecode {
+            // The native cache installs once and is reused: after a first start wrote the
+            // bytecode, no later cell would start without it.
+            return Err(EngineError::Refused {
+                cell: a.cell_id.to_string(),
+                detail: "`bytecode = \"none\"` needs a fresh image for every cell, which the native engine's shared install cache is not; use --engine docker".into(),
+            });
+        }
         super::runtime::adapt(&a, image, deviations, &self.host_python).await
     }
 
