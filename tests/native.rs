@@ -29,6 +29,9 @@ fn want(family: &str, version: Option<&str>, suite: &str) -> ServerWant {
         suite: suite.into(),
         env: BTreeMap::new(),
         expect_failure: false,
+        program: None,
+        lock: None,
+        no_bytecode: false,
     }
 }
 
