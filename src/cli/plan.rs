@@ -90,6 +90,7 @@ async fn image_states(
                 family: p.family.clone(),
                 version: p.version.clone(),
                 runtime: p.runtime_name.clone(),
+                variant: p.variant(),
                 state,
             },
             p.runtime_kind,

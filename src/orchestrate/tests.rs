@@ -240,6 +240,7 @@ async fn plan_and_run_agree_on_images_and_estimated_time() {
             family: p.family.clone(),
             version: p.version.clone(),
             runtime: p.runtime_name.clone(),
+            variant: p.variant(),
             state,
         };
         assert_eq!(i, 0);

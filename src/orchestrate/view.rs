@@ -22,6 +22,8 @@ pub struct PlannedImage {
     pub family: String,
     pub version: String,
     pub runtime: String,
+    /// The source's program, labelled lock or bytecode variant the image was asked with, if any.
+    pub variant: Option<String>,
     pub state: ImageState,
 }
 
@@ -87,13 +89,14 @@ impl PlanView {
         );
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED)
-            .set_header(vec!["engine", "family", "version", "runtime", "image"]);
+            .set_header(vec!["engine", "family", "version", "runtime", "variant", "image"]);
         for i in &self.images {
             t.add_row(vec![
                 i.engine.clone(),
                 i.family.clone(),
                 i.version.clone(),
                 i.runtime.clone(),
+                i.variant.clone().unwrap_or_else(|| "—".into()),
                 match i.state {
                     ImageState::Cached => "cached".into(),
                     ImageState::Build => "to build".into(),

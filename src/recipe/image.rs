@@ -31,6 +31,17 @@ pub struct ImagePlan {
 }
 
 impl ImagePlan {
+    /// What sets this image apart from its version's plain one, in words (`program seed-000,
+    /// lock era, no bytecode`), or None: the cell-chosen parts of its recipe entry.
+    pub fn variant(&self) -> Option<String> {
+        let entry = &self.build.as_ref()?.recipe_entry;
+        let parts: Vec<String> = [("program", "program "), ("lock", "lock "), ("bytecode", "bytecode ")]
+            .iter()
+            .filter_map(|(k, label)| entry.get(*k).and_then(|v| v.as_str()).map(|v| format!("{label}{v}")))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// Whether two cells can share one image (the launch and source may differ by suite).
     pub fn same_image(&self, other: &ImagePlan) -> bool {
         self.family == other.family

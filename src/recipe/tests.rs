@@ -212,6 +212,14 @@ fn a_sources_program_runs_alone_in_its_own_image_and_leaves_the_others_alone() {
     assert!(step.contains("-name __pycache__") && step.contains("chown -R 65534:65534 /opt/venv"), "{step}");
     assert_eq!(nobc.build.as_ref().unwrap().recipe_entry["bytecode"], "none");
     assert!(!nobc.same_image(&plan));
+    assert_eq!(suite.variant(), None);
+    assert_eq!(plan.variant().as_deref(), Some("program seed-9"));
+    let both = book.resolve(&ServerWant { lock: Some("era".into()), ..nobc_want(&program) }).unwrap();
+    assert_eq!(both.variant().as_deref(), Some("program seed-9, lock era, bytecode none"));
+}
+
+fn nobc_want(w: &ServerWant) -> ServerWant {
+    ServerWant { no_bytecode: true, ..w.clone() }
 }
 
 #[test]
