@@ -29,7 +29,6 @@ impl RecipeBook {
             return ImagePlan::null_server(want);
         }
         let (recipe, v) = self.recipe_version(family, want.version.as_deref())?;
-        let version = v.version.as_str();
         let (runtime_name, rt) = runtime_for(recipe, &v, want)?;
         let (api_name, api) = api_for(recipe, &v, want)?;
         if let Some(p) = &want.program {
@@ -49,38 +48,56 @@ impl RecipeBook {
                 sources.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         })?;
-        let base = base_of(rt)?;
-        let fetch_base = fetch_base_of(rt);
-        let dockerfile = String::from_utf8(read_input(&recipe.dir.join(&rt.dockerfile))?)
-            .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
-        let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
         // Every suite's sources (stdio and HTTP) go in, so one image serves them all; the cell's
         // own is the one launched and counted.
-        let source = Some(source_info(recipe, family, &sources[&want.suite])?);
-        files.extend(source_files(recipe, api)?);
+        let source = source_info(recipe, family, &sources[&want.suite])?;
+        let launch = launch_of(rt, api, argv_template, http.as_ref(), want);
+        let served = Served { files: source_files(recipe, api)?, source, launch, http };
+        self.image_plan(recipe, &v, (runtime_name, rt), api_name, want, served)
+    }
+
+    /// The image plan around what a cell serves: the runtime's base and Dockerfile (with the
+    /// no-bytecode step when asked), the version's lock, the served files and the manifest
+    /// script, and the recipe's part of the input hash.
+    fn image_plan(
+        &self,
+        recipe: &Recipe,
+        v: &VersionSpec,
+        (runtime_name, rt): (&str, &RuntimeSpec),
+        api_name: &str,
+        want: &ServerWant,
+        served: Served,
+    ) -> Result<ImagePlan, ResolveError> {
+        let (family, version) = (want.family.as_str(), v.version.as_str());
+        let mut dockerfile = String::from_utf8(read_input(&recipe.dir.join(&rt.dockerfile))?)
+            .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
+        if want.no_bytecode {
+            dockerfile.push_str(&no_bytecode_step());
+        }
+        let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
+        files.extend(served.files);
         let manifest_script =
             if rt.kind == RuntimeKind::Cpython { "image-manifest.py" } else { "image-manifest.mjs" };
         files.push((
             manifest_script.to_string(),
             read_input(&self.images_dir.join("common").join(manifest_script))?,
         ));
-        let launch = launch_of(rt, api, argv_template, http.as_ref(), want);
         Ok(ImagePlan {
             family: family.into(),
             version: version.into(),
             api: api_name.into(),
             runtime_name: runtime_name.into(),
             runtime_kind: rt.kind,
-            base,
-            fetch_base,
-            launch,
-            http,
-            source,
+            base: base_of(rt)?,
+            fetch_base: fetch_base_of(rt),
+            launch: served.launch,
+            http: served.http,
+            source: Some(served.source),
             build: Some(BuildInputs {
                 dockerfile_template: dockerfile,
                 launcher: rt.launcher.join(" "),
                 files,
-                recipe_entry: recipe_entry(&v, rt, api_name, want),
+                recipe_entry: recipe_entry(v, rt, api_name, want),
             }),
         })
     }
@@ -126,43 +143,16 @@ impl RecipeBook {
                 rt.kind.as_str()
             )));
         }
-        let version = v.version.as_str();
-        let base = base_of(rt)?;
-        let fetch_base = fetch_base_of(rt);
-        let mut dockerfile = String::from_utf8(read_input(&recipe.dir.join(&rt.dockerfile))?)
-            .map_err(|_| format!("{} is not UTF-8", rt.dockerfile))?;
-        if want.no_bytecode {
-            dockerfile.push_str(&no_bytecode_step());
-        }
-        let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
         let ext = Path::new(&spec.file).extension().and_then(|e| e.to_str()).unwrap_or("txt");
-        files.push((format!("srv/{program}.{ext}"), read_input(&recipe.dir.join(&spec.file))?));
-        let manifest_script =
-            if rt.kind == RuntimeKind::Cpython { "image-manifest.py" } else { "image-manifest.mjs" };
-        files.push((
-            manifest_script.to_string(),
-            read_input(&self.images_dir.join("common").join(manifest_script))?,
-        ));
+        let files = vec![(format!("srv/{program}.{ext}"), read_input(&recipe.dir.join(&spec.file))?)];
         let argv: Vec<String> = api.argv.iter().map(|a| a.replace("{suite}", program)).collect();
-        let launch = launch_of(rt, api, &argv, None, want);
-        Ok(ImagePlan {
-            family: family.into(),
-            version: version.into(),
-            api: api_name.into(),
-            runtime_name: runtime_name.into(),
-            runtime_kind: rt.kind,
-            base,
-            fetch_base,
-            launch,
+        let served = Served {
+            files,
+            source: source_info(recipe, family, &spec.file)?,
+            launch: launch_of(rt, api, &argv, None, want),
             http: None,
-            source: Some(source_info(recipe, family, &spec.file)?),
-            build: Some(BuildInputs {
-                dockerfile_template: dockerfile,
-                launcher: rt.launcher.join(" "),
-                files,
-                recipe_entry: recipe_entry(v, rt, api_name, want),
-            }),
-        })
+        };
+        self.image_plan(recipe, v, (runtime_name, rt), api_name, want, served)
     }
 
     /// The files of a version's lock folder for a runtime (`lock/<name>`), once it is known to
@@ -201,6 +191,15 @@ impl RecipeBook {
         }
         Ok(files)
     }
+}
+
+/// What a cell serves from an image: the source files it holds, the cell's own source, how it is
+/// launched and reached.
+struct Served {
+    files: Vec<(String, Vec<u8>)>,
+    source: SourceInfo,
+    launch: ServerLaunch,
+    http: Option<HttpTarget>,
 }
 
 /// The lock folder of a version on a runtime (`<version>-<runtime>`), or of one of its labelled
