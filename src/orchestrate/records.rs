@@ -72,6 +72,21 @@ fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
     }
 }
 
+/// What the reproduced source states, against what this cell ran (its image's packages, its
+/// runtime, its host): derived, not remembered.
+fn derived_deviations(cell: &PlannedCell, environment: &Environment) -> Vec<String> {
+    crate::record::deviations::derive(
+        &cell.stated,
+        &crate::record::deviations::CellRan {
+            env: environment,
+            source_runtime: cell.source_runtime.as_deref(),
+            program: cell.want.program.as_deref(),
+            suite: &cell.suite,
+            null_server: cell.want.family == crate::recipe::NULL_FAMILY,
+        },
+    )
+}
+
 /// The record of one cell from its outcome: what was measured, and the environment it ran in
 /// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
 /// Its hashes and sequence number are the store's to fill.
@@ -117,19 +132,7 @@ pub fn build_record(
         deviations: cell.deviations.clone(),
         sandbox: Some(sandbox_manifest(&sandbox)),
     };
-    // What the reproduced source states, against what this cell ran (its image's packages, its
-    // runtime, its host): derived, not remembered.
-    let derived = crate::record::deviations::derive(
-        &cell.stated,
-        &crate::record::deviations::CellRan {
-            env: &environment,
-            source_runtime: cell.source_runtime.as_deref(),
-            program: cell.want.program.as_deref(),
-            suite: &cell.suite,
-            null_server: cell.want.family == crate::recipe::NULL_FAMILY,
-        },
-    );
-    environment.deviations.extend(derived);
+    environment.deviations.extend(derived_deviations(cell, &environment));
     let failure = failure_override.or(outcome.failure.clone());
     let samples = |v: &[u64]| {
         stats::summarize_samples(v).map(|summary| SampleMetric {
