@@ -8,6 +8,7 @@ pub mod claims;
 pub mod cli;
 pub mod driver;
 pub mod hash;
+pub mod host;
 pub mod lock;
 pub mod mcp;
 pub mod measure;

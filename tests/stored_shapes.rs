@@ -268,6 +268,14 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
         environment,
         prev_hash: Some("5".repeat(64)),
         dispatch: None,
+        schedule: Some(benchlab::record::Schedule {
+            order: benchlab::record::Order::Random,
+            seed: Some(4_000_000_000),
+            position: 7,
+            of: 12,
+            control: Some(benchlab::record::ControlAt::Middle),
+        }),
+        host_check: None,
         hash: String::new(),
     };
     r.hash = r.compute_hash();

@@ -205,6 +205,12 @@ pub struct CellOutcome {
     /// Set by a cluster backend: the node the cell ran on, as its records name it.
     #[serde(default)]
     pub ran_on: Option<RanOn>,
+    /// The quiet-host check around the cell (the backend that ran it on its host takes it).
+    #[serde(default)]
+    pub quiet: Option<crate::host::Quiet>,
+    /// Set by a cluster's worker: the speed fingerprint of the node that ran the cell.
+    #[serde(default)]
+    pub fingerprint: Option<crate::host::Fingerprint>,
 }
 
 /// Where a cluster ran a cell: its dispatch (node, job ids, CPUs, attempts) and, when a worker

@@ -166,7 +166,7 @@ impl Backend for ScriptedBackend {
             Script::Ok { after, cold_start_ns } => {
                 tokio::time::sleep(after).await;
                 let driver = DriverOutcome { cold_start_ns: vec![cold_start_ns], ..DriverOutcome::default() };
-                CellOutcome { driver, failure: None, facts, sandbox: Some(job.sandbox.clone()), ran_on: None }
+                CellOutcome { driver, failure: None, facts, sandbox: Some(job.sandbox.clone()), ..CellOutcome::default() }
             }
             Script::Fail { after, reason } => {
                 tokio::time::sleep(after).await;

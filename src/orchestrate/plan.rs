@@ -42,6 +42,9 @@ pub struct PlannedCell {
     pub deviations: Vec<String>,
     /// Which of the run's backends runs it (set by [`admit`]).
     pub backend: usize,
+    /// Its place in the run's order, and whether it is an A/A control (set when the run is
+    /// ordered).
+    pub schedule: Option<crate::record::Schedule>,
 }
 
 impl PlannedCell {
@@ -205,6 +208,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             want,
             deviations: Vec::new(),
             backend: 0,
+            schedule: None,
         });
     }
     Ok(out)

@@ -20,6 +20,9 @@ pub struct RunContext {
     pub host: HostManifest,
     pub benchlab: BenchlabManifest,
     pub scenario_sha256: String,
+    /// The host's speed fingerprint, measured once at the run's start (a cluster's node sends
+    /// its own with each outcome).
+    pub fingerprint: Option<crate::host::Fingerprint>,
 }
 
 /// Manifest fields every cell of a run shares: a difference there in any earlier record is a
@@ -97,7 +100,11 @@ pub fn build_record(
     engine: &EngineManifest,
     cell_outcome: CellOutcome,
 ) -> Record {
-    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox, ran_on } = cell_outcome;
+    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox, ran_on, quiet, fingerprint } =
+        cell_outcome;
+    let fingerprint = fingerprint.or_else(|| ctx.fingerprint.clone());
+    let host_check = (fingerprint.is_some() || quiet.is_some())
+        .then_some(crate::host::HostCheck { fingerprint, quiet });
     // A cluster's node reports its own host, engine and the CPUs it gave the cell.
     let (host, engine, placement, dispatch) = match ran_on {
         Some(crate::backend::RanOn { dispatch, node: Some(n) }) => {
@@ -196,6 +203,8 @@ pub fn build_record(
         env_hash: String::new(),
         prev_hash: None,
         dispatch,
+        schedule: cell.schedule.clone(),
+        host_check,
         hash: String::new(),
     }
 }

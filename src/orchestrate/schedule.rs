@@ -69,6 +69,7 @@ pub async fn run_cells<B: Backend>(
         host: crate::record::manifest::read_host(Path::new("/")),
         benchlab: BenchlabManifest { version: env!("CARGO_PKG_VERSION").into(), binary_sha256 },
         scenario_sha256: scenario.sha256(),
+        fingerprint: None,
     };
     let mut engines = Vec::new();
     for b in backends {

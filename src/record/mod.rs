@@ -185,8 +185,74 @@ pub struct Record {
     /// kernel and engine are in `environment`, its name and job ids are not what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch: Option<Dispatch>,
+    /// Where the cell fell in the run's order (a seeded permutation, or as written) and whether
+    /// it was an A/A control measurement. Not part of `env_hash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    /// The host's state around the cell: the run's (or node's) speed fingerprint and the cell's
+    /// quiet check. Not part of `env_hash`: conditions, not what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_check: Option<crate::host::HostCheck>,
     /// sha256 hex of this record's canonical JSON without the `hash` field.
     pub hash: String,
+}
+
+/// How a run ordered its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// A seeded permutation of the cells within each round of repeats (round-robin repeats), so
+    /// the host's drift spreads across versions instead of lining up with them.
+    Random,
+    /// The scenario's order: server by server, workload by workload, repeats together.
+    AsWritten,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Random => "random",
+            Order::AsWritten => "as-written",
+        }
+    }
+}
+
+/// Where an A/A control measurement fell in its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlAt {
+    Start,
+    Middle,
+    End,
+}
+
+impl ControlAt {
+    pub const ALL: [ControlAt; 3] = [ControlAt::Start, ControlAt::Middle, ControlAt::End];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlAt::Start => "start",
+            ControlAt::Middle => "middle",
+            ControlAt::End => "end",
+        }
+    }
+}
+
+/// A record's place in its run's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    pub order: Order,
+    /// The permutation's seed (`random` only); `--order-seed` gives it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u32>,
+    /// This cell's place in the run's order, from 0, of `of` places.
+    pub position: u32,
+    pub of: u32,
+    /// A sweep's A/A control: a control release measured again at the start, middle or end of
+    /// the run (history points leave these out and show their drift instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlAt>,
 }
 
 impl Record {
@@ -340,6 +406,8 @@ pub(crate) mod tests {
             env_hash: String::new(),
             prev_hash: None,
             dispatch: None,
+            schedule: None,
+            host_check: None,
             hash: String::new(),
         }
     }

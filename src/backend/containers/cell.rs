@@ -50,7 +50,7 @@ pub async fn run<E: Engine>(
                     ),
                 )
             });
-            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()), ran_on: None }
+            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()), ..CellOutcome::default() }
         }
         Err(e) => CellOutcome { sandbox: Some(job.sandbox.clone()), ..CellOutcome::engine_error(e, facts) },
     }

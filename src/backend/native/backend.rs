@@ -153,7 +153,7 @@ impl Backend for NativeBackend {
                         ),
                     )
                 });
-                CellOutcome { driver: run.outcome, failure, facts, sandbox, ran_on: None }
+                CellOutcome { driver: run.outcome, failure, facts, sandbox, ..CellOutcome::default() }
             }
             Err(e) => CellOutcome { sandbox, ..CellOutcome::engine_error(e, facts) },
         }
