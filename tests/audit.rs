@@ -181,6 +181,8 @@ fn record(i: usize) -> Record {
         env_hash: String::new(),
         prev_hash: None,
         dispatch: None,
+        schedule: None,
+        host_check: None,
         hash: String::new(),
     }
 }
