@@ -67,6 +67,7 @@ impl PlannedCell {
             sandbox: self.sandbox.clone(),
             labels: Default::default(),
             benchlab_exe: benchlab_exe.to_path_buf(),
+            require_quiet_s: None,
         }
     }
 

@@ -150,6 +150,10 @@ pub struct CellJob {
     /// the node's epilog can find what a cancelled job left).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub labels: std::collections::BTreeMap<String, String>,
+    /// `--require-quiet`: wait up to this many seconds for the cell's CPUs to be quiet before
+    /// the cell starts; still loud then, the cell fails as `noisy_host` (its backend checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_quiet_s: Option<u64>,
 }
 
 impl CellJob {
