@@ -1,7 +1,11 @@
 //! Statistics without I/O: latency histograms (HdrHistogram, nanoseconds), their standard V2
 //! compressed encoding, percentile summaries in milliseconds, medians of small samples, and
-//! seeded bootstrap confidence intervals, coefficients of variation and the noise flag. Nothing
+//! seeded bootstrap confidence intervals, coefficients of variation and the noise flag; `runs`:
+//! between-run intervals (runs as the unit) and the seeded shuffle of a run's order. Nothing
 //! here reads a clock or a random source: the same inputs and seed give the same intervals.
+
+mod runs;
+pub use runs::{between_runs, seeded_shuffle, t_975};
 
 use std::time::Duration;
 

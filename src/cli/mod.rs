@@ -235,6 +235,8 @@ fn run_options(
         work_dir: work_dir(),
         lab_volume_bytes: 64 << 20,
         parallel: false,
+        order_seed: None,
+        require_quiet_s: None,
     })
 }
 

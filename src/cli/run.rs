@@ -63,7 +63,63 @@ pub struct RunArgs {
     #[arg(long)]
     parallel: bool,
     #[command(flatten)]
+    noise: NoiseArgs,
+    #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+/// How a run meets the host's noise: its order, its repeats, a quiet host.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct NoiseArgs {
+    /// The order cells run in: `random` (the scenario's default: a seeded permutation within
+    /// each round of repeats, A B C A B C…, so a drift of the host spreads across versions
+    /// instead of lining up with them) or `as-written` (server by server, repeats together).
+    /// Every record keeps its position and the seed.
+    #[arg(long, value_enum)]
+    pub order: Option<OrderChoice>,
+    /// The seed of the random order (default: a fresh one, printed and recorded; a resumed run
+    /// keeps its own).
+    #[arg(long, value_name = "SEED")]
+    pub order_seed: Option<u32>,
+    /// Run every cell this many times, each in fresh containers, instead of the scenario's
+    /// `repeats` (3 by default for sweeps and reproductions: figures use the between-run
+    /// interval, runs as the unit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeats: Option<u32>,
+    /// Before each cell, wait up to SECS (default 60) for its CPUs to be quiet (no other
+    /// process above the threshold, no steal, no memory pressure); a cell whose host stays
+    /// loud fails as `noisy_host` instead of being measured. Without it every cell is still
+    /// checked and a loud one is flagged `noisy` in its record.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60")]
+    pub require_quiet: Option<u64>,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrderChoice {
+    Random,
+    AsWritten,
+}
+
+impl NoiseArgs {
+    /// Applies the order and repeats to a scenario.
+    pub fn adjust(&self, s: &mut Scenario) {
+        if let Some(o) = self.order {
+            s.order = match o {
+                OrderChoice::Random => crate::spec::Order::Random,
+                OrderChoice::AsWritten => crate::spec::Order::AsWritten,
+            };
+        }
+        if let Some(r) = self.repeats {
+            s.repeats = r;
+        }
+    }
+
+    /// Applies the seed and the quiet wait to the run's options.
+    pub fn options(&self, opts: &mut RunOptions) {
+        opts.order_seed = self.order_seed;
+        opts.require_quiet_s = self.require_quiet;
+    }
 }
 
 /// Where a run's cells go: this host, or a Slurm cluster.
@@ -144,11 +200,13 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         only,
         engine,
         parallel,
+        noise,
         cluster,
     } = args;
     cluster.check()?;
     let mut adjust = |s: &mut Scenario| {
         s.override_load_times(warmup, duration);
+        noise.adjust(s);
         if !only.is_empty() {
             s.only = only.clone();
         }
@@ -160,6 +218,7 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
     let recipes = checkout.recipes()?;
     let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
     opts.parallel = parallel;
+    noise.options(&mut opts);
     let summary = tokio_runtime().block_on(async {
         let backends = match cluster.backend {
             BackendChoice::Local => backends(engine, &opts, true).await?,

@@ -8,6 +8,7 @@
 //! docs/ARCHITECTURE.md follows one cell through it.
 
 pub mod estimate;
+pub mod order;
 pub mod plan;
 pub mod records;
 pub mod run_dir;
@@ -92,6 +93,11 @@ pub struct RunOptions {
     pub lab_volume_bytes: u64,
     /// Run cells at once on disjoint CPU slots that share no physical core (`--parallel`).
     pub parallel: bool,
+    /// The seed of the run's permutation (`--order-seed`); a fresh one when absent, the earlier
+    /// records' on `--resume`.
+    pub order_seed: Option<u32>,
+    /// `--require-quiet`: how long each cell may wait for a quiet host before it fails.
+    pub require_quiet_s: Option<u64>,
 }
 
 impl RunOptions {
@@ -206,9 +212,12 @@ pub async fn resume<B: Backend>(
         .await
 }
 
-/// Whether a record is of this planned cell (same id, same repeat).
+/// Whether a record is of this planned cell (same id, same repeat, same A/A control place).
 pub fn same_cell(r: &Record, c: &PlannedCell) -> bool {
-    r.cell.id == c.id && r.cell.repeat.map(|x| x.index) == c.repeat.map(|x| x.index)
+    let control = |s: Option<&crate::spec::Schedule>| s.and_then(|s| s.control);
+    r.cell.id == c.id
+        && r.cell.repeat.map(|x| x.index) == c.repeat.map(|x| x.index)
+        && control(r.schedule.as_ref()) == control(c.schedule.as_ref())
 }
 
 /// Makes (or finds) each image on its backend, with counts and an estimate of the time left;

@@ -25,7 +25,7 @@ use crate::record::manifest::{BenchlabManifest, EngineManifest};
 use crate::record::store::Store;
 use crate::record::{Record, Status};
 use crate::scenario::Scenario;
-use crate::spec::{DriverEvent, ParallelSlot, Placement, PlacementMode};
+use crate::spec::{CellJob, DriverEvent, ParallelSlot, Placement, PlacementMode};
 
 /// The cells of a run that are still to run, and where its records go.
 struct Planned {
@@ -124,6 +124,7 @@ pub async fn run_cells<B: Backend>(
         benchlab_exe: &benchlab_exe,
         slots: &slots,
         lanes,
+        require_quiet_s: opts.require_quiet_s,
     };
     let (records, env_changes) =
         run.cells(&cells, store, &earlier, countdown, &run_dir, interrupt, emit).await?;
@@ -140,7 +141,10 @@ async fn plan_run<B: Backend>(
     earlier: &[Record],
     cpus: &[u32],
 ) -> Result<Planned, RunError> {
-    let mut cells = plan(scenario, recipes, cpus)?;
+    let cells = plan(scenario, recipes, cpus)?;
+    // A resumed run keeps its permutation: the seed its records name.
+    let seed = super::order::seed_of(earlier).or(opts.order_seed).unwrap_or_else(super::order::fresh_seed);
+    let mut cells = super::order::arrange(cells, &scenario.controls, scenario.order, seed);
     admit(backends, recipes, &mut cells).await?;
     let run_id = opts.run_id.clone().unwrap_or_else(|| new_run_id(&scenario.name));
     let run_dir = opts.results_dir.join(&scenario.name).join(&run_id);
@@ -214,6 +218,8 @@ struct Scheduler<'a, B: Backend> {
     slots: &'a [Placement],
     /// How many cells run at once (the slots, or a cluster's queue depth).
     lanes: usize,
+    /// `--require-quiet`'s wait, for every cell's job.
+    require_quiet_s: Option<u64>,
 }
 
 impl<B: Backend> Scheduler<'_, B> {
@@ -313,7 +319,10 @@ impl<B: Backend> Scheduler<'_, B> {
             .iter()
             .find(|(b, p, _)| *b == cell.backend && p.same_image(&cell.image))
             .expect("every cell's image is prepared");
-        let job = cell.job(&self.ctx.run_id, index, self.benchlab_exe);
+        let job = CellJob {
+            require_quiet_s: self.require_quiet_s,
+            ..cell.job(&self.ctx.run_id, index, self.benchlab_exe)
+        };
         let cell_id = cell.id.clone();
         let mut on_event = |e: CellEvent| match e {
             CellEvent::Driver(DriverEvent::Progress { phase, done, total }) => {

@@ -14,9 +14,12 @@ use crate::spec::FailureReason;
 
 const MS: Duration = Duration::from_millis(1);
 
-/// A scenario of `servers` null servers × one cold-start workload, in `mode`.
+/// A scenario of `servers` null servers × one cold-start workload, in `mode`, in the order
+/// written.
 fn scenario(servers: usize, mode: &str) -> Scenario {
-    let mut toml = format!("name = \"sched\"\nsuite = \"weekly\"\n[placement]\nmode = \"{mode}\"\n");
+    let mut toml = format!(
+        "name = \"sched\"\nsuite = \"weekly\"\norder = \"as-written\"\n[placement]\nmode = \"{mode}\"\n"
+    );
     for i in 0..servers {
         toml.push_str(&format!("[[server]]\nid = \"s{i}\"\nfamily = \"benchlab-null\"\n"));
     }
@@ -49,6 +52,17 @@ calls = 100
     Scenario::parse(Path::new("sched2.toml"), toml.to_string()).expect("a valid scenario")
 }
 
+/// Null servers named `ids`, one cold-start workload, `repeats` each, planned (scenario order).
+pub(crate) fn planned(ids: &[&str], repeats: u32) -> Vec<PlannedCell> {
+    let mut toml = format!("name = \"order\"\nsuite = \"weekly\"\nrepeats = {repeats}\n");
+    for id in ids {
+        toml.push_str(&format!("[[server]]\nid = \"{id}\"\nfamily = \"benchlab-null\"\n"));
+    }
+    toml.push_str("[[workload]]\nkind = \"cold_start\"\nspawns = 1\n");
+    let s = Scenario::parse(Path::new("order.toml"), toml).expect("a valid scenario");
+    plan(&s, &recipes(), &[0, 1]).expect("a plan")
+}
+
 fn recipes() -> RecipeBook {
     RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("the checkout's recipes")
 }
@@ -64,6 +78,8 @@ fn options(dir: &Path, parallel: bool) -> RunOptions {
         work_dir: dir.join("work"),
         lab_volume_bytes: 1 << 20,
         parallel,
+        order_seed: None,
+        require_quiet_s: None,
     }
 }
 
@@ -166,6 +182,58 @@ async fn resume_runs_exactly_the_missing_cells() {
     let stored = read_records(&run_dir.join(RECORDS_FILE)).unwrap();
     assert_eq!(stored.len(), 5, "nothing earlier is lost: 4 + the rerun");
     assert!(crate::record::audit::audit(&run_dir.join(RECORDS_FILE)).is_clean());
+}
+
+#[tokio::test]
+async fn a_random_order_is_recorded_and_a_resumed_run_keeps_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut opts = options(d.path(), false);
+    opts.order_seed = Some(1234);
+    let mut sc = scenario(6, "split");
+    sc.order = crate::spec::Order::Random;
+    sc.repeats = 2;
+    let first = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1))
+        .script("s4/cold_start", Script::Fail { after: MS, reason: FailureReason::Timeout });
+    let summary = run_all(&first, &sc, &opts, None, &mut Vec::new()).await.unwrap();
+    let order: Vec<String> = summary.records.iter().map(|r| r.cell.id.clone()).collect();
+    let written: Vec<String> =
+        (0..6).flat_map(|i| [format!("s{i}/cold_start"), format!("s{i}/cold_start")]).collect();
+    assert_ne!(order, written, "not the order written");
+    for (i, r) in summary.records.iter().enumerate() {
+        let s = r.schedule.as_ref().expect("every record has its place");
+        assert_eq!(
+            (s.order, s.seed, s.position, s.of),
+            (crate::spec::Order::Random, Some(1234), i as u32, 12)
+        );
+        // Round-robin: the first six are the first round.
+        assert_eq!(r.cell.repeat.unwrap().index, (i / 6) as u32);
+    }
+    // Resumed with another seed on the command line: the run's own seed and places are kept.
+    opts.order_seed = Some(99);
+    let second = ScriptedBackend::new(ScriptedBackend::smt_topology(2), ok(1));
+    let resumed = resume(
+        std::slice::from_ref(&second),
+        &summary.run_dir,
+        &recipes(),
+        &opts,
+        &mut |s| {
+            s.order = crate::spec::Order::Random;
+            s.repeats = 2;
+        },
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.records.len(), 2, "the two failed cells run again");
+    for r in &resumed.records {
+        let s = r.schedule.as_ref().unwrap();
+        let before = summary
+            .records
+            .iter()
+            .find(|e| e.cell.id == r.cell.id && e.cell.repeat == r.cell.repeat)
+            .unwrap();
+        assert_eq!((s.seed, s.position), (Some(1234), before.schedule.as_ref().unwrap().position));
+    }
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! computing metrics does not.
 use crate::hash::{canonical_json, sha256_hex};
 use crate::spec::{CellTransport, Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
+pub use crate::spec::{ControlAt, Order, Schedule};
 
 pub mod audit;
 pub mod deviations;
@@ -195,64 +196,6 @@ pub struct Record {
     pub host_check: Option<crate::host::HostCheck>,
     /// sha256 hex of this record's canonical JSON without the `hash` field.
     pub hash: String,
-}
-
-/// How a run ordered its cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    /// A seeded permutation of the cells within each round of repeats (round-robin repeats), so
-    /// the host's drift spreads across versions instead of lining up with them.
-    Random,
-    /// The scenario's order: server by server, workload by workload, repeats together.
-    AsWritten,
-}
-
-impl Order {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Order::Random => "random",
-            Order::AsWritten => "as-written",
-        }
-    }
-}
-
-/// Where an A/A control measurement fell in its run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ControlAt {
-    Start,
-    Middle,
-    End,
-}
-
-impl ControlAt {
-    pub const ALL: [ControlAt; 3] = [ControlAt::Start, ControlAt::Middle, ControlAt::End];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ControlAt::Start => "start",
-            ControlAt::Middle => "middle",
-            ControlAt::End => "end",
-        }
-    }
-}
-
-/// A record's place in its run's order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Schedule {
-    pub order: Order,
-    /// The permutation's seed (`random` only); `--order-seed` gives it back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u32>,
-    /// This cell's place in the run's order, from 0, of `of` places.
-    pub position: u32,
-    pub of: u32,
-    /// A sweep's A/A control: a control release measured again at the start, middle or end of
-    /// the run (history points leave these out and show their drift instead).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control: Option<ControlAt>,
 }
 
 impl Record {

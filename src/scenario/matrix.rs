@@ -24,6 +24,13 @@ fn axis<T: Clone>(values: &Option<Spanned<Vec<T>>>, key: &str) -> Result<Vec<Opt
     }
 }
 
+/// A matrix's servers, and the ids of those that are A/A controls.
+#[derive(Debug, Default)]
+pub(super) struct Expanded {
+    pub(super) servers: Vec<ServerEntry>,
+    pub(super) controls: Vec<String>,
+}
+
 /// One combination of a matrix's axes.
 struct Combination<'a> {
     version: &'a String,
@@ -35,8 +42,9 @@ struct Combination<'a> {
 
 impl RawMatrix {
     /// The server entries of the matrix, in axis order (version outermost).
-    pub(super) fn expand(&self, lockfiles: &Path) -> Result<Vec<ServerEntry>, SpanErr> {
+    pub(super) fn expand(&self, lockfiles: &Path) -> Result<Expanded, SpanErr> {
         let versions = self.versions(lockfiles)?;
+        let controls = self.controls(&versions)?;
         let runtimes = axis(&self.runtimes, "runtimes")?;
         let transports = axis(&self.transports, "transports")?;
         let placements = axis(&self.placements, "placements")?;
@@ -48,22 +56,64 @@ impl RawMatrix {
             ("{placement}", placements.len()),
             ("{engine}", engines.len()),
         ])?;
-        let mut out = Vec::new();
+        let mut out = Expanded::default();
         for version in &versions {
             for runtime in &runtimes {
                 for transport in &transports {
                     for (placement, engine) in
                         placements.iter().flat_map(|p| engines.iter().map(move |e| (p, e)))
                     {
-                        out.push(self.entry(Combination {
+                        let e = self.entry(Combination {
                             version,
                             runtime,
                             transport: *transport,
                             placement: *placement,
                             engine: *engine,
-                        }));
+                        });
+                        if controls.contains(version) {
+                            out.controls.push(e.id.get_ref().clone());
+                        }
+                        out.servers.push(e);
                     }
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the matrix sweeps a release range (`"1.1.2..1.x"`), not a list.
+    pub(super) fn is_sweep(&self) -> bool {
+        self.versions.get_ref().as_str().is_some_and(|t| t.contains(".."))
+    }
+
+    /// The A/A control versions: as `controls` names them (`first`, `last` or versions of the
+    /// matrix), else the first and the last of a release range of three or more.
+    fn controls(&self, versions: &[String]) -> Result<Vec<String>, SpanErr> {
+        let Some(c) = &self.controls else {
+            return Ok(match self.is_sweep() && versions.len() >= 3 {
+                true => vec![versions[0].clone(), versions[versions.len() - 1].clone()],
+                false => Vec::new(),
+            });
+        };
+        let mut out: Vec<String> = Vec::new();
+        for name in c.get_ref() {
+            let v = match name.as_str() {
+                "first" => versions[0].clone(),
+                "last" => versions[versions.len() - 1].clone(),
+                v if versions.iter().any(|x| x == v) => v.to_string(),
+                v => {
+                    return Err((
+                        c.span(),
+                        format!(
+                            "control {v:?} is not a version of this matrix ({} … {}); name versions it has, or \"first\" / \"last\"",
+                            versions[0],
+                            versions[versions.len() - 1]
+                        ),
+                    ))
+                }
+            };
+            if !out.contains(&v) {
+                out.push(v);
             }
         }
         Ok(out)

@@ -34,8 +34,13 @@ pub struct Scenario {
     pub workload_names: Vec<String>,
     /// The server ids each workload is limited to (None: every server).
     pub workload_servers: Vec<Option<Vec<String>>>,
-    /// How many times every cell runs.
+    /// How many times every cell runs (3 by default for sweeps and reproductions).
     pub repeats: u32,
+    /// How the run orders its cells (`order`; `--order` overrides).
+    pub order: crate::spec::Order,
+    /// The ids of the A/A control servers (a sweep's first and last release unless its matrix
+    /// names them): measured again at the start, middle and end of a run.
+    pub controls: Vec<String>,
     /// Cell-id patterns (`*` wildcards) a run is limited to; empty: every cell.
     pub only: Vec<String>,
     /// What the reproduced source states (`[source]`; empty for other scenarios).
@@ -108,9 +113,29 @@ impl Scenario {
             matrices,
             workloads,
             repeats,
+            order,
             source: stated,
-            ..
+            claims,
         } = raw;
+        let order = match &order {
+            None => crate::spec::Order::Random,
+            Some(o) => match o.get_ref().as_str() {
+                "random" => crate::spec::Order::Random,
+                "as-written" => crate::spec::Order::AsWritten,
+                other => {
+                    let (line, column) = line_col(&source, o.span().start);
+                    return Err(ScenarioError::At {
+                        path: path.into(),
+                        line,
+                        column,
+                        message: format!("`order` is \"random\" or \"as-written\", not {other:?}"),
+                    });
+                }
+            },
+        };
+        // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.
+        let reproduction = stated != SourceStatement::default() || !claims.is_empty();
+        let default_repeats = if reproduction || matrices.iter().any(|m| m.is_sweep()) { 3 } else { 1 };
         let mut s = Scenario {
             path: path.into(),
             name,
@@ -130,14 +155,17 @@ impl Scenario {
             workloads: Vec::new(),
             workload_names: Vec::new(),
             workload_servers: Vec::new(),
-            repeats: repeats.as_ref().map_or(1, |r| *r.get_ref()),
+            repeats: repeats.as_ref().map_or(default_repeats, |r| *r.get_ref()),
+            order,
+            controls: Vec::new(),
             only: Vec::new(),
             stated,
             source,
         };
         for m in &matrices {
-            let servers = m.expand(lockfiles).map_err(|(span, msg)| s.error_at(span, msg))?;
-            s.servers.extend(servers);
+            let expanded = m.expand(lockfiles).map_err(|(span, msg)| s.error_at(span, msg))?;
+            s.servers.extend(expanded.servers);
+            s.controls.extend(expanded.controls);
         }
         s.check_suite(suite.span())?;
         if s.servers.is_empty() {

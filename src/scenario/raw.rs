@@ -114,6 +114,10 @@ pub(super) struct RawMatrix {
     pub(super) env: BTreeMap<String, String>,
     pub(super) reply: Option<Spanned<ReplyMode>>,
     pub(super) session: Option<Spanned<SessionMode>>,
+    /// A/A control releases, measured again at the start, middle and end of the run: versions
+    /// of the matrix or `"first"`/`"last"`. Absent: the first and the last of a release range
+    /// of three or more; `[]`: none.
+    pub(super) controls: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -136,7 +140,12 @@ pub(super) struct RawScenario {
     #[serde(rename = "workload", default)]
     pub(super) workloads: Vec<Spanned<RawWorkload>>,
     /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
+    /// Absent: 3 for a sweep (a matrix over a release range) or a reproduction (`[source]` or
+    /// `[[claim]]`), else 1.
     pub(super) repeats: Option<Spanned<u32>>,
+    /// `"random"` (default: a seeded permutation within each round of repeats) or
+    /// `"as-written"`.
+    pub(super) order: Option<Spanned<String>>,
     /// What the reproduced source states about how it measured.
     #[serde(default)]
     pub(super) source: SourceStatement,

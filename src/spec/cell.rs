@@ -1,6 +1,7 @@
 //! What one cell is beyond its workload: how the server starts, its limits (timeouts, placement,
-//! memory, sandbox) and what the scenario expects of it. Pure serde types, no I/O; the stored ones
-//! (placement, timeouts, repeat, expect, source) are pinned by tests/stored_shapes.rs.
+//! memory, sandbox), what the scenario expects of it, and where it falls in its run's order (`Schedule`:
+//! order, seed, position, A/A control). Pure serde types, no I/O; the stored ones
+//! (placement, timeouts, repeat, expect, source, schedule) are pinned by tests/stored_shapes.rs.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -268,4 +269,62 @@ impl std::fmt::Display for CellTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// How a run ordered its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// A seeded permutation of the cells within each round of repeats (round-robin repeats), so
+    /// the host's drift spreads across versions instead of lining up with them.
+    Random,
+    /// The scenario's order: server by server, workload by workload, repeats together.
+    AsWritten,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Random => "random",
+            Order::AsWritten => "as-written",
+        }
+    }
+}
+
+/// Where an A/A control measurement fell in its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlAt {
+    Start,
+    Middle,
+    End,
+}
+
+impl ControlAt {
+    pub const ALL: [ControlAt; 3] = [ControlAt::Start, ControlAt::Middle, ControlAt::End];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlAt::Start => "start",
+            ControlAt::Middle => "middle",
+            ControlAt::End => "end",
+        }
+    }
+}
+
+/// A record's place in its run's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    pub order: Order,
+    /// The permutation's seed (`random` only); `--order-seed` gives it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u32>,
+    /// This cell's place in the run's order, from 0, of `of` places.
+    pub position: u32,
+    pub of: u32,
+    /// A sweep's A/A control: a control release measured again at the start, middle or end of
+    /// the run (history points leave these out and show their drift instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlAt>,
 }

@@ -1,0 +1,92 @@
+//! Runs as the unit: the interval of a figure across fresh runs of a cell (each run one value),
+//! and the seeded shuffle that orders a run's cells. A within-run interval only sees one
+//! container's samples; the spread between containers, hours and host states is larger, and
+//! only runs measure it.
+
+use super::{Interval, SplitMix64};
+
+/// Two-sided 97.5 % quantiles of Student's t for 1..=30 degrees of freedom (a 95 % interval).
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+    2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/// Student's t 97.5 % quantile for `df` degrees of freedom (1.96 beyond 120).
+pub fn t_975(df: usize) -> f64 {
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T_975[df - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
+/// The 95 % between-run interval of a figure from one value per run: Student's t on the
+/// logarithms of the values (run-to-run spread of latencies is multiplicative), around their
+/// mean, back-transformed; the estimate is the runs' median. With three runs the interval always
+/// holds every run's value (t = 4.30 covers the largest possible deviation, 1.15 s), so the
+/// median is inside it. None for fewer than two runs or a value that is not positive and finite.
+pub fn between_runs(values: &[f64]) -> Option<Interval> {
+    if values.len() < 2 || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
+        return None;
+    }
+    let n = values.len();
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t_975(n - 1) * (var / n as f64).sqrt();
+    let estimate = super::median(&mut values.to_vec());
+    let (lower, upper) = ((mean - half).exp().min(estimate), (mean + half).exp().max(estimate));
+    Some(Interval { estimate, lower, upper, confidence: 0.95 })
+}
+
+/// Shuffles `items` in place by Fisher–Yates with a SplitMix64 seeded by `seed`: the same seed
+/// gives the same order on any machine.
+pub fn seeded_shuffle<T>(items: &mut [T], seed: u64) {
+    let mut rng = SplitMix64(seed);
+    for i in (1..items.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        items.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_runs_hold_their_median_and_every_value() {
+        let v = [1.0, 1.1, 0.95];
+        let i = between_runs(&v).unwrap();
+        assert_eq!(i.estimate, 1.0);
+        assert!(v.iter().all(|x| i.lower <= *x && *x <= i.upper), "{i:?}");
+        // Identical runs: a zero-width interval at the value.
+        let i = between_runs(&[2.0, 2.0, 2.0]).unwrap();
+        assert!((i.lower - 2.0).abs() < 1e-12 && (i.upper - 2.0).abs() < 1e-12);
+        assert!(between_runs(&[1.0]).is_none() && between_runs(&[1.0, 0.0]).is_none());
+    }
+
+    #[test]
+    fn the_interval_narrows_with_more_runs_of_the_same_spread() {
+        let three = between_runs(&[0.9, 1.0, 1.1]).unwrap();
+        let nine = between_runs(&[0.9, 1.0, 1.1, 0.9, 1.0, 1.1, 0.9, 1.0, 1.1]).unwrap();
+        assert!(nine.width() < three.width() / 2.0, "{three:?} {nine:?}");
+    }
+
+    #[test]
+    fn a_seeded_shuffle_is_a_permutation_and_repeatable() {
+        let mut a: Vec<u32> = (0..50).collect();
+        let mut b = a.clone();
+        seeded_shuffle(&mut a, 7);
+        seeded_shuffle(&mut b, 7);
+        assert_eq!(a, b);
+        assert_ne!(a, (0..50).collect::<Vec<_>>());
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+        let mut c: Vec<u32> = (0..50).collect();
+        seeded_shuffle(&mut c, 8);
+        assert_ne!(a, c);
+    }
+}
