@@ -552,6 +552,9 @@ fn history_section(o: &mut String, records: &[Record]) {
             o.push_str("</tr>\n");
         }
         o.push_str("</table></div>\n");
+        for l in history::control_lines(h) {
+            let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&l));
+        }
         if h.steps.is_empty() {
             o.push_str("<p class=\"note\">No step beyond noise.</p>\n");
         } else {

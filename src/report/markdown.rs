@@ -209,6 +209,9 @@ pub fn history_markdown(records: &[Record]) -> Option<String> {
             let _ = writeln!(o, "| {} | {} |", cell(v), cells.join(" | "));
         }
         o.push('\n');
+        for l in history::control_lines(h) {
+            let _ = writeln!(o, "{}\n", cell(&l));
+        }
         if h.steps.is_empty() {
             o.push_str("No step beyond noise.\n\n");
         } else {

@@ -158,6 +158,9 @@ pub fn history_table(records: &[Record]) -> Option<String> {
         }
         out.push_str(&t.to_string());
         out.push('\n');
+        for l in history::control_lines(h) {
+            out.push_str(&format!("  {l}\n"));
+        }
         if h.steps.is_empty() {
             out.push_str("  no step beyond noise\n");
         }

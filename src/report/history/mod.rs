@@ -1,7 +1,9 @@
 //! Version history of version-matrix sweeps, the way asv shows a benchmark across commits: records
 //! of one server family × runtime × workload at many SDK versions become series (versions in
-//! semver-ish order, repeats pooled), each metric a line of medians with 95 % intervals, and the
-//! releases where a metric moved beyond noise are named as steps. Pure functions of records; the
+//! semver-ish order), each metric a line of medians with 95 % intervals — between runs when a
+//! version ran more than once (runs are the unit; the within-run interval stays beside it) — and
+//! the releases where a metric moved beyond noise, and beyond what the A/A controls drifted, are
+//! named as steps. Pure functions of records; the
 //! renderers (table, Markdown, HTML, JSON) call these and draw nothing themselves here.
 //!
 //! # Step detection
@@ -25,6 +27,14 @@
 //!    direction of the step (a point without an interval, such as an RSS reading, must instead
 //!    differ from its neighbour by [`MIN_STEP_CHANGE`] itself). Rule (b) keeps a slow drift from
 //!    being cut into a staircase of steps: neighbouring releases of a drift are within noise.
+//!    And (c), when the run measured A/A controls (a control release again at the start, middle
+//!    and end), the levels differ by more than the largest control drift (largest over smallest
+//!    of one control's measurements): a step no larger than the host moved is not named.
+//!
+//! A version's point, with two runs or more, is the median of its runs' values (each run's
+//! median, percentile, throughput or reading) with the between-run interval
+//! ([`crate::stats::between_runs`]); with one run, its samples pooled with the within-run
+//! bootstrap interval. Control measurements are not part of any point.
 //!
 //! A step is a regression when the metric got worse: higher for latencies and memory, lower for
 //! throughput.
@@ -40,6 +50,8 @@ mod text;
 mod version;
 
 #[cfg(test)]
+mod aa_tests;
+#[cfg(test)]
 mod tests;
 
 use serde::Serialize;
@@ -52,7 +64,7 @@ use super::rows::Unit;
 pub use series::{histories, MIN_VERSIONS};
 pub use steps::{MIN_SEGMENT, MIN_STEP_CHANGE, NOISE_FLOOR, PENALTY_PER_LN_N};
 pub(super) use text::{arrow, change_text, point_text, step_at};
-pub use text::{history_json, method_note, step_line};
+pub use text::{control_lines, control_text, history_json, method_note, step_line};
 pub use version::compare_versions;
 
 /// What a history follows across versions.
@@ -183,10 +195,36 @@ impl SeriesKey {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
     pub value: f64,
-    /// The 95 % interval of `value`, when there were enough samples.
+    /// The 95 % interval of `value` the steps are judged by: between runs when `between`, else
+    /// within the one run (when there were enough samples).
     pub ci: Option<Interval>,
     /// Samples behind the value (spawns, calls, repeats or readings).
     pub n: u64,
+    /// Runs (records) behind the value.
+    pub runs: u32,
+    /// The within-run interval: the runs' samples or histograms pooled.
+    pub within: Option<Interval>,
+    /// Whether `value` is the median of the runs' values and `ci` their between-run interval.
+    pub between: bool,
+    /// How many of the runs the quiet check flagged as measured on a loud host.
+    pub noisy: u32,
+}
+
+impl Point {
+    /// A point from one run's (or pooled) samples: `ci` is the within-run interval.
+    pub fn within_run(value: f64, ci: Option<Interval>, n: u64) -> Point {
+        Point { value, ci, n, runs: 1, within: ci, between: false, noisy: 0 }
+    }
+}
+
+/// A control release's A/A measurements of one metric across its run, and their spread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ControlDrift {
+    pub version: String,
+    /// (where in the run, value), in run order.
+    pub values: Vec<(crate::spec::ControlAt, f64)>,
+    /// The largest value over the smallest, minus one: how far the host moved one release.
+    pub drift: f64,
 }
 
 /// One metric across a series' versions.
@@ -198,6 +236,10 @@ pub struct MetricHistory {
     pub points: Vec<Option<Point>>,
     /// The fitted levels: (index of the first version, index of the last version, level).
     pub segments: Vec<Segment>,
+    /// The A/A controls' drift across the run, per control release.
+    pub controls: Vec<ControlDrift>,
+    /// The largest of the controls' drifts: a step must move more than this.
+    pub control_drift: Option<f64>,
 }
 
 /// A run of versions at one level in the piecewise-constant fit.

@@ -9,8 +9,9 @@ use crate::stats::{self, Interval};
 
 use super::steps::{fit, steps_of};
 use super::version::compare_versions;
-use super::{History, HistoryMetric, MetricHistory, Point, SeriesKey, Step};
+use super::{ControlDrift, History, HistoryMetric, MetricHistory, Point, SeriesKey, Step};
 use crate::report::rows::{is_load, status_text, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
+use crate::spec::ControlAt;
 
 /// A series with at least this many distinct versions is a history.
 pub const MIN_VERSIONS: usize = 3;
@@ -41,10 +42,68 @@ fn sample_point(values: Vec<f64>, seed: u64) -> Option<Point> {
     let n = values.len() as u64;
     let value = stats::median(&mut values.clone());
     let ci = (n >= MIN_CI_SAMPLES).then(|| stats::median_ci(&values, RESAMPLES, CONFIDENCE, seed));
-    Some(Point { value, ci: ci.filter(Interval::is_finite), n })
+    let ci = ci.filter(Interval::is_finite);
+    Some(Point::within_run(value, ci, n))
 }
 
+/// One run's value of a metric: the median of its samples, its histogram's percentile, its
+/// throughput or its RSS reading.
+pub(super) fn run_value(r: &Record, metric: HistoryMetric) -> Option<f64> {
+    let median = |m: Option<&crate::record::SampleMetric>| {
+        let v: Vec<f64> = m?.samples_ms.iter().copied().filter(|v| v.is_finite()).collect();
+        (!v.is_empty()).then(|| stats::median(&mut v.clone()))
+    };
+    let v = match metric {
+        HistoryMetric::ColdStart => median(r.metrics.cold_start.as_ref()),
+        HistoryMetric::ToolsList => median(r.metrics.tools_list.as_ref()),
+        HistoryMetric::CallP50 | HistoryMetric::CallP99 => {
+            let q = if metric == HistoryMetric::CallP50 { 0.50 } else { 0.99 };
+            let m = r.metrics.calls.as_ref().or_else(|| r.metrics.load.as_ref()?.latency.as_ref())?;
+            match stats::decode_histogram(&m.histogram).ok().filter(|h| !h.is_empty()) {
+                Some(h) => Some(h.value_at_quantile(q) as f64 / 1e6),
+                None => {
+                    (m.summary.count > 0).then(|| if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms })
+                }
+            }
+        }
+        HistoryMetric::Throughput => r.metrics.load.as_ref().map(|l| l.throughput_rps),
+        HistoryMetric::RssAfterInitialize => {
+            r.metrics.memory.after_initialize.as_ref().map(|m| m.rss_bytes as f64)
+        }
+    };
+    v.filter(|v| v.is_finite())
+}
+
+/// Whether the record's quiet check flagged its host as loud.
+pub(super) fn is_noisy(r: &Record) -> bool {
+    r.host_check.as_ref().and_then(|h| h.quiet.as_ref()).is_some_and(|q| q.noisy)
+}
+
+/// One metric at one version. With two runs or more, runs are the unit: the value is the median
+/// of the runs' values and the interval the between-run interval ([`stats::between_runs`]); the
+/// pooled within-run interval stays beside it. With one run, the pooled figure and its
+/// within-run interval (the only interval there is).
 fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record]) -> Option<Point> {
+    let pooled = pooled_point(label, version, metric, records)?;
+    let values: Vec<f64> = records.iter().filter_map(|r| run_value(r, metric)).collect();
+    let noisy = records.iter().filter(|r| is_noisy(r)).count() as u32;
+    match stats::between_runs(&values) {
+        Some(between) if values.len() >= 2 => Some(Point {
+            value: between.estimate,
+            ci: Some(between),
+            n: pooled.n,
+            runs: values.len() as u32,
+            within: pooled.within,
+            between: true,
+            noisy,
+        }),
+        _ => Some(Point { runs: values.len().max(1) as u32, noisy, ..pooled }),
+    }
+}
+
+/// The figure of a version's runs pooled: their samples or histograms together, or the median of
+/// their readings, with the within-run interval.
+fn pooled_point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record]) -> Option<Point> {
     let s = seed(label, version, metric);
     match metric {
         HistoryMetric::ColdStart | HistoryMetric::ToolsList => {
@@ -79,6 +138,7 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
                     None => pooled = Some(h),
                 }
             }
+            let point = Point::within_run;
             match pooled.filter(|h| !h.is_empty()) {
                 Some(h) => {
                     let value = h.value_at_quantile(q) as f64 / 1e6;
@@ -86,13 +146,11 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
                         .then(|| stats::histogram_quantile_cis(&h, &[q], RESAMPLES, CONFIDENCE, s))
                         .and_then(|v| v.first().copied())
                         .filter(Interval::is_finite);
-                    Some(Point { value, ci, n: h.len() })
+                    Some(point(value, ci, h.len()))
                 }
                 // No histogram decodes: the first stored summary, without an interval.
-                None => hists.iter().find(|m| m.summary.count > 0).map(|m| Point {
-                    value: if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms },
-                    ci: None,
-                    n: m.summary.count,
+                None => hists.iter().find(|m| m.summary.count > 0).map(|m| {
+                    point(if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms }, None, m.summary.count)
                 }),
             }
         }
@@ -111,7 +169,7 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
                 return None;
             }
             let n = v.len() as u64;
-            Some(Point { value: stats::median(&mut v), ci: None, n })
+            Some(Point::within_run(stats::median(&mut v), None, n))
         }
     }
 }
@@ -122,8 +180,14 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
 /// their samples and histograms together, or the median of their readings.
 pub fn histories(records: &[Record]) -> Vec<History> {
     let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
+    let mut controls: BTreeMap<SeriesKey, Vec<&Record>> = BTreeMap::new();
     for r in records {
         let key = SeriesKey::of(r);
+        // An A/A control measurement shows the host's drift, not its version's figure.
+        if r.schedule.as_ref().is_some_and(|s| s.control.is_some()) {
+            controls.entry(key).or_default().push(r);
+            continue;
+        }
         let i = match groups.iter().position(|g| g.0 == key) {
             Some(i) => i,
             None => {
@@ -139,6 +203,7 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             g.1.values().filter(|rs| rs.iter().any(|r| r.status == Status::Ok)).count() >= MIN_VERSIONS
         })
         .map(|(key, all)| {
+            let controls = controls.remove(&key).unwrap_or_default();
             let failures = |v: &str| failure_text(&all[v]);
             let by_version: BTreeMap<String, Vec<&Record>> = all
                 .iter()
@@ -174,13 +239,46 @@ pub fn histories(records: &[Record]) -> Vec<History> {
                     continue;
                 }
                 let segments = fit(&points);
-                metrics.push(MetricHistory { metric, unit: metric.unit(), points, segments });
+                let controls = control_drifts(&controls, metric);
+                let control_drift = controls.iter().map(|c| c.drift).reduce(f64::max);
+                metrics.push(MetricHistory {
+                    metric,
+                    unit: metric.unit(),
+                    points,
+                    segments,
+                    controls,
+                    control_drift,
+                });
             }
             let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
             steps.sort_by_key(|s| s.index);
             History { key, label, runtime_versions, versions, failures, apis, metrics, steps }
         })
         .collect()
+}
+
+/// Per control version, its A/A measurements of `metric` (ok records only) in the order of the
+/// run (start, middle, end) and how far apart they are.
+fn control_drifts(controls: &[&Record], metric: HistoryMetric) -> Vec<ControlDrift> {
+    let mut by_version: BTreeMap<&str, Vec<(ControlAt, f64)>> = BTreeMap::new();
+    for r in controls.iter().filter(|r| r.status == Status::Ok) {
+        let at = r.schedule.as_ref().and_then(|s| s.control);
+        if let (Some(at), Some(v)) = (at, run_value(r, metric).filter(|v| *v > 0.0)) {
+            by_version.entry(r.cell.server.sdk_version.as_str()).or_default().push((at, v));
+        }
+    }
+    let mut out: Vec<ControlDrift> = by_version
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(version, mut values)| {
+            values.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+            let hi = values.iter().map(|v| v.1).fold(0.0, f64::max);
+            ControlDrift { version: version.to_string(), values, drift: hi / lo - 1.0 }
+        })
+        .collect();
+    out.sort_by(|a, b| compare_versions(&a.version, &b.version));
+    out
 }
 
 /// What failed among one version's records (see [`History::failures`]).

@@ -137,6 +137,10 @@ pub(super) fn steps_of(m: &MetricHistory, versions: &[String]) -> Vec<Step> {
         if hi < lo * (1.0 + MIN_STEP_CHANGE) {
             continue;
         }
+        // (c) The levels move more than the same release moved across the run (A/A controls).
+        if m.control_drift.is_some_and(|d| hi <= lo * (1.0 + d)) {
+            continue;
+        }
         let (Some(a), Some(b)) = (&m.points[w[0].last], &m.points[w[1].first]) else { continue };
         if !apart((a.value, a.ci), (b.value, b.ci), up) {
             continue;

@@ -50,7 +50,7 @@ fn versions_sort_numerically_with_pre_releases_first() {
 }
 
 /// A deterministic jitter in [-1, 1].
-fn jitter(k: usize) -> f64 {
+pub(super) fn jitter(k: usize) -> f64 {
     let h = fnv1a(&(k as u64).to_le_bytes());
     (h % 2001) as f64 / 1000.0 - 1.0
 }
@@ -60,16 +60,16 @@ fn points(values: &[f64], rel: f64) -> Vec<Option<Point>> {
     values
         .iter()
         .map(|&v| {
-            Some(Point {
-                value: v,
-                ci: Some(Interval {
+            Some(Point::within_run(
+                v,
+                Some(Interval {
                     estimate: v,
                     lower: v * (1.0 - rel),
                     upper: v * (1.0 + rel),
                     confidence: 0.95,
                 }),
-                n: 20,
-            })
+                20,
+            ))
         })
         .collect()
 }
@@ -78,7 +78,17 @@ fn detect(metric: HistoryMetric, values: &[f64], rel: f64) -> Vec<Step> {
     let points = points(values, rel);
     let versions: Vec<String> = (0..values.len()).map(|i| format!("1.{i}.0")).collect();
     let segments = fit(&points);
-    steps_of(&MetricHistory { metric, unit: metric.unit(), points, segments }, &versions)
+    steps_of(
+        &MetricHistory {
+            metric,
+            unit: metric.unit(),
+            points,
+            segments,
+            controls: Vec::new(),
+            control_drift: None,
+        },
+        &versions,
+    )
 }
 
 #[test]
@@ -184,7 +194,7 @@ fn a_jump_within_overlapping_intervals_is_no_step() {
     assert_eq!(detect(HistoryMetric::ColdStart, &v, 0.001), []);
 }
 
-fn record(server: &str, version: &str, workload: &str, cold_ms: f64) -> Record {
+pub(super) fn record(server: &str, version: &str, workload: &str, cold_ms: f64) -> Record {
     let mut r = sample_record(server);
     r.cell.server.family = "python-mcp".into();
     r.cell.server.sdk_version = version.into();
@@ -326,7 +336,7 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
     assert_eq!(metrics, [HistoryMetric::Throughput, HistoryMetric::RssAfterInitialize]);
     let p = hs[0].metrics[0].points[0].as_ref().unwrap();
     assert_eq!((p.value, p.n), (5020.0, 3), "the median of three repeats");
-    assert_eq!(point_text(Unit::Rps, p), "5,020 req/s [5,000–5,040]");
+    assert_eq!(point_text(Unit::Rps, p), "5,020 req/s [4,971–5,070, 3 runs; within 5,000–5,040]");
     let s = &hs[0].steps;
     assert_eq!(s.len(), 1, "{s:?}");
     assert!(s[0].regression && s[0].to_version == "1.3.0" && s[0].ratio < 0.7, "{s:?}");
@@ -335,19 +345,19 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
 
 #[test]
 fn points_read_with_their_interval() {
-    let p = Point {
-        value: 612.3,
-        ci: Some(Interval { estimate: 612.3, lower: 598.2, upper: 631.0, confidence: 0.95 }),
-        n: 10,
-    };
+    let p = Point::within_run(
+        612.3,
+        Some(Interval { estimate: 612.3, lower: 598.2, upper: 631.0, confidence: 0.95 }),
+        10,
+    );
     assert_eq!(point_text(Unit::Ms, &p), "612 ms [598–631]");
-    let p = Point {
-        value: 0.1023,
-        ci: Some(Interval { estimate: 0.1023, lower: 0.1019, upper: 0.1049, confidence: 0.95 }),
-        n: 10,
-    };
+    let p = Point::within_run(
+        0.1023,
+        Some(Interval { estimate: 0.1023, lower: 0.1019, upper: 0.1049, confidence: 0.95 }),
+        10,
+    );
     assert_eq!(point_text(Unit::Ms, &p), "102.3 µs [101.9–104.9]");
-    let p = Point { value: 3.0 * 1048576.0, ci: None, n: 1 };
+    let p = Point::within_run(3.0 * 1048576.0, None, 1);
     assert_eq!(point_text(Unit::Bytes, &p), "3.0 MiB");
     assert_eq!(change_text(0.88), "−12 %");
 }

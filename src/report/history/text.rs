@@ -16,19 +16,64 @@ fn value_text(unit: Unit, v: f64) -> String {
     unit_text(unit, v)
 }
 
-/// A point as the tables show it: `612 ms [598–631]`, or the value alone without an interval.
-pub(in crate::report) fn point_text(unit: Unit, p: &Point) -> String {
-    let v = value_text(unit, p.value);
-    let Some(ci) = p.ci.filter(Interval::is_finite) else { return v };
-    let bounds = match unit {
+/// The bounds of an interval in a point's unit: `598–631` (ms scaled like the value), `1,2–1,3`
+/// req/s, MiB for bytes.
+fn bounds_text(unit: Unit, value: f64, ci: &Interval) -> String {
+    match unit {
         Unit::Ms => {
-            let t = ms_interval(Some(&Interval { estimate: p.value, ..ci }));
+            let t = ms_interval(Some(&Interval { estimate: value, ..*ci }));
             t.rsplit_once(' ').map_or(t.clone(), |(b, _)| b.to_string())
         }
         Unit::Rps => format!("{}–{}", rate_number(ci.lower), rate_number(ci.upper)),
-        _ => return v,
+        _ => format!("{:.1}–{:.1}", ci.lower / 1048576.0, ci.upper / 1048576.0),
+    }
+}
+
+/// A point as the tables show it: `612 ms [598–631]` (within one run), or with runs as the unit
+/// `612 ms [560–668, 3 runs; within 598–631]`, `noisy 1/3` when the quiet check flagged runs,
+/// or the value alone without an interval.
+pub(in crate::report) fn point_text(unit: Unit, p: &Point) -> String {
+    let v = value_text(unit, p.value);
+    let noisy = match p.noisy {
+        0 => String::new(),
+        k => format!(" noisy {k}/{}", p.runs),
     };
-    format!("{v} [{bounds}]")
+    let Some(ci) = p.ci.filter(Interval::is_finite) else { return format!("{v}{noisy}") };
+    let bounds = bounds_text(unit, p.value, &ci);
+    if !p.between {
+        return format!("{v} [{bounds}]{noisy}");
+    }
+    let within = match p.within.filter(Interval::is_finite) {
+        Some(w) => format!("; within {}", bounds_text(unit, p.value, &w)),
+        None => String::new(),
+    };
+    format!("{v} [{bounds}, {} runs{within}]{noisy}", p.runs)
+}
+
+/// A control release's drift as the reports show it: `1.1.2 +6 % (start 1.02 ms, middle 1.05 ms,
+/// end 1.08 ms)`.
+pub fn control_text(unit: Unit, c: &super::ControlDrift) -> String {
+    let at: Vec<String> =
+        c.values.iter().map(|(at, v)| format!("{} {}", at.as_str(), value_text(unit, *v))).collect();
+    format!("{} {} ({})", c.version, change_text(1.0 + c.drift), at.join(", "))
+}
+
+/// One line per metric that had A/A controls: `A/A controls, cold start: up to +6 % — 1.1.2 +6 %
+/// (start 301 ms, middle 310 ms, end 319 ms); 1.30.0 +3 % (…)`. A step must move more than that.
+pub fn control_lines(h: &History) -> Vec<String> {
+    h.metrics
+        .iter()
+        .filter_map(|m| {
+            let d = m.control_drift?;
+            let each: Vec<String> = m.controls.iter().map(|c| control_text(m.unit, c)).collect();
+            Some(format!(
+                "A/A controls, {}: up to {} — {}",
+                m.metric.label(),
+                change_text(1.0 + d),
+                each.join("; ")
+            ))
+        })
+        .collect()
 }
 
 /// `+38 %`, `−12 %`.
@@ -83,11 +128,15 @@ pub(in crate::report) fn step_at(h: &History, metric: HistoryMetric, index: usiz
 /// The note that says how the history figures and steps were made.
 pub fn method_note() -> String {
     format!(
-        "Versions in semver order; repeats of a cell pooled. Medians (and call percentiles from the pooled \
-         histograms) with {:.0}% bootstrap intervals. A step is a boundary of a penalized least-absolute-deviation \
-         piecewise-constant fit of ln(value) (segments of at least {MIN_SEGMENT} versions, penalty {PENALTY_PER_LN_N}·ln(n+1) \
-         noise units, noise at least {:.0}%), reported only when the levels differ by at least {:.0}% and the two \
-         versions either side have disjoint intervals. ▲/▼ marks the first version of a step.",
+        "Versions in semver order. With several runs of a version, runs are the unit: the median of the runs' \
+         values with a 95% between-run interval (Student t on the logarithms), the within-run interval beside it; \
+         with one run, the pooled samples' median (and call percentiles from the histograms) with {:.0}% bootstrap \
+         intervals. A/A control measurements (a control release again at the start, middle and end of the run) \
+         are left out of the points and shown as the run's drift. A step is a boundary of a penalized \
+         least-absolute-deviation piecewise-constant fit of ln(value) (segments of at least {MIN_SEGMENT} versions, \
+         penalty {PENALTY_PER_LN_N}·ln(n+1) noise units, noise at least {:.0}%), reported only when the levels differ \
+         by at least {:.0}% and by more than the controls drifted, and the two versions either side have disjoint \
+         intervals. ▲/▼ marks the first version of a step; `noisy k/n`: k of a point's n runs ran on a loud host.",
         CONFIDENCE * 100.0,
         NOISE_FLOOR * 100.0,
         MIN_STEP_CHANGE * 100.0,
@@ -117,7 +166,12 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                                 "value": p.value,
                                 "lower": p.ci.map(|i| i.lower),
                                 "upper": p.ci.map(|i| i.upper),
+                                "interval": if p.between { "between_runs" } else { "within_run" },
+                                "within_lower": p.within.map(|i| i.lower),
+                                "within_upper": p.within.map(|i| i.upper),
                                 "n": p.n,
+                                "runs": p.runs,
+                                "noisy_runs": p.noisy,
                             }),
                         })
                         .collect();
@@ -126,6 +180,8 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                         "unit": m.unit,
                         "points": points,
                         "segments": m.segments,
+                        "controls": m.controls,
+                        "control_drift": m.control_drift,
                     })
                 })
                 .collect();
