@@ -41,6 +41,32 @@ pub fn between_runs(values: &[f64]) -> Option<Interval> {
     Some(Interval { estimate, lower, upper, confidence: 0.95 })
 }
 
+/// The 95 % interval of the ratio b / a of two sets of runs (one value per run, at least two
+/// each): Welch's t on the difference of the logarithms' means (Welch–Satterthwaite degrees of
+/// freedom), back-transformed; the estimate is the ratio of the runs' geometric means. None when
+/// a set has fewer than two runs or a value that is not positive and finite.
+pub fn ratio_between_runs(a: &[f64], b: &[f64]) -> Option<Interval> {
+    let logs = |v: &[f64]| -> Option<(f64, f64, f64)> {
+        if v.len() < 2 || v.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+            return None;
+        }
+        let n = v.len() as f64;
+        let l: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        let mean = l.iter().sum::<f64>() / n;
+        let var = l.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some((mean, var / n, n))
+    };
+    let ((ma, sa, na), (mb, sb, nb)) = (logs(a)?, logs(b)?);
+    let d = mb - ma;
+    let se2 = sa + sb;
+    let df = match se2 > 0.0 {
+        true => se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0)),
+        false => na + nb - 2.0,
+    };
+    let half = t_975(df.floor().max(1.0) as usize) * se2.sqrt();
+    Some(Interval { estimate: d.exp(), lower: (d - half).exp(), upper: (d + half).exp(), confidence: 0.95 })
+}
+
 /// Shuffles `items` in place by Fisher–Yates with a SplitMix64 seeded by `seed`: the same seed
 /// gives the same order on any machine.
 pub fn seeded_shuffle<T>(items: &mut [T], seed: u64) {
@@ -72,6 +98,19 @@ mod tests {
         let three = between_runs(&[0.9, 1.0, 1.1]).unwrap();
         let nine = between_runs(&[0.9, 1.0, 1.1, 0.9, 1.0, 1.1, 0.9, 1.0, 1.1]).unwrap();
         assert!(nine.width() < three.width() / 2.0, "{three:?} {nine:?}");
+    }
+
+    #[test]
+    fn a_ratio_between_runs_sees_the_runs_spread() {
+        let a = [1.0, 1.1, 0.9];
+        let same = ratio_between_runs(&a, &a).unwrap();
+        assert!((same.estimate - 1.0).abs() < 1e-12 && same.lower < 1.0 && same.upper > 1.0);
+        let slower = ratio_between_runs(&a, &[2.0, 2.2, 1.8]).unwrap();
+        assert!((slower.estimate - 2.0).abs() < 1e-9 && slower.lower > 1.5, "{slower:?}");
+        // Identical runs: an exact ratio.
+        let exact = ratio_between_runs(&[1.0, 1.0], &[3.0, 3.0]).unwrap();
+        assert!((exact.lower - 3.0).abs() < 1e-9 && (exact.upper - 3.0).abs() < 1e-9);
+        assert!(ratio_between_runs(&[1.0], &a).is_none());
     }
 
     #[test]

@@ -17,6 +17,10 @@
 //!   `ln(b/a) + sqrt(ln(ub/b)² + ln(a/la)²)`. That keeps the exact, seeded quantile bootstrap of
 //!   the stats module and costs nothing, and for independent runs it matches a joint bootstrap
 //!   far better than dividing the bounds (which compounds both tails).
+//! - With two or more ok runs of a cell on each side (repeats, each in fresh containers; A/A
+//!   control measurements left out), every metric above uses runs as the unit instead: one value
+//!   per run (its median, quantile or reading), and the interval of the ratio by Welch's t on the
+//!   logarithms ([`Method::BetweenRuns`]); the within-run interval stays beside it.
 //! - RSS after initialize (one reading per cell): the ratio of the readings with a zero-width
 //!   interval. There is no sample to resample; RSS readings repeat to well under 1%, so the
 //!   threshold alone judges them.
@@ -165,6 +169,10 @@ pub enum Method {
     HistogramQuantileMover,
     /// One reading per run: the ratio itself, zero width.
     SingleReading,
+    /// Runs as the unit (two or more fresh runs of the cell on each side): one value per run,
+    /// Welch's t on the logarithms ([`crate::stats::ratio_between_runs`]); the within-run
+    /// interval of the latest records stays beside it.
+    BetweenRuns,
     /// Error rates: the difference b − a of the pooled proportions with Newcombe's hybrid score
     /// interval (from each run's Wilson interval); `ratio` then holds that difference.
     Difference,
@@ -243,6 +251,12 @@ pub struct MetricComparison {
     /// Throughput: a larger b is better, so the verdict was judged on a / b.
     pub higher_is_better: bool,
     pub verdict: Verdict,
+    /// [`Method::BetweenRuns`]: the within-run interval of the ratio (the latest records'), shown
+    /// beside the between-run one, and the runs on each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<(u32, u32)>,
 }
 
 impl MetricComparison {

@@ -66,6 +66,8 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
             method,
             higher_is_better: false,
             verdict: Verdict::judge(&ratio, threshold_pct),
+            within: None,
+            runs: None,
         })
     };
     let one_sided = |in_a: bool, in_b: bool| match (in_a, in_b) {
@@ -258,6 +260,8 @@ fn compare_load_metric(
             method,
             higher_is_better,
             verdict,
+            within: None,
+            runs: None,
         })
     };
     match metric {
@@ -315,6 +319,71 @@ fn compare_load_metric(
     }
 }
 
+/// The ok runs of a cell (A/A control measurements left out).
+fn runs_of<'a>(rs: &'a [Record], id: &str) -> Vec<&'a Record> {
+    rs.iter().filter(|r| r.cell.id == id && r.status == Status::Ok && !is_control(r)).collect()
+}
+
+/// Whether a record is an A/A control measurement (not one of its cell's runs).
+fn is_control(r: &Record) -> bool {
+    r.schedule.as_ref().is_some_and(|s| s.control.is_some())
+}
+
+/// One run's value of a metric: the median of its samples, a quantile of its histogram (of
+/// calls, or of the load's latency), its throughput or its RSS reading.
+fn run_value(r: &Record, metric: CompareMetric) -> Option<f64> {
+    let median = |m: Option<&crate::record::SampleMetric>| {
+        let v: Vec<f64> = m?.samples_ms.iter().copied().filter(|v| v.is_finite()).collect();
+        (!v.is_empty()).then(|| stats::median(&mut v.clone()))
+    };
+    let quantile = |m: Option<&crate::spec::HistogramMetric>, q: f64| {
+        let h = stats::decode_histogram(&m?.histogram).ok().filter(|h| !h.is_empty())?;
+        Some(h.value_at_quantile(q) as f64 / 1e6)
+    };
+    let load = r.metrics.load.as_ref();
+    match metric {
+        CompareMetric::ColdStart => median(r.metrics.cold_start.as_ref()),
+        CompareMetric::ToolsList => median(r.metrics.tools_list.as_ref()),
+        CompareMetric::CallP50 => quantile(r.metrics.calls.as_ref(), 0.50),
+        CompareMetric::CallP95 => quantile(r.metrics.calls.as_ref(), 0.95),
+        CompareMetric::CallP99 => quantile(r.metrics.calls.as_ref(), 0.99),
+        CompareMetric::RssAfterInitialize => {
+            r.metrics.memory.after_initialize.as_ref().map(|m| m.rss_bytes as f64)
+        }
+        CompareMetric::Throughput => load.map(|l| l.throughput_rps),
+        CompareMetric::LoadP50 => quantile(load.and_then(|l| l.latency.as_ref()), 0.50),
+        CompareMetric::LoadP99 => quantile(load.and_then(|l| l.latency.as_ref()), 0.99),
+        CompareMetric::ErrorRate => None,
+    }
+}
+
+/// A metric judged again with runs as the unit when both sides have two or more runs of the
+/// cell ([`Method::BetweenRuns`]); the first judgement's interval is kept as `within`.
+fn between_runs(m: MetricComparison, ra: &[&Record], rb: &[&Record], threshold_pct: f64) -> MetricComparison {
+    if m.method == Method::Difference || ra.len() < 2 || rb.len() < 2 {
+        return m;
+    }
+    let values = |rs: &[&Record]| -> Vec<f64> { rs.iter().filter_map(|r| run_value(r, m.metric)).collect() };
+    let (va, vb) = (values(ra), values(rb));
+    let Some(ratio) = stats::ratio_between_runs(&va, &vb) else { return m };
+    let verdict = match m.higher_is_better {
+        true => Verdict::judge(&invert(&ratio), threshold_pct),
+        false => Verdict::judge(&ratio, threshold_pct),
+    };
+    MetricComparison {
+        a: stats::median(&mut va.clone()),
+        b: stats::median(&mut vb.clone()),
+        n_a: va.len() as u64,
+        n_b: vb.len() as u64,
+        within: Some(m.ratio),
+        runs: Some((va.len() as u32, vb.len() as u32)),
+        ratio,
+        method: Method::BetweenRuns,
+        verdict,
+        ..m
+    }
+}
+
 /// Compares run b against run a: ratios are b / a, so `slower` means b is slower. Cells are
 /// matched by id (the latest record of an id stands); see the module docs for the intervals.
 pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
@@ -336,8 +405,7 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
         let mut metrics = Vec::new();
         // Load metrics use every successful repeat of the cell in each run.
         let id = ra.cell.id.as_str();
-        let all_a: Vec<&Record> = a.iter().filter(|r| r.cell.id == id && r.status == Status::Ok).collect();
-        let all_b: Vec<&Record> = b.iter().filter(|r| r.cell.id == id && r.status == Status::Ok).collect();
+        let (all_a, all_b) = (runs_of(a, id), runs_of(b, id));
         for metric in CompareMetric::ALL {
             let judged = if metric.is_load() {
                 compare_load_metric(&ra.cell.id, &all_a, &all_b, metric, threshold_pct)
@@ -345,7 +413,7 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
                 compare_metric(ra, rb, metric, threshold_pct)
             };
             match judged {
-                Judged::Compared(m) => metrics.push(m),
+                Judged::Compared(m) => metrics.push(between_runs(m, &all_a, &all_b, threshold_pct)),
                 Judged::Skipped(reason) => {
                     skipped.push(SkippedMetric { cell: ra.cell.id.clone(), metric, reason })
                 }

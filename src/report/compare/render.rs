@@ -90,7 +90,11 @@ fn ratio_interval_text(m: &MetricComparison) -> String {
     } else if m.method == Method::Difference && m.ratio.is_finite() {
         format!("{} to {}", pp(m.ratio.lower), pp(m.ratio.upper))
     } else if m.ratio.is_finite() {
-        format!("{:.3}–{:.3}x", m.ratio.lower, m.ratio.upper)
+        let within = match m.within.filter(|w| m.method == Method::BetweenRuns && w.is_finite()) {
+            Some(w) => format!(" between runs (within {:.3}–{:.3}x)", w.lower, w.upper),
+            None => String::new(),
+        };
+        format!("{:.3}–{:.3}x{within}", m.ratio.lower, m.ratio.upper)
     } else {
         "—".into()
     }
@@ -122,7 +126,9 @@ fn rule_text(c: &Comparison) -> String {
     format!(
         "Ratios are b/a with {:.0}% intervals; slower when the interval is above {hi:.3}, faster when below {:.3}, \
          unchanged when inside, inconclusive when it straddles a bound (threshold {}%). Throughput is higher-is-better: \
-         its verdict reads a/b, so a drop is slower. Error rates are compared as b − a in percentage points \
+         its verdict reads a/b, so a drop is slower. With two or more runs of a cell on each side, runs are the \
+         unit: one value per run, the interval between runs (Welch t on the logarithms), the within-run one beside \
+         it, n counts runs. Error rates are compared as b − a in percentage points \
          (more errors beyond {:.1} pp).",
         c.confidence * 100.0,
         1.0 / hi,

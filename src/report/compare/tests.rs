@@ -84,3 +84,39 @@ fn failed_and_unmatched_cells_are_listed_not_compared() {
         "{text}"
     );
 }
+
+#[test]
+fn runs_are_the_unit_with_two_or_more_runs_a_side() {
+    // Each run's cold starts agree within 1 ms, but runs differ by ±8 %: the within-run interval
+    // calls b slower, the between-run one cannot tell.
+    let runs = |levels: &[f64], run: &str| -> Vec<crate::record::Record> {
+        levels
+            .iter()
+            .enumerate()
+            .map(|(i, &ms)| {
+                let mut r = sample_record("s");
+                r.run_id = run.into();
+                r.cell.repeat = Some(crate::spec::Repeat { index: i as u32, of: 3, fresh_container: true });
+                r.metrics.cold_start.as_mut().unwrap().samples_ms =
+                    (0..10).map(|k| ms + f64::from(k) * 0.1).collect();
+                r
+            })
+            .collect()
+    };
+    let a = runs(&[100.0, 92.0, 108.0], "a");
+    let b = runs(&[110.0, 101.0, 118.0], "b");
+    let c = compare(&a, &b, 5.0);
+    let m = c.metrics().find(|m| m.metric == CompareMetric::ColdStart).unwrap();
+    assert_eq!((m.method, m.runs, m.n_a), (Method::BetweenRuns, Some((3, 3)), 3));
+    assert_eq!(m.verdict, Verdict::Inconclusive, "{m:?}");
+    let within = m.within.unwrap();
+    assert!(within.lower > 1.05, "the latest runs alone look slower: {within:?}");
+    assert!(m.ratio.lower < 1.0 && m.ratio.upper > 1.1, "{:?}", m.ratio);
+    assert!(compare_text(&c).contains("between runs (within "));
+    // One run a side: the within-run judgement stands.
+    let one = compare(&a[..1], &b[..1], 5.0);
+    assert_ne!(
+        one.metrics().find(|m| m.metric == CompareMetric::ColdStart).unwrap().method,
+        Method::BetweenRuns
+    );
+}
