@@ -28,16 +28,22 @@ pub struct PlanArgs {
     #[command(flatten)]
     checkout: Checkout,
     #[command(flatten)]
+    noise: super::run::NoiseArgs,
+    #[command(flatten)]
     cluster: super::run::ClusterArgs,
 }
 
 pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
-    let PlanArgs { scenario, json, parallel, results, checkout, cluster } = args;
+    let PlanArgs { scenario, json, parallel, results, checkout, noise, cluster } = args;
     cluster.check()?;
     let recipes = checkout.recipes()?;
-    let sc = checkout.scenario(&scenario)?;
+    let mut sc = checkout.scenario(&scenario)?;
+    noise.adjust(&mut sc);
     let cpus = crate::placement::available_cpus();
-    let mut cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
+    let cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
+    // The order as a run would have it (its seed is the run's; the count and cost do not depend on it).
+    let seed = noise.order_seed.unwrap_or_else(orchestrate::order::fresh_seed);
+    let mut cells = orchestrate::order::arrange(cells, &sc.controls, sc.order, seed);
     let mut slots = if parallel { crate::placement::slots(&sc.placement, &cpus).len().max(1) } else { 1 };
     let opts = run_options(results.clone(), None, checkout.ca_bundle.clone())?;
     let states = tokio_runtime().block_on(async {
@@ -56,7 +62,7 @@ pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
         image_states(&backends, &mut cells, &recipes).await
     })?;
     let learned = learned_from(&results);
-    let view = PlanView::new(&sc.name, &cells, states, &learned, slots);
+    let view = PlanView::new(&sc, &cells, states, &learned, slots);
     if json {
         println!(
             "{}",
@@ -111,6 +117,8 @@ fn plan_json(view: &PlanView, cells: &[PlannedCell], learned: &Learned) -> serde
                 "runtime": c.image.runtime_name,
                 "api": c.image.api,
                 "workload": c.workload.kind(),
+                "repeat": c.repeat,
+                "schedule": c.schedule,
                 "placement": c.placement,
                 "estimate_s": estimate(c, learned).seconds,
             })

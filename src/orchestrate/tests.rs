@@ -314,7 +314,7 @@ async fn plan_and_run_agree_on_images_and_estimated_time() {
         assert_eq!(i, 0);
         images.push((planned, p.runtime_kind));
     }
-    let view = view::PlanView::new(&sc.name, &cells, images, &learned, 1);
+    let view = view::PlanView::new(&sc, &cells, images, &learned, 1);
     // What the run does.
     let mut events = Vec::new();
     run_all(&b, &sc, &opts, None, &mut events).await.unwrap();

@@ -40,11 +40,27 @@ pub struct PlanView {
     /// Cells whose estimate came from earlier records.
     pub estimated_from_records: usize,
     pub parallel_slots: usize,
+    /// How the run measures against noise: its order, its repeats and its A/A controls.
+    pub noise: NoisePlan,
+}
+
+/// The cost of a run's noise model: every cell `repeats` times, plus the control cells.
+#[derive(Debug, Clone, Serialize)]
+pub struct NoisePlan {
+    /// `random` or `as-written`.
+    pub order: String,
+    pub repeats: u32,
+    /// The A/A control servers, and the cells measured for them (at start, middle and end).
+    pub control_servers: Vec<String>,
+    pub control_cells: usize,
+    /// The estimated seconds of one pass over the cells (no repeats, no controls): what the
+    /// noise model costs on top.
+    pub single_pass_seconds: f64,
 }
 
 impl PlanView {
     pub fn new(
-        scenario: &str,
+        scenario: &crate::scenario::Scenario,
         cells: &[PlannedCell],
         images: Vec<(PlannedImage, RuntimeKind)>,
         learned: &Learned,
@@ -53,8 +69,13 @@ impl PlanView {
         let mut workloads = BTreeMap::new();
         let mut servers: Vec<&str> = Vec::new();
         let mut cell_seconds = 0.0;
+        let mut single_pass = 0.0;
         let mut from = 0;
+        let control = |c: &PlannedCell| c.schedule.as_ref().is_some_and(|s| s.control.is_some());
         for c in cells {
+            if !control(c) && c.repeat.is_none_or(|r| r.index == 0) {
+                single_pass += estimate(c, learned).seconds;
+            }
             *workloads.entry(c.workload.kind().to_string()).or_insert(0) += 1;
             if !servers.contains(&c.server_id.as_str()) {
                 servers.push(&c.server_id);
@@ -64,13 +85,29 @@ impl PlanView {
             from += usize::from(e.from_records);
         }
         let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, *kind)).sum();
+        let slots = parallel_slots.max(1) as f64;
+        let mut control_servers: Vec<String> = Vec::new();
+        for c in cells.iter().filter(|c| control(c)) {
+            if !control_servers.contains(&c.server_id) {
+                control_servers.push(c.server_id.clone());
+            }
+        }
+        control_servers.sort();
+        let noise = NoisePlan {
+            order: scenario.order.as_str().to_string(),
+            repeats: scenario.repeats,
+            control_servers,
+            control_cells: cells.iter().filter(|c| control(c)).count(),
+            single_pass_seconds: single_pass / slots,
+        };
         PlanView {
-            scenario: scenario.to_string(),
+            noise,
+            scenario: scenario.name.clone(),
             cells: cells.len(),
             servers: servers.len(),
             workloads,
             images: images.into_iter().map(|(i, _)| i).collect(),
-            cell_seconds: cell_seconds / parallel_slots.max(1) as f64,
+            cell_seconds: cell_seconds / slots,
             build_seconds,
             estimated_from_records: from,
             parallel_slots,
@@ -115,6 +152,20 @@ impl PlanView {
             count(ImageState::Cached),
             count(ImageState::Build) + count(ImageState::BuildWithBase),
             if unknown > 0 { format!(", {unknown} unknown (no engine answered)") } else { String::new() }
+        ));
+        let n = &self.noise;
+        let controls = match n.control_cells {
+            0 => "no A/A controls".to_string(),
+            k => format!(
+                "{k} A/A control cell(s) ({} again at the start, middle and end)",
+                n.control_servers.join(", ")
+            ),
+        };
+        out.push_str(&format!(
+            "noise: {} order, {} run(s) of every cell, {controls}; one pass alone would take {}\n",
+            n.order,
+            n.repeats,
+            eta_text(n.single_pass_seconds)
         ));
         out.push_str(&format!(
             "estimated time: builds {} + cells {}{} = {} ({} of {} cell estimates from earlier records in results/, the rest rough per-runtime figures)\n",
