@@ -114,6 +114,7 @@ impl Scenario {
             workloads,
             repeats,
             order,
+            controls,
             source: stated,
             claims,
         } = raw;
@@ -168,6 +169,19 @@ impl Scenario {
             s.controls.extend(expanded.controls);
         }
         s.check_suite(suite.span())?;
+        if let Some(c) = &controls {
+            for id in c.get_ref() {
+                if !s.servers.iter().any(|e| e.id.get_ref() == id) {
+                    return Err(s.error_at(
+                        c.span(),
+                        format!("control {id:?} is not the id of a server of this scenario"),
+                    ));
+                }
+                if !s.controls.contains(id) {
+                    s.controls.push(id.clone());
+                }
+            }
+        }
         if s.servers.is_empty() {
             return Err(ScenarioError::Whole {
                 path: path.into(),

@@ -146,6 +146,9 @@ pub(super) struct RawScenario {
     /// `"random"` (default: a seeded permutation within each round of repeats) or
     /// `"as-written"`.
     pub(super) order: Option<Spanned<String>>,
+    /// Server ids measured again at the start, middle and end of the run (A/A controls), beside
+    /// those of the matrices.
+    pub(super) controls: Option<Spanned<Vec<String>>>,
     /// What the reproduced source states about how it measured.
     #[serde(default)]
     pub(super) source: SourceStatement,

@@ -193,7 +193,55 @@ fn a_matrix_expands_ranges_and_axes_into_servers() {
         ]
     );
     assert!(s.servers.iter().all(|x| x.api.as_ref().map(|a| a.get_ref().as_str()) == Some("lowlevel")));
-    assert_eq!(s.cells().len(), 8);
+    // A sweep runs every cell three times unless it says otherwise.
+    assert_eq!((s.repeats, s.cells().len()), (3, 24));
+}
+
+#[test]
+fn noise_defaults_order_and_controls() {
+    let d = with_releases(&["1.1.2", "1.1.3", "1.2.1", "1.10.0"]);
+    let sweep = |src: String| Scenario::parse_in(Path::new("m.toml"), src, d.path());
+    let s = sweep(MATRIX.into()).unwrap();
+    assert_eq!((s.repeats, s.order), (3, crate::spec::Order::Random));
+    // The first and last release of the range, on every runtime.
+    assert_eq!(
+        s.controls,
+        [
+            "mcp-1.1.2-cpython-bookworm",
+            "mcp-1.1.2-cpython-trixie",
+            "mcp-1.10.0-cpython-bookworm",
+            "mcp-1.10.0-cpython-trixie"
+        ]
+    );
+    let s = sweep(MATRIX.replace("api = ", "controls = [\"1.2.1\", \"first\"]\napi = ")).unwrap();
+    assert_eq!(
+        s.controls,
+        [
+            "mcp-1.1.2-cpython-bookworm",
+            "mcp-1.1.2-cpython-trixie",
+            "mcp-1.2.1-cpython-bookworm",
+            "mcp-1.2.1-cpython-trixie"
+        ]
+    );
+    let s = sweep(MATRIX.replace("api = ", "controls = []\napi = ")).unwrap();
+    assert!(s.controls.is_empty());
+    let e = sweep(MATRIX.replace("api = ", "controls = [\"9.9.9\"]\napi = ")).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:9:") && e.contains("\"9.9.9\" is not a version of this matrix"), "{e}");
+    let s = sweep(format!("repeats = 1\norder = \"as-written\"\n{MATRIX}")).unwrap();
+    assert_eq!((s.repeats, s.order), (1, crate::spec::Order::AsWritten));
+    let e = sweep(format!("order = \"shuffled\"\n{MATRIX}")).unwrap_err().to_string();
+    assert!(e.starts_with("m.toml:1:9") && e.contains("\"random\" or \"as-written\""), "{e}");
+    // A list of servers is not a sweep: once, no controls, unless it names them.
+    let s = parse(GOOD).unwrap();
+    assert_eq!((s.repeats, s.controls.len()), (1, 0));
+    let s = parse(&GOOD.replace("suite = \"weekly\"", "suite = \"weekly\"\ncontrols = [\"mcp\"]")).unwrap();
+    assert_eq!(s.controls, ["mcp"]);
+    let e =
+        parse(&GOOD.replace("suite = \"weekly\"", "suite = \"weekly\"\ncontrols = [\"nope\"]")).unwrap_err();
+    assert!(e.to_string().starts_with("scenarios/t.toml:4:") && e.to_string().contains("\"nope\""), "{e}");
+    // A reproduction (a [source] or claims) runs three times.
+    let s = parse(&GOOD.replace("[placement]", "[source]\nfile = \"x.md\"\n[placement]")).unwrap();
+    assert_eq!(s.repeats, 3);
 }
 
 #[test]
