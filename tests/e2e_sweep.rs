@@ -62,15 +62,19 @@ fn ok(r: &Value) -> bool {
 fn a_release_range_matrix_runs_reports_its_history_and_plans_no_build_after() {
     engine_must_answer();
     let dir = tempfile::tempdir().unwrap();
+    // A sweep: random order, repeats and A/A controls by default; two runs and one control here
+    // to keep it short.
     let scenario = r#"
 name = "e2e-sweep"
 suite = "weekly"
+repeats = 2
 [[matrix]]
 id = "mcp-{version}"
 family = "python-mcp"
 versions = "1.29.0..1.30.0"
 runtimes = ["cpython-bookworm"]
 api = "lowlevel"
+controls = ["first"]
 [[workload]]
 kind = "cold_start"
 spawns = 2
@@ -80,9 +84,14 @@ tool = "add_numbers"
 warmup = 10
 calls = 100
 "#;
-    let (out, run_dir, recs) = run(scenario, &["--engine", "docker"], dir.path());
+    let (out, run_dir, recs) = run(scenario, &["--engine", "docker", "--order-seed", "7"], dir.path());
     assert!(out.status.success(), "{}", text(&out));
-    let ids: Vec<&str> = recs.iter().map(|r| r["cell"]["id"].as_str().unwrap()).collect();
+    // 3 releases × 2 workloads × 2 runs, and the control's 2 workloads at start, middle and end.
+    assert_eq!(recs.len(), 12 + 6, "{}", text(&out));
+    let mut ids: Vec<&str> = recs.iter().map(|r| r["cell"]["id"].as_str().unwrap()).collect();
+    let written: Vec<&str> = ids.clone();
+    ids.sort_unstable();
+    ids.dedup();
     assert_eq!(
         ids,
         [
@@ -94,6 +103,23 @@ calls = 100
             "mcp-1.30.0/serial_calls"
         ]
     );
+    assert_ne!(&written[2..8], ["mcp-1.29.0/cold_start", "mcp-1.29.0/serial_calls", "mcp-1.29.0/cold_start", "mcp-1.29.0/serial_calls", "mcp-1.29.1/cold_start", "mcp-1.29.1/serial_calls"]);
+    for (i, r) in recs.iter().enumerate() {
+        let s = &r["schedule"];
+        assert_eq!((s["order"].as_str(), s["seed"].as_u64(), s["position"].as_u64(), s["of"].as_u64()), (Some("random"), Some(7), Some(i as u64), Some(18)), "{r}");
+        let control = s["control"].as_str();
+        let expected = match i {
+            0 | 1 => Some("start"),
+            8 | 9 => Some("middle"),
+            16 | 17 => Some("end"),
+            _ => None,
+        };
+        assert_eq!(control, expected, "position {i}");
+        if control.is_some() {
+            assert_eq!(r["cell"]["server"]["sdk_version"], "1.29.0");
+            assert!(r["cell"]["repeat"].is_null());
+        }
+    }
     assert!(recs.iter().all(ok), "{}", text(&out));
     assert!(recs.iter().all(|r| r["cell"]["server"]["api"] == "lowlevel"));
     // Each release ran its own locked version.
@@ -102,7 +128,7 @@ calls = 100
         let pkgs = r["environment"]["image"]["packages"].as_array().unwrap();
         assert!(pkgs.iter().any(|p| p["name"] == "mcp" && p["version"] == v), "{v}: {pkgs:?}");
     }
-    // The history across the three versions, as JSON.
+    // The history across the three versions, as JSON: runs as the unit, the control's drift.
     let h = benchlab(&["report", run_dir.to_str().unwrap(), "--format", "history"]);
     assert!(h.status.success(), "{}", text(&h));
     let v: Value = serde_json::from_slice(&h.stdout).unwrap();
@@ -110,15 +136,25 @@ calls = 100
     assert_eq!(series.len(), 2, "one series per workload: {v}");
     for s in series {
         assert_eq!(s["versions"], serde_json::json!(["1.29.0", "1.29.1", "1.30.0"]));
+        let m = &s["metrics"][0];
+        for p in m["points"].as_array().unwrap() {
+            assert_eq!((p["runs"].as_u64(), p["interval"].as_str()), (Some(2), Some("between_runs")), "{p}");
+            assert!(p["within_lower"].is_number(), "{p}");
+        }
+        assert_eq!(m["controls"][0]["version"], "1.29.0", "{m}");
+        assert_eq!(m["controls"][0]["values"].as_array().unwrap().len(), 3, "{m}");
+        assert!(m["control_drift"].as_f64().unwrap() >= 0.0);
     }
     let table = benchlab(&["report", run_dir.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&table.stdout).contains("History"), "{}", text(&table));
-    // A second look builds nothing: every image is in the engine.
+    let table_text = String::from_utf8_lossy(&table.stdout);
+    assert!(table_text.contains("History") && table_text.contains("A/A controls, "), "{}", text(&table));
+    // A second look builds nothing: every image is in the engine; it states the noise model's cost.
     let file = dir.path().join("scenario.toml");
     let p = benchlab(&["plan", file.to_str().unwrap(), "--json"]);
     assert!(p.status.success(), "{}", text(&p));
     let plan: Value = serde_json::from_slice(&p.stdout).unwrap();
-    assert_eq!(plan["cells"], 6);
+    assert_eq!(plan["cells"], 18);
+    assert_eq!((plan["noise"]["repeats"].as_u64(), plan["noise"]["control_cells"].as_u64()), (Some(2), Some(6)), "{plan}");
     let images = plan["images"].as_array().unwrap();
     assert_eq!(images.len(), 3);
     assert!(images.iter().all(|i| i["state"] == "cached"), "{plan}");
