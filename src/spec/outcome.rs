@@ -29,6 +29,9 @@ pub enum FailureReason {
     EngineError,
     /// A cluster's node failed under the cell (Slurm's NODE_FAIL), after its one requeue.
     NodeFail,
+    /// `--require-quiet`: the host stayed loud on the cell's CPUs for the whole wait allowed, so
+    /// the cell was not run (the detail names the readings).
+    NoisyHost,
 }
 
 impl FailureReason {
@@ -43,6 +46,7 @@ impl FailureReason {
             FailureReason::Oom => "oom",
             FailureReason::EngineError => "engine_error",
             FailureReason::NodeFail => "node_fail",
+            FailureReason::NoisyHost => "noisy_host",
         }
     }
 }

@@ -2,9 +2,13 @@
 //! the server's cpuset, memory-limited, no network) and the sidecar (the driver, on the driver's
 //! cpuset, in the server's network namespace), both sandboxed alike and mounting the lab's frozen
 //! binary read-only. The driver's output goes through the shared driver link; whatever happens,
-//! both containers and the volume are removed. What is measured is the driver's business.
+//! both containers and the volume are removed. Around it, the quiet-host check (`host::quiet`):
+//! a probe before anything is created (with `--require-quiet`, a wait that may refuse the cell)
+//! and a window from the driver's start to its end, the two containers being the cell's own.
+//! What is measured is the driver's business.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -12,6 +16,7 @@ use super::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN
 use super::owners::{owner_token, LABEL_OWNER};
 use crate::backend::link::DriverLink;
 use crate::backend::{CellOutcome, EngineError, ImageFacts, Prepared};
+use crate::host::quiet::{Own, QuietCheck};
 use crate::recipe::{base, IMAGE_MANIFEST_PATH, LAB_BINARY};
 use crate::record::manifest::{parse_dpkg_list, Package, RuntimeManifest};
 use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, FailureReason};
@@ -27,15 +32,29 @@ pub async fn run<E: Engine>(
 ) -> CellOutcome {
     let name = format!("benchlab-{}-{}", short(&job.run_id), job.index);
     let volume = format!("{name}-lab");
+    let facts_of = || image_facts.lock().expect("not poisoned").get(&image.id).cloned().unwrap_or_default();
+    let cpus = [job.placement.server_cpus.as_str(), job.placement.driver_cpus.as_str()];
+    let mut check = QuietCheck::new(Path::new("/"), &cpus);
+    if let Err(detail) = check.before(job.require_quiet_s).await {
+        return CellOutcome {
+            failure: Some(Failure::new(FailureReason::NoisyHost, detail)),
+            facts: facts_of(),
+            sandbox: Some(job.sandbox.clone()),
+            quiet: Some(check.finish()),
+            ..CellOutcome::default()
+        };
+    }
     let mut created: Vec<String> = Vec::new();
     let cell = Cell { engine, job, image, name: &name, volume: &volume, lab_volume_bytes };
-    let result = cell.run(&mut created, image_facts, on_event).await;
+    let result = cell.run(&mut created, &mut check, image_facts, on_event).await;
+    // A cell that failed after its start still closes its window (a no-op when it was closed).
+    check.cell_ended().await;
     for id in created.iter().rev() {
         let _ = engine.remove_container(id).await;
     }
     let _ = engine.remove_volume(&volume).await;
-    let facts = image_facts.lock().expect("not poisoned").get(&image.id).cloned().unwrap_or_default();
-    match result {
+    let facts = facts_of();
+    let mut outcome = match result {
         Ok((driver, oom)) => {
             let failure = oom.then(|| {
                 // What the driver saw (a crash, usually, with the server's stderr) stays in the
@@ -50,10 +69,18 @@ pub async fn run<E: Engine>(
                     ),
                 )
             });
-            CellOutcome { driver, failure, facts, sandbox: Some(job.sandbox.clone()), ..CellOutcome::default() }
+            CellOutcome {
+                driver,
+                failure,
+                facts,
+                sandbox: Some(job.sandbox.clone()),
+                ..CellOutcome::default()
+            }
         }
         Err(e) => CellOutcome { sandbox: Some(job.sandbox.clone()), ..CellOutcome::engine_error(e, facts) },
-    }
+    };
+    outcome.quiet = Some(check.finish());
+    outcome
 }
 
 /// A short, stable token of a run id for container names.
@@ -73,10 +100,12 @@ struct Cell<'a, E: Engine> {
 
 impl<E: Engine> Cell<'_, E> {
     /// Creates and starts both containers, follows the driver to its outcome, and tells whether
-    /// the server container was OOM-killed. Every container made is pushed to `created`.
+    /// the server container was OOM-killed. Every container made is pushed to `created`; the
+    /// quiet check's during window spans the driver's run.
     async fn run(
         &self,
         created: &mut Vec<String>,
+        check: &mut QuietCheck,
         image_facts: &Mutex<HashMap<String, ImageFacts>>,
         on_event: &mut (dyn FnMut(DriverEvent) + Send),
     ) -> Result<(DriverOutcome, bool), EngineError> {
@@ -122,6 +151,8 @@ impl<E: Engine> Cell<'_, E> {
         let driver = engine.create_container(&sidecar).await?;
         created.push(driver.clone());
         engine.start(&driver).await?;
+        // Opened once both run, so the engine's work of starting them is not counted as noise.
+        check.cell_started(Own::cgroups_containing(vec![server.clone(), driver.clone()])).await;
 
         let mut link = DriverLink::new(on_event);
         let mut on_line = |line| match line {
@@ -130,7 +161,10 @@ impl<E: Engine> Cell<'_, E> {
         };
         let limit = job.time_limit();
         match tokio::time::timeout(limit, engine.follow(&driver, &mut on_line)).await {
-            Ok(r) => r?,
+            Ok(r) => {
+                check.cell_ended().await;
+                r?
+            }
             Err(_) => {
                 return Err(EngineError::op(
                     "run",

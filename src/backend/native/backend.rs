@@ -1,8 +1,11 @@
 //! The native engine as a cell backend: admits stdio cells only (and swaps a CPython runtime for
 //! the host's minor, `runtime`), prepares a server by installing it into the native cache (the
 //! entry stands for the image in the record), runs a cell in a lab cgroup and reports what
-//! confined it (no container sandbox), and removes stale lab cgroups of dead runs.
+//! confined it (no container sandbox) with its quiet-host check (the before probe here, which
+//! `--require-quiet` may turn into a wait and a refusal; the during window in `cell`), and removes
+//! stale lab cgroups of dead runs.
 
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -11,6 +14,7 @@ use crate::backend::{
     Admission, Backend, BackendConfig, BackendKind, CellEvent, CellOutcome, EngineError, ImageFacts,
     ImageProgress, ImageState, Leftover, PrepareEvent, Prepared, Topology,
 };
+use crate::host::quiet::QuietCheck;
 use crate::recipe::ImagePlan;
 use crate::record::manifest::{BaseManifest, EngineManifest};
 use crate::spec::{CellJob, Failure, FailureReason, Sandbox};
@@ -142,21 +146,35 @@ impl Backend for NativeBackend {
         let facts = prepared.facts.clone().unwrap_or_default();
         // Natively there is no container sandbox: the record says what confined the server.
         let sandbox = Some(Sandbox::none());
-        match self.engine.run_cell(spec, &limits, &job.benchlab_exe, job.time_limit(), on_event).await {
-            Ok(run) => {
-                let failure = run.oom_killed.then(|| {
-                    Failure::new(
-                        FailureReason::Oom,
-                        format!(
-                            "the server's cgroup was killed for exceeding its memory limit ({} MiB)",
-                            job.placement.memory_limit_bytes >> 20
-                        ),
-                    )
-                });
-                CellOutcome { driver: run.outcome, failure, facts, sandbox, ..CellOutcome::default() }
-            }
-            Err(e) => CellOutcome { sandbox, ..CellOutcome::engine_error(e, facts) },
+        let mut check = QuietCheck::new(Path::new("/"), &[&limits.server_cpus, &limits.driver_cpus]);
+        if let Err(detail) = check.before(job.require_quiet_s).await {
+            return CellOutcome {
+                failure: Some(Failure::new(FailureReason::NoisyHost, detail)),
+                facts,
+                sandbox,
+                quiet: Some(check.finish()),
+                ..CellOutcome::default()
+            };
         }
+        let mut outcome =
+            match self.engine.run_cell(spec, &limits, &job.benchlab_exe, job.time_limit(), on_event).await {
+                Ok(run) => {
+                    check.set_during(run.quiet_during.clone());
+                    let failure = run.oom_killed.then(|| {
+                        Failure::new(
+                            FailureReason::Oom,
+                            format!(
+                                "the server's cgroup was killed for exceeding its memory limit ({} MiB)",
+                                job.placement.memory_limit_bytes >> 20
+                            ),
+                        )
+                    });
+                    CellOutcome { driver: run.outcome, failure, facts, sandbox, ..CellOutcome::default() }
+                }
+                Err(e) => CellOutcome { sandbox, ..CellOutcome::engine_error(e, facts) },
+            };
+        outcome.quiet = Some(check.finish());
+        outcome
     }
 
     async fn start(&self, _run_id: &str) -> Result<Vec<Leftover>, EngineError> {

@@ -2,7 +2,9 @@
 //! memory and pids limits) or pinned by affinity when there are no cgroups, `benchlab driver`
 //! pinned to the driver CPUs; the driver's JSON lines become events and an outcome; everything is
 //! killed on a time limit or drop, and the cgroup's memory peak and OOM kills are read before it
-//! is removed. What is measured is the driver's business.
+//! is removed. The quiet check's during window (`host::quiet`) spans the driver's run, the cell
+//! cgroup, shim and driver (and this process) being the cell's own. What is measured is the
+//! driver's business.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -18,6 +20,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::cgroup::NativeCgroup;
 use crate::backend::link::DriverLink;
 use crate::backend::EngineError;
+use crate::host::quiet::{self, During, Own};
 use crate::spec::{DriverEvent, DriverOutcome, DriverSpec};
 
 /// What a native cell produced.
@@ -28,6 +31,8 @@ pub struct NativeRun {
     pub oom_killed: bool,
     /// The server cgroup's memory peak (shim, server and its children), when cgroups are used.
     pub memory_peak: Option<u64>,
+    /// The quiet check's window from the driver's start to its end.
+    pub quiet_during: Option<quiet::Window>,
 }
 
 /// Where and how a cell's processes run.
@@ -161,8 +166,11 @@ pub async fn run_cell(
         }
     };
 
+    let during =
+        During::start(Path::new("/"), &cell_cpus(placement), own(cgroup.as_ref(), &shim, &driver)).await;
     let mut link = DriverLink::new(on_event);
     let waited = tokio::time::timeout(time_limit, follow(&mut driver, &mut link)).await;
+    let quiet_during = Some(during.end().await);
     let driver_status = match waited {
         Ok(Ok(status)) => status,
         Ok(Err(e)) => {
@@ -200,9 +208,24 @@ pub async fn run_cell(
             .map_err(|e| EngineError::op("clean up after", "a native cell", e))?;
     }
     match link.finish() {
-        Ok(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak }),
+        Ok(outcome) => Ok(NativeRun { outcome, oom_killed, memory_peak, quiet_during }),
         Err(stderr_tail) => Err(no_outcome(driver_status, &stderr_tail, &shim_log)),
     }
+}
+
+/// The cell's CPUs: server and driver together.
+fn cell_cpus(placement: &CellPlacement<'_>) -> Vec<u32> {
+    quiet::cell_cpus(&[placement.server_cpus, placement.driver_cpus])
+}
+
+/// The cell's own processes for the quiet check: its cgroup's, the shim's and the driver's (and,
+/// as always, this process and its descendants).
+fn own(cgroup: Option<&NativeCgroup>, shim: &tokio::process::Child, driver: &tokio::process::Child) -> Own {
+    let path = cgroup.map(|c| c.path().to_string());
+    let pids: Vec<u32> = [shim.id(), driver.id()].into_iter().flatten().collect();
+    Own::by(move |text, pid| {
+        pids.contains(&pid) || path.as_deref().is_some_and(|p| text.lines().any(|l| l.ends_with(p)))
+    })
 }
 
 /// The server side's lab cgroup (server cpuset, memory and pids limits), when cgroups are used.

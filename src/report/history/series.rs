@@ -62,7 +62,7 @@ pub(super) fn run_value(r: &Record, metric: HistoryMetric) -> Option<f64> {
             match stats::decode_histogram(&m.histogram).ok().filter(|h| !h.is_empty()) {
                 Some(h) => Some(h.value_at_quantile(q) as f64 / 1e6),
                 None => {
-                    (m.summary.count > 0).then(|| if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms })
+                    (m.summary.count > 0).then_some(if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms })
                 }
             }
         }
