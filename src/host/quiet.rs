@@ -46,6 +46,15 @@ pub const MIN_MEMORY_AVAILABLE: f64 = 0.05;
 // `scaling_cur_freq` per window say too little to judge (an idle CPU clocks down before the cell
 // starts). Both are recorded, so a comparison across hosts can see them.
 
+/// The container engine's own processes (by `comm` prefix): during a cell they serve its
+/// containers (their output, their start and stop), so their CPU is counted apart from other
+/// processes' and judged against its own, higher threshold.
+pub const ENGINE_PROCESSES: &[&str] = &["dockerd", "containerd", "runc", "docker-proxy"];
+/// The engine's CPU during a cell above which it was doing more than serving one cell (another
+/// tenant's containers, a build): half a CPU. Serving a cell costs it about 0.1–0.25 CPU on
+/// this host, most over the shortest cells.
+pub const MAX_ENGINE_CPU: f64 = 0.5;
+
 /// How many of the other processes a window names.
 const TOP_OFFENDERS: usize = 5;
 
@@ -92,6 +101,10 @@ pub struct Window {
     /// (an upper bound for a process also allowed elsewhere; blind to the time of a process that
     /// ended before the window closed).
     pub other_cpu: f64,
+    /// During the cell: the container engine's processes ([`ENGINE_PROCESSES`]), not counted in
+    /// `other_cpu`. Absent before the cell (where they count as other load) and natively.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_cpu: Option<f64>,
     /// The other processes that used the most CPU, by `comm`, biggest first (at most 5).
     pub offenders: Vec<Offender>,
     /// The lowest and highest `scaling_cur_freq` of the cell's CPUs at the two snapshots, kHz;
@@ -437,12 +450,14 @@ fn window(root: &Path, a: &Snapshot, b: &Snapshot, cell: &[u32], own: &Own, kind
     let per_cpu: Vec<CpuLoad> = cell.iter().filter_map(|c| cpu_load(a, b, *c)).collect();
     let ran = ran_between(root, a, b, cell, own);
     let own_cpu = cpus(ran.iter().filter(|r| r.own).map(|r| r.ticks).sum());
+    let engine = |r: &&Ran| kind == Kind::During && ENGINE_PROCESSES.iter().any(|p| r.comm.starts_with(p));
+    let engine_ticks: u64 = ran.iter().filter(|r| !r.own).filter(engine).map(|r| r.ticks).sum();
     let other_cpu = match kind {
         Kind::Before => (per_cpu.iter().map(|c| c.busy).sum::<f64>() - own_cpu).max(0.0),
-        Kind::During => cpus(ran.iter().filter(|r| !r.own).map(|r| r.ticks).sum()),
+        Kind::During => cpus(ran.iter().filter(|r| !r.own).filter(|r| !engine(r)).map(|r| r.ticks).sum()),
     };
     let mut by_comm: BTreeMap<&str, (u64, u32)> = BTreeMap::new();
-    for r in ran.iter().filter(|r| !r.own) {
+    for r in ran.iter().filter(|r| !r.own && !engine(r)) {
         let e = by_comm.entry(r.comm.as_str()).or_default();
         e.0 += r.ticks;
         e.1 += 1;
@@ -466,6 +481,7 @@ fn window(root: &Path, a: &Snapshot, b: &Snapshot, cell: &[u32], own: &Own, kind
         per_cpu,
         own_cpu: round4(own_cpu),
         other_cpu: round4(other_cpu),
+        engine_cpu: (engine_ticks > 0).then(|| round4(cpus(engine_ticks))),
         offenders,
         freq_min_khz: freqs().min(),
         freq_max_khz: freqs().max(),
@@ -532,6 +548,9 @@ fn window_reasons(w: &Window, cpus: &str, when: &str) -> Vec<String> {
             named.join(", ")
         };
         out.push(format!("other processes used {:.2} CPU of cpus {cpus} {when} ({named})", w.other_cpu));
+    }
+    if let Some(e) = w.engine_cpu.filter(|e| *e > MAX_ENGINE_CPU) {
+        out.push(format!("the container engine used {e:.2} CPU {when}, more than serving one cell takes"));
     }
     for c in w.per_cpu.iter().filter(|c| c.steal > MAX_STEAL) {
         out.push(format!("the hypervisor stole {:.1} % of cpu {} {when}", c.steal * 100.0, c.cpu));

@@ -106,6 +106,7 @@ fn quiet_window() -> Window {
         per_cpu: vec![CpuLoad { cpu: 0, busy: 0.5, steal: 0.0 }, CpuLoad { cpu: 1, busy: 0.9, steal: 0.0 }],
         own_cpu: 1.4,
         other_cpu: 0.0,
+        engine_cpu: None,
         offenders: Vec::new(),
         freq_min_khz: None,
         freq_max_khz: None,
@@ -184,17 +185,18 @@ fn during_other_load_splits_own_from_other_by_cgroup_affinity_and_descent() {
     });
     // Own: lab 0.2 + shim 0.2 + server 2 + child 0.2 ticks-seconds over 2 s.
     assert_eq!(w.own_cpu, 1.3);
-    // Other: dockerd 0.4 + python3 0.3 + reused 0.2, over 2 s.
-    assert_eq!(w.other_cpu, 0.45);
+    // Other: python3 0.3 + reused 0.2, over 2 s; the engine (dockerd 0.4) apart.
+    assert_eq!((w.other_cpu, w.engine_cpu), (0.25, Some(0.2)));
     let named: Vec<(&str, f64, u32)> =
         w.offenders.iter().map(|o| (o.comm.as_str(), o.cpu, o.processes)).collect();
-    assert_eq!(named, vec![("dockerd", 0.2, 1), ("python3", 0.15, 2), ("reused", 0.1, 1)]);
+    assert_eq!(named, vec![("python3", 0.15, 2), ("reused", 0.1, 1)]);
     let (noisy, reasons) = judge("0-1", None, Some(&w));
     assert!(noisy);
-    assert_eq!(
-        reasons,
-        vec!["other processes used 0.45 CPU of cpus 0-1 during the cell (dockerd 0.20, python3 0.15, reused 0.10)"]
-    );
+    assert_eq!(reasons, vec!["other processes used 0.25 CPU of cpus 0-1 during the cell (python3 0.15, reused 0.10)"]);
+    // An engine busier than one cell makes it is a reason of its own.
+    let busy = Window { engine_cpu: Some(0.6), other_cpu: 0.0, ..w.clone() };
+    let (_, reasons) = judge("0-1", None, Some(&busy));
+    assert_eq!(reasons, vec!["the container engine used 0.60 CPU during the cell, more than serving one cell takes"]);
 }
 
 #[test]
