@@ -277,9 +277,13 @@ pub fn is_load(r: &Record) -> bool {
     r.cell.workload.is_load() || r.metrics.load.is_some()
 }
 
-/// The status column of a record: `ok`, `failed: crash`, `failed: crash (expected)`.
+/// The status column of a record: `ok`, `ok (noisy host)`, `failed: crash`, `failed: crash (expected)`.
 pub fn status_text(r: &Record) -> String {
+    let noisy = r.host_check.as_ref().and_then(|h| h.quiet.as_ref()).is_some_and(|q| q.noisy);
     match (r.status, &r.failure) {
+        // A cell measured on a loud host is flagged wherever its status shows (its reasons are in
+        // `host_check.quiet`).
+        (Status::Ok, _) if noisy => "ok (noisy host)".into(),
         (Status::Ok, _) => "ok".into(),
         (Status::Failed, f) => {
             let reason = f.as_ref().map_or("failed", |f| f.reason.as_str());
