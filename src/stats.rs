@@ -5,7 +5,7 @@
 //! here reads a clock or a random source: the same inputs and seed give the same intervals.
 
 mod runs;
-pub use runs::{between_runs, ratio_between_runs, seeded_shuffle, t_975};
+pub use runs::{between_runs, hull, ratio_between_runs, seeded_shuffle, t_975};
 
 use std::time::Duration;
 

@@ -263,7 +263,8 @@ fn load_cells_compare_throughput_tail_and_errors() {
     let same = report::compare(&a, &a, 5.0);
     let by = |c: &report::Comparison, m: CompareMetric| c.metrics().find(|x| x.metric == m).cloned().unwrap();
     let tp = by(&same, CompareMetric::Throughput);
-    assert_eq!((tp.n_a, tp.method, tp.higher_is_better), (3, Method::BootstrapMedianRatio, true), "{tp:?}");
+    // Three runs a side: runs are the unit.
+    assert_eq!((tp.n_a, tp.method, tp.higher_is_better), (3, Method::BetweenRuns, true), "{tp:?}");
     assert!(tp.ratio.contains(1.0) && tp.verdict != Verdict::Slower, "{tp:?}");
     assert_eq!(by(&same, CompareMetric::ErrorRate).verdict, Verdict::Unchanged);
     assert_eq!(by(&same, CompareMetric::LoadP99).verdict, Verdict::Unchanged);
@@ -290,7 +291,9 @@ fn load_cells_compare_throughput_tail_and_errors() {
     let worse: Vec<Record> = (0..3).map(|i| load_cell(&t, i, 9000.0, 1800, 370)).collect();
     let c = report::compare(&a, &worse, 5.0);
     let p99 = by(&c, CompareMetric::LoadP99);
-    assert_eq!((p99.method, p99.verdict), (Method::HistogramQuantileMover, Verdict::Slower), "{p99:?}");
+    assert_eq!((p99.method, p99.verdict), (Method::BetweenRuns, Verdict::Slower), "{p99:?}");
+    let within = p99.within.unwrap();
+    assert!(p99.ratio.lower <= within.lower && p99.ratio.upper >= within.upper, "never narrower than within: {p99:?}");
     assert!((p99.ratio.estimate - 1.9).abs() < 0.1, "{p99:?}");
     let e = by(&c, CompareMetric::ErrorRate);
     assert_eq!((e.method, e.verdict), (Method::Difference, Verdict::Slower), "{e:?}");

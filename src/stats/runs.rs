@@ -67,6 +67,15 @@ pub fn ratio_between_runs(a: &[f64], b: &[f64]) -> Option<Interval> {
     Some(Interval { estimate: d.exp(), lower: (d - half).exp(), upper: (d + half).exp(), confidence: 0.95 })
 }
 
+/// The smallest interval holding both (the estimate `a`'s): a between-run interval is never
+/// reported narrower than the within-run one (three runs can agree by chance).
+pub fn hull(a: Interval, b: Option<Interval>) -> Interval {
+    match b.filter(Interval::is_finite) {
+        Some(b) => Interval { lower: a.lower.min(b.lower), upper: a.upper.max(b.upper), ..a },
+        None => a,
+    }
+}
+
 /// Shuffles `items` in place by Fisher–Yates with a SplitMix64 seeded by `seed`: the same seed
 /// gives the same order on any machine.
 pub fn seeded_shuffle<T>(items: &mut [T], seed: u64) {

@@ -20,7 +20,8 @@
 //! - With two or more ok runs of a cell on each side (repeats, each in fresh containers; A/A
 //!   control measurements left out), every metric above uses runs as the unit instead: one value
 //!   per run (its median, quantile or reading), and the interval of the ratio by Welch's t on the
-//!   logarithms ([`Method::BetweenRuns`]); the within-run interval stays beside it.
+//!   logarithms ([`Method::BetweenRuns`]), never narrower than the within-run interval (which
+//!   stays beside it: three runs can agree by chance).
 //! - RSS after initialize (one reading per cell): the ratio of the readings with a zero-width
 //!   interval. There is no sample to resample; RSS readings repeat to well under 1%, so the
 //!   threshold alone judges them.
@@ -57,7 +58,7 @@ use crate::stats::Interval;
 
 use super::rows::Unit;
 
-pub use ratios::{compare, gate, gate_failures};
+pub use ratios::{compare, gate, gate_failures, hosts_compared};
 pub use render::{
     compare_markdown, compare_table, compare_text, diff_env_markdown, diff_env_table, diff_env_text,
     render_compare, render_diff_env, CompareFormat, UnknownCompareFormat,
@@ -330,6 +331,21 @@ pub struct Comparison {
     pub skipped: Vec<SkippedMetric>,
     /// Environment differences every matched cell shows alike.
     pub env_common: Vec<EnvDiff>,
+    /// The two runs' host speed fingerprints compared; None when a run has none (records from
+    /// before fingerprints were taken).
+    pub hosts: Option<HostsCompared>,
+}
+
+/// Two runs' hosts by their speed fingerprints (each run's first).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostsCompared {
+    pub a: String,
+    pub b: String,
+    /// `same speed within noise`, or which probes differ and by how much.
+    pub line: String,
+    /// The hosts' speeds differ beyond noise: b/a mixes the SDK with the machine, and
+    /// `--fail-if-slower` refuses to gate on it (unless `--cross-host`).
+    pub differs: bool,
 }
 
 impl Comparison {

@@ -366,6 +366,7 @@ fn between_runs(m: MetricComparison, ra: &[&Record], rb: &[&Record], threshold_p
     let values = |rs: &[&Record]| -> Vec<f64> { rs.iter().filter_map(|r| run_value(r, m.metric)).collect() };
     let (va, vb) = (values(ra), values(rb));
     let Some(ratio) = stats::ratio_between_runs(&va, &vb) else { return m };
+    let ratio = stats::hull(ratio, Some(m.ratio));
     let verdict = match m.higher_is_better {
         true => Verdict::judge(&invert(&ratio), threshold_pct),
         false => Verdict::judge(&ratio, threshold_pct),
@@ -443,7 +444,26 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
         only_in_b: env.only_in_b,
         skipped,
         env_common: env.common,
+        hosts: hosts_compared(a, b),
     }
+}
+
+/// The first speed fingerprint among a run's records.
+fn fingerprint(rs: &[Record]) -> Option<&crate::host::Fingerprint> {
+    rs.iter().find_map(|r| r.host_check.as_ref()?.fingerprint.as_ref())
+}
+
+/// The two runs' hosts compared by their speed fingerprints, when both have one.
+pub fn hosts_compared(a: &[Record], b: &[Record]) -> Option<super::HostsCompared> {
+    use crate::host::fingerprint as fp;
+    let (fa, fb) = (fingerprint(a)?, fingerprint(b)?);
+    let c = fp::compare(fa, fb);
+    Some(super::HostsCompared {
+        a: fp::summary(fa),
+        b: fp::summary(fb),
+        line: fp::comparison_line(&c),
+        differs: c.differs,
+    })
 }
 
 /// The metrics that fail a CI gate: flagged slower (or larger) with the interval's lower bound

@@ -180,9 +180,26 @@ fn specific_diffs<'a>(c: &'a Comparison, cell: &'a CellComparison) -> impl Itera
 
 /// The terminal form: the table, then unmatched, failed and skipped cells and the environment
 /// differences.
+/// The hosts line: whether the two runs' machines have the same speed (their fingerprints), or
+/// that a run has none.
+fn hosts_text(c: &Comparison) -> String {
+    match &c.hosts {
+        None => "hosts: no speed fingerprint in one of the runs (recorded before fingerprints); whether they ran on \
+                 machines of the same speed is unknown"
+            .into(),
+        Some(h) if h.differs => format!(
+            "HOSTS DIFFER IN SPEED ({}): every b/a below mixes the SDK with the machine; compare runs from one host\n  \
+             a: {}\n  b: {}",
+            h.line, h.a, h.b
+        ),
+        Some(h) => format!("hosts: {} (a: {}; b: {})", h.line, h.a, h.b),
+    }
+}
+
 pub fn compare_text(c: &Comparison) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "a: {}\nb: {}", runs_text(&c.runs_a), runs_text(&c.runs_b));
+    let _ = writeln!(o, "{}", hosts_text(c));
     let _ = writeln!(o, "{}", rule_text(c));
     if c.cells.iter().any(|cell| !cell.metrics.is_empty()) {
         let _ = writeln!(o, "{}", compare_table(c));
@@ -226,6 +243,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# benchlab compare\n");
     let _ = writeln!(o, "- a: `{}`\n- b: `{}`\n", md(&runs_text(&c.runs_a)), md(&runs_text(&c.runs_b)));
+    let _ = writeln!(o, "{}\n", md(&hosts_text(c)));
     let _ = writeln!(o, "{}\n", rule_text(c));
     let _ = writeln!(o, "{} cells compared: {}.\n", c.cells.len(), counts_text(c));
     if c.metrics().next().is_some() {

@@ -33,7 +33,8 @@
 //!
 //! A version's point, with two runs or more, is the median of its runs' values (each run's
 //! median, percentile, throughput or reading) with the between-run interval
-//! ([`crate::stats::between_runs`]); with one run, its samples pooled with the within-run
+//! ([`crate::stats::between_runs`], widened to hold the within-run interval if that is wider);
+//! with one run, its samples pooled with the within-run
 //! bootstrap interval. Control measurements are not part of any point.
 //!
 //! A step is a regression when the metric got worse: higher for latencies and memory, lower for

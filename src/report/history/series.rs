@@ -90,7 +90,7 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
     match stats::between_runs(&values) {
         Some(between) if values.len() >= 2 => Some(Point {
             value: between.estimate,
-            ci: Some(between),
+            ci: Some(stats::hull(between, pooled.within)),
             n: pooled.n,
             runs: values.len() as u32,
             within: pooled.within,
