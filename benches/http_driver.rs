@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use benchlab::driver::load::{drive, LoadPlan};
 use benchlab::mcp::suite::Suite;
 use benchlab::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
-use benchlab::spec::{Lifecycle, Workload};
+use benchlab::spec::{Lifecycle, Warmup, Workload};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
@@ -89,7 +89,7 @@ fn main() {
         let w = Workload::Concurrency {
             tool: "add_numbers".into(),
             workers: conns,
-            warmup_ms: 2000,
+            warmup_ms: Warmup::Fixed(2000),
             duration_ms: ms(secs),
             lifecycle: Lifecycle::Session,
             idle_after_ms: 0,
@@ -125,7 +125,7 @@ fn main() {
             tool: "add_numbers".into(),
             rate,
             connections: 100,
-            warmup_ms: 2000,
+            warmup_ms: Warmup::Fixed(2000),
             duration_ms: ms(secs),
             idle_after_ms: 0,
         };

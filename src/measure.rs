@@ -300,8 +300,8 @@ pub fn measure(
         .transpose()?;
     let serial = (args.calls > 0)
         .then(|| {
-            let workload =
-                Workload::SerialCalls { tool: tool.clone(), warmup: args.warmup, calls: args.calls };
+            let warmup = crate::spec::Warmup::Fixed(args.warmup.into());
+            let workload = Workload::SerialCalls { tool: tool.clone(), warmup, calls: args.calls };
             session.run(workload, "calls", on_event)
         })
         .transpose()?;

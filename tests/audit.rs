@@ -18,7 +18,7 @@ use benchlab::record::{
 use benchlab::spec::SourceInfo;
 use benchlab::spec::Timeouts;
 use benchlab::spec::{ExitInfo, TreeMemory};
-use benchlab::spec::{Expect, Workload};
+use benchlab::spec::{Expect, Warmup, Workload};
 use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 use benchlab::stats::LatencySummary;
 
@@ -78,7 +78,7 @@ fn record(i: usize) -> Record {
             transport: benchlab::spec::CellTransport::Stdio,
             suite: "weekly".into(),
             workload: if serial {
-                Workload::SerialCalls { tool: "echo".into(), warmup: 10, calls: 100 }
+                Workload::SerialCalls { tool: "echo".into(), warmup: Warmup::Fixed(10), calls: 100 }
             } else {
                 Workload::ColdStart { spawns: 3 }
             },
@@ -97,6 +97,7 @@ fn record(i: usize) -> Record {
             calls: serial.then(|| HistogramMetric {
                 summary: summary.clone(),
                 histogram: "HISTFAAAACl4nJNpmSzMwMBgxgABzFCaEUrLQ2kBKC0FpcWgNJxmgmlmBABBqwJh".into(),
+                warmup: None,
             }),
             memory: MemoryMetrics {
                 after_initialize: Some(TreeMemory {
@@ -137,6 +138,7 @@ fn record(i: usize) -> Record {
                 server_cpu_cores: Some(0.97),
                 driver_cpu_cores: None,
                 error_examples: vec!["timeout: no answer within 10000 ms".into()],
+                warmup: None,
             }),
         },
         observed: Observed {

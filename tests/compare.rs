@@ -212,7 +212,7 @@ fn keep_for_people(name: &str, text: &str) {
 // with a copy whose throughput dropped, whose tail grew and which started failing.
 
 use benchlab::spec::{HistogramMetric, LoadMetrics, Repeat};
-use benchlab::spec::{Lifecycle, Workload};
+use benchlab::spec::{Lifecycle, Warmup, Workload};
 
 fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -> Record {
     let mut r = template.clone();
@@ -221,7 +221,7 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
     r.cell.workload = Workload::Concurrency {
         tool: "add".into(),
         workers: 10,
-        warmup_ms: 500,
+        warmup_ms: Warmup::Fixed(500),
         duration_ms: 2000,
         lifecycle: Lifecycle::Session,
         idle_after_ms: 0,
@@ -246,6 +246,7 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
         latency: Some(HistogramMetric {
             summary: stats::summarize(&h).unwrap(),
             histogram: stats::encode_histogram(&h),
+            warmup: None,
         }),
         ..Default::default()
     });

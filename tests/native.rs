@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use benchlab::backend::native::{cgroup, CellLimits, NativeCgroup, NativeEngine};
 use benchlab::mcp::transport::Transport;
 use benchlab::recipe::{ImagePlan, RecipeBook, ServerWant};
-use benchlab::spec::Workload;
 use benchlab::spec::{DriverEvent, DriverSpec, ServerLaunch, Timeouts};
+use benchlab::spec::{Warmup, Workload};
 
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_benchlab"))
@@ -196,7 +196,10 @@ fn the_null_server_runs_natively() {
         let env = engine.prepare(&plan, Path::new("/nonexistent"), &mut |_| {}).await.unwrap();
         assert!(env.cached);
         let mut progress = 0;
-        let spec = null_spec(&plan, Workload::SerialCalls { tool: "echo".into(), warmup: 200, calls: 2000 });
+        let spec = null_spec(
+            &plan,
+            Workload::SerialCalls { tool: "echo".into(), warmup: Warmup::Fixed(200), calls: 2000 },
+        );
         let run = engine
             .run_cell(launched(spec.clone(), &env), &limits, &exe(), Duration::from_secs(120), &mut |e| {
                 if matches!(e, DriverEvent::Progress { .. }) {
@@ -238,7 +241,10 @@ fn a_time_limit_kills_the_cell_with_or_without_a_cgroup() {
         (NativeEngine::new().expect("cgroups as root"), "600.4242"),
         (NativeEngine::pinned_only(), "600.4343"),
     ] {
-        let mut spec = null_spec(&plan, Workload::SerialCalls { tool: "echo".into(), warmup: 0, calls: 1 });
+        let mut spec = null_spec(
+            &plan,
+            Workload::SerialCalls { tool: "echo".into(), warmup: Warmup::Fixed(0), calls: 1 },
+        );
         // A server that never answers.
         spec.server = ServerLaunch { argv: vec!["sleep".into(), marker.into()], env: vec![], cwd: None };
         let started = Instant::now();
@@ -453,7 +459,7 @@ fn a_locked_python_set_installs_once_and_then_hits_the_cache_and_runs() {
     let limits = split_limits(512 << 20);
     let spec = weekly_spec(
         ServerLaunch { argv: vec![], env: vec![], cwd: None },
-        Workload::SerialCalls { tool: "add_numbers".into(), warmup: 20, calls: 200 },
+        Workload::SerialCalls { tool: "add_numbers".into(), warmup: Warmup::Fixed(20), calls: 200 },
     );
     let run = rt
         .block_on(engine.run_cell(
@@ -501,7 +507,7 @@ fn ts_sdk_runs_natively(runtime: &str, kind: &str) {
     let limits = split_limits(1 << 30);
     let spec = weekly_spec(
         ServerLaunch { argv: vec![], env: vec![], cwd: None },
-        Workload::SerialCalls { tool: "echo".into(), warmup: 20, calls: 200 },
+        Workload::SerialCalls { tool: "echo".into(), warmup: Warmup::Fixed(20), calls: 200 },
     );
     let run = rt
         .block_on(engine.run_cell(

@@ -165,7 +165,7 @@ use benchlab::mcp::transport::{HttpTarget, ReplyMode, SessionMode, Transport};
 use benchlab::record::Status;
 use benchlab::spec::TreeMemory;
 use benchlab::spec::{Failure, FailureReason, HistogramMetric, LoadMemory, LoadMetrics, MemoryLevel, Repeat};
-use benchlab::spec::{Lifecycle, Workload};
+use benchlab::spec::{Lifecycle, Warmup, Workload};
 use benchlab::stats;
 use std::collections::BTreeMap;
 
@@ -177,7 +177,11 @@ fn latency(n: u64, lo_us: u64, hi_us: u64, tail_us: u64) -> HistogramMetric {
         let v = if i % 100 == 99 { tail_us } else { lo_us + (hi_us - lo_us) * i / n };
         h.record(v * 1000).unwrap();
     }
-    HistogramMetric { summary: stats::summarize(&h).unwrap(), histogram: stats::encode_histogram(&h) }
+    HistogramMetric {
+        summary: stats::summarize(&h).unwrap(),
+        histogram: stats::encode_histogram(&h),
+        warmup: None,
+    }
 }
 
 fn tree(mib: u64) -> Option<TreeMemory> {
@@ -245,6 +249,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         server_cpu_cores: Some(0.5 + f64::from(workers) / 40.0),
         driver_cpu_cores: None,
         error_examples: vec![],
+        warmup: None,
     });
     r.metrics.memory.after_initialize = tree(15);
     // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the
@@ -277,7 +282,7 @@ fn concurrency(workers: u32) -> Workload {
     Workload::Concurrency {
         tool: "add".into(),
         workers,
-        warmup_ms: 500,
+        warmup_ms: Warmup::Fixed(500),
         duration_ms: 2000,
         lifecycle: Lifecycle::Session,
         idle_after_ms: 30_000,
@@ -309,7 +314,7 @@ fn load_records() -> Vec<Record> {
             Workload::HttpApi {
                 tool: "add".into(),
                 workers: 10,
-                warmup_ms: 500,
+                warmup_ms: Warmup::Fixed(500),
                 duration_ms: 2000,
                 idle_after_ms: 0,
             },
@@ -327,7 +332,7 @@ fn load_records() -> Vec<Record> {
                 tool: "add".into(),
                 rate: 5000,
                 connections: 16,
-                warmup_ms: 500,
+                warmup_ms: Warmup::Fixed(500),
                 duration_ms: 2000,
                 idle_after_ms: 0,
             },

@@ -24,7 +24,7 @@ use benchlab::record::{
 use benchlab::spec::{
     DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
     IdleSeries, Lifecycle, LoadMemory, LoadMetrics, MemoryLevel, ParallelSlot, Placement, Repeat, Reply,
-    Request, ServerLaunch, SourceInfo, Timeouts, TreeMemory, Workload,
+    Request, ServerLaunch, SourceInfo, Timeouts, TreeMemory, Warmup, Workload,
 };
 use benchlab::stats::LatencySummary;
 
@@ -70,6 +70,7 @@ fn histogram() -> HistogramMetric {
     HistogramMetric {
         summary: summary(0.5),
         histogram: "HISTFAAAACR4nJNpmSzMwMDAxAABzFCaEUzOmQQRAAA3NwKH".into(),
+        warmup: None,
     }
 }
 
@@ -151,6 +152,7 @@ fn load_metrics() -> LoadMetrics {
         server_cpu_cores: Some(0.97),
         driver_cpu_cores: Some(0.31),
         error_examples: vec!["timed out after 10000 ms".into()],
+        warmup: None,
     }
 }
 
@@ -292,13 +294,16 @@ fn schema_errors(record: &Value) -> Vec<String> {
 fn every_workload() -> Vec<(&'static str, Workload)> {
     vec![
         ("workload_cold_start", Workload::ColdStart { spawns: 10 }),
-        ("workload_serial_calls", Workload::SerialCalls { tool: "add".into(), warmup: 100, calls: 1_000 }),
+        (
+            "workload_serial_calls",
+            Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(100), calls: 1_000 },
+        ),
         (
             "workload_concurrency_session",
             Workload::Concurrency {
                 tool: "add".into(),
                 workers: 8,
-                warmup_ms: 1_000,
+                warmup_ms: Warmup::Fixed(1_000),
                 duration_ms: 5_000,
                 lifecycle: Lifecycle::Session,
                 idle_after_ms: 30_000,
@@ -309,7 +314,7 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
             Workload::Concurrency {
                 tool: "echo".into(),
                 workers: 2,
-                warmup_ms: 500,
+                warmup_ms: Warmup::Fixed(500),
                 duration_ms: 2_000,
                 lifecycle: Lifecycle::PerCall,
                 idle_after_ms: 0,
@@ -321,7 +326,7 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 tool: "add".into(),
                 rate: 2_000,
                 connections: 4,
-                warmup_ms: 1_000,
+                warmup_ms: Warmup::Fixed(1_000),
                 duration_ms: 5_000,
                 idle_after_ms: 3_000,
             },
@@ -331,7 +336,7 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
             Workload::HttpApi {
                 tool: "add".into(),
                 workers: 8,
-                warmup_ms: 1_000,
+                warmup_ms: Warmup::Fixed(1_000),
                 duration_ms: 5_000,
                 idle_after_ms: 0,
             },
@@ -345,7 +350,7 @@ fn a_fully_populated_record_failed_and_ok() {
         tool: "add".into(),
         rate: 2_000,
         connections: 4,
-        warmup_ms: 1_000,
+        warmup_ms: Warmup::Fixed(1_000),
         duration_ms: 5_000,
         idle_after_ms: 3_000,
     };
@@ -456,6 +461,7 @@ fn driver_outcome() -> DriverOutcome {
         exits: vec![exit_info()],
         load: Some(load_metrics()),
         load_memory: Some(load_memory()),
+        warmup: None,
     }
 }
 
@@ -470,7 +476,7 @@ fn driver_wire_messages() {
         },
         http: Some(http_target()),
         suite: "weekly".into(),
-        workload: Workload::SerialCalls { tool: "add".into(), warmup: 10, calls: 100 },
+        workload: Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(10), calls: 100 },
         timeouts: Timeouts::default(),
         ungated: Some(json!({"a": 1, "b": 2})),
     };

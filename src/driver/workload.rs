@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::driver::stdio::{stderr_tail, Session, ShimClient};
 use crate::mcp::suite::{Expected, Suite};
 use crate::mcp::{self};
-use crate::spec::Workload;
+use crate::spec::{CallWarmup, Warmup, WarmupReport, Workload};
 use crate::spec::{DriverOutcome, DriverSpec};
 use crate::spec::{Failure, FailureReason};
 use crate::stats;
@@ -38,7 +38,7 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
                 cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
             }
             (Workload::SerialCalls { tool, warmup, calls }, _) => {
-                serial_calls(spec, suite, ungated, &mut shim, tool, *warmup, *calls, &mut out, progress)
+                serial_calls(spec, suite, ungated, &mut shim, tool, warmup, *calls, &mut out, progress)
             }
             (
                 Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. },
@@ -285,7 +285,7 @@ fn serial_calls(
     ungated_args: Option<&Value>,
     shim: &mut ShimClient,
     tool: &str,
-    warmup: u32,
+    warmup: &Warmup,
     calls: u32,
     out: &mut DriverOutcome,
     progress: &mut Progress,
@@ -317,30 +317,33 @@ fn serial_calls(
         return Err(fail(spec, shim, session, out, f));
     }
 
-    let mut hist = stats::latency_histogram();
-    let total = u64::from(warmup) + u64::from(calls);
-    let step = (total / 50).max(1);
     let no_args = serde_json::json!({});
     let fixed_args = ungated_args.unwrap_or(&no_args);
-    let result = (|| {
-        for i in 0..total {
-            let (args, expected) = match suite {
-                Some(suite) => {
-                    let (args, expected) = suite.call(tool, i).expect("checked above");
-                    (std::borrow::Cow::Owned(args), Some(expected))
-                }
-                None => (std::borrow::Cow::Borrowed(fixed_args), None),
-            };
-            let id = session.reserve_ids(1);
-            // Rendered before the clock starts: the figure is the server's, not our JSON encoder's.
-            let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
-            let latency = checked_call(spec, &mut session, id, &line, tool, &args, expected.as_ref())?;
-            if i >= u64::from(warmup) {
-                stats::record(&mut hist, latency);
-                out.calls_ok += 1;
+    // The i-th call of the session (the suite's arguments vary with i): its latency if correct.
+    let call = |session: &mut Session, i: u64| {
+        let (args, expected) = match suite {
+            Some(suite) => {
+                let (args, expected) = suite.call(tool, i).expect("checked above");
+                (std::borrow::Cow::Owned(args), Some(expected))
             }
+            None => (std::borrow::Cow::Borrowed(fixed_args), None),
+        };
+        let id = session.reserve_ids(1);
+        // Rendered before the clock starts: the figure is the server's, not our JSON encoder's.
+        let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
+        checked_call(spec, session, id, &line, tool, &args, expected.as_ref())
+    };
+    let mut hist = stats::latency_histogram();
+    let result = (|| {
+        let (warm, report) = warm_up(&mut |i| call(&mut session, i), warmup, calls, progress)?;
+        out.warmup = report;
+        let total = warm + u64::from(calls);
+        let step = (total / 50).max(1);
+        for i in warm..total {
+            stats::record(&mut hist, call(&mut session, i)?);
+            out.calls_ok += 1;
             if (i + 1) % step == 0 || i + 1 == total {
-                progress(if i < u64::from(warmup) { "warmup" } else { "calls" }, i + 1, total);
+                progress("calls", i + 1, total);
             }
         }
         Ok(())
@@ -353,4 +356,45 @@ fn serial_calls(
     }
     out.memory_end = Some(shim.memory(session.pid)?);
     stop(spec, shim, session, out)
+}
+
+/// The warm-up of `serial_calls`, call by call (`call(i)` makes the i-th): a fixed number of
+/// calls, or calls until the rule ends it (`spec::StableRule`). Returns how many calls it made
+/// and, for a rule, what the record says of it.
+fn warm_up(
+    call: &mut dyn FnMut(u64) -> Result<Duration, Failure>,
+    warmup: &Warmup,
+    calls: u32,
+    progress: &mut Progress,
+) -> Result<(u64, Option<WarmupReport>), Failure> {
+    // Until a rule ends it, the total counts its cap.
+    let total = warmup.cap() + u64::from(calls);
+    let step = (total / 50).max(1);
+    let mut tick = |i: u64| {
+        if (i + 1).is_multiple_of(step) {
+            progress("warmup", i + 1, total);
+        }
+    };
+    match warmup {
+        Warmup::Fixed(n) => {
+            for i in 0..*n {
+                call(i)?;
+                tick(i);
+            }
+            Ok((*n, None))
+        }
+        Warmup::Stable(rule) => {
+            let started = std::time::Instant::now();
+            let mut w = CallWarmup::new(*rule);
+            loop {
+                let i = w.calls();
+                let latency = call(i)?;
+                if let Some(stable) = w.call(latency.as_nanos() as u64) {
+                    let report = w.report(stable, started.elapsed().as_secs_f64() * 1e3);
+                    return Ok((w.calls(), Some(report)));
+                }
+                tick(i);
+            }
+        }
+    }
 }

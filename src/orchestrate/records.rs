@@ -149,7 +149,11 @@ pub fn build_record(
     };
     let calls = outcome.calls_histogram.as_ref().and_then(|h| {
         let hist = stats::decode_histogram(h).ok()?;
-        Some(HistogramMetric { summary: stats::summarize(&hist)?, histogram: h.clone() })
+        Some(HistogramMetric {
+            summary: stats::summarize(&hist)?,
+            histogram: h.clone(),
+            warmup: outcome.warmup.clone(),
+        })
     });
     Record {
         format_version: crate::record::FORMAT_VERSION,

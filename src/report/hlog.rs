@@ -204,6 +204,7 @@ mod tests {
         r.metrics.calls = Some(HistogramMetric {
             summary: crate::stats::summarize(&h).unwrap(),
             histogram: crate::stats::encode_histogram(&h),
+            warmup: None,
         });
         r
     }

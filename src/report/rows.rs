@@ -410,13 +410,13 @@ fn metric_row(r: &Record, metric: Metric) -> Option<MetricRow> {
 mod tests {
     use super::*;
     use crate::record::tests::sample_record;
-    use crate::spec::Workload;
     use crate::spec::{Failure, FailureReason, HistogramMetric};
+    use crate::spec::{Warmup, Workload};
 
     fn serial_calls(id: &str) -> Record {
         let mut r = sample_record(id);
         r.cell.id = format!("{id}/serial_calls");
-        r.cell.workload = Workload::SerialCalls { tool: "add".into(), warmup: 0, calls: 1000 };
+        r.cell.workload = Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(0), calls: 1000 };
         let mut h = stats::latency_histogram();
         for us in 1..=1000u64 {
             h.record(us * 1000).unwrap();
@@ -424,6 +424,7 @@ mod tests {
         r.metrics.calls = Some(HistogramMetric {
             summary: stats::summarize(&h).unwrap(),
             histogram: stats::encode_histogram(&h),
+            warmup: None,
         });
         r
     }

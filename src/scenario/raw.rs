@@ -168,8 +168,9 @@ pub(super) struct RawWorkload {
     pub(super) name: Option<Spanned<String>>,
     pub(super) spawns: Option<Spanned<u32>>,
     pub(super) tool: Option<Spanned<String>>,
-    /// A number of calls (serial_calls) or a duration such as `"2s"` (load workloads).
-    pub(super) warmup: Option<Spanned<toml::Value>>,
+    /// A number of calls (serial_calls) or a duration such as `"2s"` (load workloads), or a rule:
+    /// `"stable"` or `{ until = "stable", window, tolerance, max, windows }` (`workload::RawWarmup`).
+    pub(super) warmup: Option<Spanned<super::workload::RawWarmup>>,
     pub(super) calls: Option<Spanned<u32>>,
     /// Load workloads: a number of virtual users, or a list of them (one cell each).
     pub(super) workers: Option<Spanned<toml::Value>>,

@@ -1,13 +1,15 @@
 //! A `[[workload]]` table as written → the typed `spec::Workload`s it stands for (one per worker
-//! count of a sweep), with every misplaced, missing or out-of-range key reported at its span.
-//! Checks against the scenario's servers (tools, transports) are the scenario's, not these.
+//! count of a sweep), with every misplaced, missing or out-of-range key reported at its span,
+//! warm-up rules included (`RawWarmup`). Checks against the scenario's servers (tools,
+//! transports) are the scenario's, not these.
 
 use std::ops::Range;
 
+use serde::{de, Deserialize, Deserializer};
 use toml::Spanned;
 
 use super::raw::{RawWorkload, SpanErr};
-use crate::spec::{Workload, DEFAULT_IDLE_AFTER_MS};
+use crate::spec::{StableRule, Warmup, Workload, DEFAULT_IDLE_AFTER_MS};
 use crate::text::parse_duration_ms;
 
 /// A typed workload with the suffix of its cell id (`-w10` for one count of a worker sweep).
@@ -46,10 +48,8 @@ impl RawWorkload {
         self.stray("spawns", span_of(&self.spawns))?;
         self.no_load_keys()?;
         let warmup = match &self.warmup {
-            None => 0,
-            Some(w) => w.get_ref().as_integer().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
-                (w.span(), "`warmup` of a serial_calls workload is a number of calls".to_string())
-            })?,
+            None => Warmup::Fixed(0),
+            Some(w) => self.warmup_of(w, Unit::Calls)?,
         };
         Ok(vec![(
             Workload::SerialCalls {
@@ -163,10 +163,13 @@ impl RawWorkload {
         }
     }
 
-    /// A load workload's warm-up and duration, milliseconds.
-    fn load_time(&self) -> Result<(u64, u64), SpanErr> {
+    /// A load workload's warm-up and duration (milliseconds).
+    fn load_time(&self) -> Result<(Warmup, u64), SpanErr> {
         let kind = self.kind.get_ref();
-        let warmup = self.duration_of("warmup", self.warmup.as_ref(), 1_000)?;
+        let warmup = match &self.warmup {
+            None => Warmup::Fixed(1_000),
+            Some(w) => self.warmup_of(w, Unit::Ms)?,
+        };
         let d = self.duration.as_ref().ok_or_else(|| {
             (self.kind.span(), format!("a {kind} workload needs `duration` (e.g. \"10s\")"))
         })?;
@@ -242,5 +245,321 @@ impl RawWorkload {
             }
         }
         Ok(())
+    }
+}
+
+/// A `warmup` as written: a number (of calls), a string (a duration, or `"stable"`: the rule
+/// with its defaults) or a rule's table. Read by hand, not `untagged`, so that a wrong key or
+/// type inside the table is reported at itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum RawWarmup {
+    Number(i64),
+    Text(String),
+    Rule(Box<RawRule>),
+}
+
+/// `warmup = { until = "stable", window = …, tolerance = "5%", max = …, windows = 3 }`; what is
+/// left out takes the kind's default (`spec::StableRule::CALLS`, `spec::StableRule::LOAD`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRule {
+    until: Spanned<String>,
+    window: Option<Spanned<toml::Value>>,
+    tolerance: Option<Spanned<toml::Value>>,
+    max: Option<Spanned<toml::Value>>,
+    windows: Option<Spanned<toml::Value>>,
+}
+
+impl<'de> Deserialize<'de> for RawWarmup {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RawWarmup;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of calls, a duration such as \"1s\", \"stable\", or a table { until = \"stable\", ... }")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<RawWarmup, E> {
+                Ok(RawWarmup::Number(n))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<RawWarmup, E> {
+                Ok(RawWarmup::Number(i64::try_from(n).unwrap_or(i64::MAX)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawWarmup, E> {
+                Ok(RawWarmup::Text(s.to_string()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawWarmup, A::Error> {
+                RawRule::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|r| RawWarmup::Rule(Box::new(r)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What a warm-up is counted in: calls (`serial_calls`) or milliseconds (load workloads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Calls,
+    Ms,
+}
+
+/// The bounds of a rule's `window` and `max`, per unit: the least (fewer calls, or less time,
+/// make a window's p50 too noisy to judge) and the most (a typo must not hold a cell for hours).
+const MIN_WINDOW_CALLS: u64 = 10;
+const MAX_CALLS: u64 = 10_000_000;
+const MIN_WINDOW_MS: u64 = 100;
+const MAX_MS: u64 = 600_000;
+
+impl RawWorkload {
+    /// The workload's `warmup` in its unit: a fixed amount, `"stable"` or a rule's table.
+    fn warmup_of(&self, w: &Spanned<RawWarmup>, unit: Unit) -> Result<Warmup, SpanErr> {
+        let kind = self.kind.get_ref();
+        let (fixed, defaults, example) = match unit {
+            Unit::Calls => {
+                ("a number of calls", StableRule::CALLS, "window = 200, tolerance = \"5%\", max = 10000")
+            }
+            Unit::Ms => (
+                "a duration such as \"2s\"",
+                StableRule::LOAD,
+                "window = \"500ms\", tolerance = \"5%\", max = \"30s\"",
+            ),
+        };
+        let wrong = || {
+            (
+                w.span(),
+                format!(
+                    "`warmup` of a {kind} workload is {fixed}, \"stable\", or a table {{ until = \"stable\", {example} }}"
+                ),
+            )
+        };
+        match (w.get_ref(), unit) {
+            (RawWarmup::Text(t), _) if t == "stable" => Ok(Warmup::Stable(defaults)),
+            (RawWarmup::Number(n), Unit::Calls) => {
+                u32::try_from(*n).map(|n| Warmup::Fixed(n.into())).map_err(|_| wrong())
+            }
+            (RawWarmup::Text(t), Unit::Ms) => {
+                parse_duration_ms(t).map(Warmup::Fixed).map_err(|m| (w.span(), format!("{m}; {}", wrong().1)))
+            }
+            (RawWarmup::Rule(r), _) => r.rule(kind, unit, defaults, w.span()).map(Warmup::Stable),
+            _ => Err(wrong()),
+        }
+    }
+}
+
+impl RawRule {
+    /// The rule, its left-out figures from `defaults`; `whole` is the table's span.
+    fn rule(
+        &self,
+        kind: &str,
+        unit: Unit,
+        defaults: StableRule,
+        whole: Range<usize>,
+    ) -> Result<StableRule, SpanErr> {
+        if self.until.get_ref() != "stable" {
+            return Err((
+                self.until.span(),
+                "`until` is \"stable\": warm-up ends when the p50 settles".into(),
+            ));
+        }
+        let window = match &self.window {
+            None => defaults.window,
+            Some(v) => amount(kind, "window", v, unit)?,
+        };
+        let max = match &self.max {
+            None => defaults.max,
+            Some(v) => amount(kind, "max", v, unit)?,
+        };
+        let tolerance = match &self.tolerance {
+            None => defaults.tolerance,
+            Some(v) => percentage(v)?,
+        };
+        let windows = match &self.windows {
+            None => defaults.windows,
+            Some(v) => {
+                v.get_ref().as_integer().filter(|n| (2..=20).contains(n)).map(|n| n as u32).ok_or_else(
+                    || {
+                        (
+                            v.span(),
+                            "`windows` is how many consecutive windows must agree, from 2 to 20".to_string(),
+                        )
+                    },
+                )?
+            }
+        };
+        if u64::from(windows) * window > max {
+            let at = [&self.max, &self.window].into_iter().flatten().next().map_or(whole, |v| v.span());
+            let unit = if unit == Unit::Calls { " calls" } else { " ms" };
+            return Err((
+                at,
+                format!(
+                    "the warm-up rule needs {windows} windows of {window}{unit} to settle, more than its `max` of {max}{unit}: make `max` at least {}{unit} or `window` smaller",
+                    u64::from(windows) * window
+                ),
+            ));
+        }
+        Ok(StableRule { window, tolerance, max, windows })
+    }
+}
+
+/// A rule's `window` or `max`: calls (an integer) or a duration (a string), within bounds (a
+/// `max` below `windows` × `window` is the rule's check).
+fn amount(kind: &str, key: &str, v: &Spanned<toml::Value>, unit: Unit) -> Result<u64, SpanErr> {
+    let n = match (unit, v.get_ref()) {
+        (Unit::Calls, toml::Value::Integer(n)) => u64::try_from(*n).ok(),
+        (Unit::Ms, toml::Value::String(s)) => Some(parse_duration_ms(s).map_err(|m| (v.span(), m))?),
+        _ => None,
+    };
+    let (least, most) = match unit {
+        Unit::Calls => (MIN_WINDOW_CALLS, MAX_CALLS),
+        Unit::Ms => (MIN_WINDOW_MS, MAX_MS),
+    };
+    let what = match unit {
+        Unit::Calls => format!("a number of calls from {least} to {most}"),
+        Unit::Ms => format!("a duration from \"{least}ms\" to \"{}m\" such as \"500ms\"", most / 60_000),
+    };
+    n.filter(|n| (least..=most).contains(n))
+        .ok_or_else(|| (v.span(), format!("`{key}` of a {kind} warm-up rule is {what}")))
+}
+
+/// A rule's `tolerance`: a percentage such as `"5%"`, more than 0 and at most 50.
+fn percentage(v: &Spanned<toml::Value>) -> Result<f64, SpanErr> {
+    let pct = v
+        .get_ref()
+        .as_str()
+        .and_then(|s| s.trim().strip_suffix('%'))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .filter(|p| p.is_finite() && *p > 0.0 && *p <= 50.0);
+    pct.map(|p| p / 100.0).ok_or_else(|| {
+        (v.span(), "`tolerance` is a percentage such as \"5%\", more than 0 and at most 50".to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::Scenario;
+    use crate::spec::{StableRule, Warmup};
+
+    /// A stdio and an HTTP server; the workload under test follows.
+    const HEAD: &str = "name = \"w\"\n[[server]]\nid = \"stdio\"\nfamily = \"benchlab-null\"\n[[server]]\n\
+        id = \"http\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n";
+
+    fn serial(warmup: &str) -> String {
+        format!("{HEAD}[[workload]]\nkind = \"serial_calls\"\ntool = \"echo\"\ncalls = 10\nservers = [\"stdio\"]\n{warmup}\n")
+    }
+
+    fn load(warmup: &str) -> String {
+        format!("{HEAD}[[workload]]\nkind = \"concurrency\"\ntool = \"echo\"\nworkers = 2\nduration = \"2s\"\nservers = [\"http\"]\n{warmup}\n")
+    }
+
+    fn warmup(src: &str) -> Result<Warmup, String> {
+        let s = Scenario::parse(Path::new("w.toml"), src.to_string()).map_err(|e| e.to_string())?;
+        Ok(*s.workloads[0].warmup().expect("a warm-up"))
+    }
+
+    /// The scenario is refused at the first `at` on its `warmup` line, saying `says`.
+    fn refused(src: &str, at: &str, says: &str) {
+        let e = warmup(src).unwrap_err();
+        let line_no = src.lines().position(|l| l.starts_with("warmup")).unwrap() + 1;
+        let col = src.lines().nth(line_no - 1).unwrap().find(at).unwrap() + 1;
+        assert!(e.starts_with(&format!("w.toml:{line_no}:{col}: ")), "{e}");
+        assert!(e.contains(says), "{e}");
+    }
+
+    #[test]
+    fn the_fixed_forms_read_as_before() {
+        assert_eq!(warmup(&serial("warmup = 200")), Ok(Warmup::Fixed(200)));
+        assert_eq!(warmup(&serial("")), Ok(Warmup::Fixed(0)));
+        assert_eq!(warmup(&load("warmup = \"2s\"")), Ok(Warmup::Fixed(2_000)));
+        assert_eq!(warmup(&load("")), Ok(Warmup::Fixed(1_000)));
+    }
+
+    #[test]
+    fn stable_takes_the_defaults_of_the_kind() {
+        assert_eq!(warmup(&serial("warmup = \"stable\"")), Ok(Warmup::Stable(StableRule::CALLS)));
+        assert_eq!(warmup(&load("warmup = \"stable\"")), Ok(Warmup::Stable(StableRule::LOAD)));
+    }
+
+    #[test]
+    fn a_rule_table_counts_calls_or_time_and_defaults_what_it_leaves_out() {
+        let t = r#"warmup = { until = "stable", window = 100, tolerance = "3%", max = 5000 }"#;
+        let rule = StableRule { window: 100, tolerance: 0.03, max: 5_000, windows: 3 };
+        assert_eq!(warmup(&serial(t)), Ok(Warmup::Stable(rule)));
+        let t = r#"warmup = { until = "stable", window = "250ms", tolerance = "2.5%", max = "20s", windows = 4 }"#;
+        let rule = StableRule { window: 250, tolerance: 0.025, max: 20_000, windows: 4 };
+        assert_eq!(warmup(&load(t)), Ok(Warmup::Stable(rule)));
+        let t = r#"warmup = { until = "stable", max = 20000 }"#;
+        assert_eq!(warmup(&serial(t)), Ok(Warmup::Stable(StableRule { max: 20_000, ..StableRule::CALLS })));
+    }
+
+    #[test]
+    fn a_bad_tolerance_is_refused_at_itself() {
+        for bad in [r#""5""#, r#""0%""#, r#""80%""#, "5", r#""x%""#] {
+            let t = format!(r#"warmup = {{ until = "stable", tolerance = {bad} }}"#);
+            refused(
+                &serial(&t),
+                bad,
+                "`tolerance` is a percentage such as \"5%\", more than 0 and at most 50",
+            );
+        }
+    }
+
+    #[test]
+    fn a_rule_that_could_never_settle_is_refused() {
+        let t = r#"warmup = { until = "stable", window = 1000, max = 500 }"#;
+        refused(
+            &serial(t),
+            "500",
+            "needs 3 windows of 1000 calls to settle, more than its `max` of 500 calls",
+        );
+        let t = r#"warmup = { until = "stable", window = "2s", max = "5s" }"#;
+        refused(&load(t), "\"5s\"", "more than its `max` of 5000 ms: make `max` at least 6000 ms");
+        let t = r#"warmup = { until = "stable", window = 20000 }"#;
+        refused(&serial(t), "20000", "more than its `max` of 10000 calls");
+    }
+
+    #[test]
+    fn a_rule_in_the_units_of_another_kind_is_refused() {
+        let t = r#"warmup = { until = "stable", window = 100 }"#;
+        refused(
+            &load(t),
+            "100",
+            "`window` of a concurrency warm-up rule is a duration from \"100ms\" to \"10m\"",
+        );
+        let t = r#"warmup = { until = "stable", window = "500ms" }"#;
+        refused(
+            &serial(t),
+            "\"500ms\"",
+            "`window` of a serial_calls warm-up rule is a number of calls from 10",
+        );
+        refused(
+            &serial("warmup = \"1s\""),
+            "\"1s\"",
+            "`warmup` of a serial_calls workload is a number of calls,",
+        );
+        refused(
+            &load("warmup = 200"),
+            "200",
+            "`warmup` of a concurrency workload is a duration such as \"2s\",",
+        );
+        refused(&load("warmup = \"stabel\""), "\"stabel\"", "\"stable\", or a table { until = \"stable\"");
+    }
+
+    #[test]
+    fn a_warmup_table_where_none_belongs_is_refused() {
+        let src = format!(
+            "{HEAD}[[workload]]\nkind = \"cold_start\"\nspawns = 2\nwarmup = {{ until = \"stable\" }}\n"
+        );
+        refused(&src, "{", "`warmup` does not belong to a cold_start workload");
+    }
+
+    #[test]
+    fn a_rule_table_refuses_what_it_does_not_know() {
+        refused(&serial(r#"warmup = { until = "steady" }"#), "\"steady\"", "`until` is \"stable\"");
+        refused(&serial(r#"warmup = { window = 100 }"#), "{", "missing field `until`");
+        refused(&serial(r#"warmup = { until = "stable", windw = 3 }"#), "windw", "unknown field `windw`");
+        refused(&serial(r#"warmup = { until = "stable", windows = 1 }"#), "1 }", "`windows` is how many");
+        refused(&serial("warmup = true"), "true", "a number of calls, a duration such as \"1s\", \"stable\"");
     }
 }

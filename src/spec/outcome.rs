@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::spec::TreeMemory;
+use crate::spec::{StableRule, TreeMemory};
 use crate::stats::LatencySummary;
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +77,33 @@ pub struct HistogramMetric {
     pub summary: LatencySummary,
     /// HdrHistogram V2 deflate encoding, base64, values in nanoseconds.
     pub histogram: String,
+    /// Serial calls warmed up by rule (`warmup = "stable"`): how the warm-up before these calls
+    /// went. Absent for a fixed warm-up, in a load's latency, and in records written before
+    /// warm-up rules existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupReport>,
+}
+
+/// How a warm-up by rule went (see `spec::StableRule` for the rule): whether the p50 settled or
+/// the cap ended it, what it took, and the p50s it judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupReport {
+    /// The rule as the workload stated it (window and max in calls for `serial_calls`, in ms
+    /// for load workloads).
+    pub rule: StableRule,
+    /// True when the rule ended warm-up; false when it reached `max` first.
+    pub stable: bool,
+    /// The correct calls the windows were made of: every warm-up call of `serial_calls` (a
+    /// wrong answer fails the cell), the correct answers of every worker together under load.
+    pub calls: u64,
+    /// The warm-up's wall time, ms (rounded to the µs).
+    pub ms: f64,
+    /// How many windows were judged.
+    pub windows_seen: u32,
+    /// The p50 of each of the last (at most 64) windows judged, in order, ms; null for a window
+    /// in which no call completed correctly.
+    pub window_p50_ms: Vec<Option<f64>>,
 }
 
 /// Memory of the server while an HTTP load ran, and after it in the idle phase.
@@ -184,7 +211,12 @@ pub struct LoadMetrics {
     /// Virtual users (closed loop) and HTTP connections.
     pub workers: u32,
     pub connections: u32,
+    /// The warm-up's length, ms: as configured for a fixed one, as it ran for a rule.
     pub warmup_ms: u64,
+    /// A warm-up by rule (`warmup = "stable"`): how it went. Absent for a fixed warm-up and in
+    /// records written before warm-up rules existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupReport>,
     /// The measured window, ms: from the instant it started (the end of the warm-up) to the
     /// later of the instant it closed (`window_nominal_ms` after) and the instant the last call
     /// counted in it completed (answered, or failed; a timeout completes at the call limit).

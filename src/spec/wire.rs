@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use crate::mcp::transport::HttpTarget;
-use crate::spec::{Failure, LoadMemory, LoadMetrics, Placement, Sandbox, ServerLaunch, Timeouts, Workload};
+use crate::spec::{
+    Failure, LoadMemory, LoadMetrics, Placement, Sandbox, ServerLaunch, Timeouts, WarmupReport, Workload,
+};
 use serde::{Deserialize, Serialize};
 
 /// Everything the driver needs for one cell.
@@ -42,6 +44,10 @@ pub struct DriverOutcome {
     /// Serial call latencies: an HdrHistogram (V2 deflate, base64) of nanoseconds.
     pub calls_histogram: Option<String>,
     pub calls_ok: u64,
+    /// Serial calls warmed up by rule: how the warm-up went (the record's `metrics.calls.warmup`);
+    /// absent for a fixed warm-up (a load's report is `load.warmup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupReport>,
     /// Memory of the server's process tree after the handshake, and just before it was stopped.
     pub memory_after_initialize: Option<TreeMemory>,
     pub memory_end: Option<TreeMemory>,

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::Timeouts;
 
+mod warmup;
+pub use warmup::{p50_ms, warmup_calls, CallWarmup, Settling, StableRule, Warmup, REPORTED_WINDOWS};
+
 /// What a cell does to the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -16,17 +19,19 @@ pub enum Workload {
     /// `spawns` fresh server processes, each timed from the spawn request to the initialize
     /// result, then the first tools/list.
     ColdStart { spawns: u32 },
-    /// One session: `warmup` unrecorded calls, then `calls` sequential tools/call of `tool`, each
-    /// answer checked.
-    SerialCalls { tool: String, warmup: u32, calls: u32 },
+    /// One session: unrecorded warm-up calls (`warmup`: a number of them, or until their p50
+    /// settles, at most `max` calls), then `calls` sequential tools/call of `tool`, each answer
+    /// checked.
+    SerialCalls { tool: String, warmup: Warmup, calls: u32 },
     /// Closed loop over HTTP: `workers` virtual users, each on its own connection running the
-    /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; `warmup_ms`
-    /// unrecorded, then `duration_ms` measured, then `idle_after_ms` of memory sampling with
-    /// every connection closed.
+    /// MCP lifecycle (or re-initializing per call), calling `tool` back to back; an unrecorded
+    /// warm-up (`warmup_ms`: that long, or until the p50 settles, at most `max` ms), then
+    /// `duration_ms` measured, then `idle_after_ms` of memory sampling with every connection
+    /// closed.
     Concurrency {
         tool: String,
         workers: u32,
-        warmup_ms: u64,
+        warmup_ms: Warmup,
         duration_ms: u64,
         lifecycle: Lifecycle,
         /// The post-load idle phase (every connection closed, the server's memory sampled), ms;
@@ -41,7 +46,7 @@ pub enum Workload {
         tool: String,
         rate: u64,
         connections: u32,
-        warmup_ms: u64,
+        warmup_ms: Warmup,
         duration_ms: u64,
         /// As for `concurrency`.
         #[serde(default, skip_serializing_if = "is_zero")]
@@ -52,7 +57,7 @@ pub enum Workload {
     HttpApi {
         tool: String,
         workers: u32,
-        warmup_ms: u64,
+        warmup_ms: Warmup,
         duration_ms: u64,
         /// As for `concurrency`.
         #[serde(default, skip_serializing_if = "is_zero")]
@@ -106,14 +111,15 @@ impl Workload {
         }
     }
 
-    /// Replaces the warm-up and measured durations of a load workload (a reduced run).
+    /// Replaces the warm-up and measured durations of a load workload (a reduced run); a
+    /// warm-up given here is fixed, whatever the scenario's was.
     pub fn override_times(&mut self, warmup: Option<u64>, duration: Option<u64>) {
         if let Workload::Concurrency { warmup_ms, duration_ms, .. }
         | Workload::OpenLoop { warmup_ms, duration_ms, .. }
         | Workload::HttpApi { warmup_ms, duration_ms, .. } = self
         {
             if let Some(w) = warmup {
-                *warmup_ms = w;
+                *warmup_ms = Warmup::Fixed(w);
             }
             if let Some(d) = duration {
                 *duration_ms = d;
@@ -121,13 +127,30 @@ impl Workload {
         }
     }
 
-    /// The measured time of a load workload, warm-up included (the idle phase after it is not).
+    /// The most a load workload's load takes, ms: its warm-up (a rule's cap) and its measured
+    /// window (the idle phase after it is not included).
     pub fn load_time_ms(&self) -> u64 {
+        self.load_ms(Warmup::cap)
+    }
+
+    /// A load workload's warm-up and measured window, ms, the warm-up counted by `warm`.
+    fn load_ms(&self, warm: fn(&Warmup) -> u64) -> u64 {
         match self {
             Workload::Concurrency { warmup_ms, duration_ms, .. }
             | Workload::OpenLoop { warmup_ms, duration_ms, .. }
-            | Workload::HttpApi { warmup_ms, duration_ms, .. } => warmup_ms + duration_ms,
+            | Workload::HttpApi { warmup_ms, duration_ms, .. } => warm(warmup_ms) + duration_ms,
             _ => 0,
+        }
+    }
+
+    /// The workload's warm-up (None for `cold_start`).
+    pub fn warmup(&self) -> Option<&Warmup> {
+        match self {
+            Workload::ColdStart { .. } => None,
+            Workload::SerialCalls { warmup, .. } => Some(warmup),
+            Workload::Concurrency { warmup_ms, .. }
+            | Workload::OpenLoop { warmup_ms, .. }
+            | Workload::HttpApi { warmup_ms, .. } => Some(warmup_ms),
         }
     }
 
@@ -151,13 +174,14 @@ pub struct Pace {
 }
 
 impl Workload {
-    /// A generous bound on a whole cell's run from its limits (every backend's time limit).
+    /// A generous bound on a whole cell's run from its limits (every backend's time limit); a
+    /// warm-up rule counts with its cap.
     pub fn time_limit(&self, t: &Timeouts) -> Duration {
         let per_session = t.startup_ms + t.stop_grace_ms + t.term_ms + 10 * t.call_ms;
         let ms = match self {
             Workload::ColdStart { spawns } => u64::from(*spawns) * per_session,
             Workload::SerialCalls { warmup, calls, .. } => {
-                per_session + (u64::from(*warmup) + u64::from(*calls)) * t.call_ms
+                per_session + warmup.cap().saturating_add(u64::from(*calls)).saturating_mul(t.call_ms)
             }
             // The idle phase samples through the shim (two round trips per 250 ms): its own
             // length plus a tenth covers slow reads.
@@ -168,14 +192,17 @@ impl Workload {
 
     /// The expected time of the workload's own work at a pace, in seconds (without what the
     /// backend adds per cell). `plan` estimates with it, and `run` counts its progress down
-    /// from the same figures.
+    /// from the same figures. A warm-up rule counts with the least it takes
+    /// (`Warmup::expected`); its cap is in the time limit.
     pub fn expected_seconds(&self, pace: Pace) -> f64 {
         // Every session also stops its server (stdin closed, then a grace period).
         let session = pace.spawn_s + 0.2;
         match self {
             Workload::ColdStart { spawns } => f64::from(*spawns) * session,
-            Workload::SerialCalls { warmup, calls, .. } => session + f64::from(warmup + calls) * pace.call_s,
-            w => session + (w.load_time_ms() + w.idle_after_ms()) as f64 / 1e3 + 1.0,
+            Workload::SerialCalls { warmup, calls, .. } => {
+                session + (warmup.expected() + u64::from(*calls)) as f64 * pace.call_s
+            }
+            w => session + (w.load_ms(Warmup::expected) + w.idle_after_ms()) as f64 / 1e3 + 1.0,
         }
     }
 }
@@ -188,7 +215,7 @@ mod tests {
         Workload::Concurrency {
             tool: "echo".into(),
             workers: 4,
-            warmup_ms: 1_000,
+            warmup_ms: Warmup::Fixed(1_000),
             duration_ms: 10_000,
             lifecycle: Lifecycle::Session,
             idle_after_ms,
@@ -217,5 +244,54 @@ mod tests {
         let on = serde_json::to_value(load(3_000)).unwrap();
         assert_eq!(on["idle_after_ms"], 3_000);
         assert_eq!(serde_json::from_value::<Workload>(on).unwrap(), load(3_000));
+    }
+
+    #[test]
+    fn stored_workloads_of_every_form_read_and_write_back_byte_identical() {
+        // As records written before warm-up rules store them, and the rule forms.
+        let stored = [
+            r#"{"kind":"serial_calls","tool":"add","warmup":200,"calls":1000}"#,
+            r#"{"kind":"serial_calls","tool":"add","warmup":{"until":"stable","window":100,"tolerance":0.03,"max":5000,"windows":3},"calls":1000}"#,
+            r#"{"kind":"concurrency","tool":"add","workers":8,"warmup_ms":1000,"duration_ms":10000,"lifecycle":"session"}"#,
+            r#"{"kind":"open_loop","tool":"add","rate":2000,"connections":4,"warmup_ms":{"until":"stable","window":500,"tolerance":0.05,"max":30000,"windows":3},"duration_ms":5000,"idle_after_ms":1000}"#,
+            r#"{"kind":"http_api","tool":"add","workers":8,"warmup_ms":500,"duration_ms":5000}"#,
+        ];
+        for json in stored {
+            let w: Workload = serde_json::from_str(json).unwrap();
+            assert_eq!(serde_json::to_string(&w).unwrap(), json);
+        }
+        let w: Workload = serde_json::from_str(stored[0]).unwrap();
+        assert_eq!(w, Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(200), calls: 1000 });
+        let w: Workload = serde_json::from_str(stored[1]).unwrap();
+        let rule = StableRule { window: 100, tolerance: 0.03, max: 5_000, windows: 3 };
+        assert_eq!(w.warmup(), Some(&Warmup::Stable(rule)));
+        // A rule that does not say what it waits for, or says more, is refused.
+        let bad = stored[1].replace(r#""until":"stable","#, "");
+        assert!(serde_json::from_str::<Workload>(&bad).is_err(), "{bad}");
+        let bad = stored[1].replace(r#""windows":3"#, r#""windows":3,"k":2"#);
+        assert!(serde_json::from_str::<Workload>(&bad).is_err(), "{bad}");
+    }
+
+    #[test]
+    fn a_warmup_rule_counts_with_its_cap_in_the_limit_and_its_least_in_the_estimate() {
+        let t = Timeouts { call_ms: 100, ..Timeouts::default() };
+        let pace = Pace { spawn_s: 0.0, call_s: 0.001 };
+        let serial = |warmup| Workload::SerialCalls { tool: "add".into(), warmup, calls: 1_000 };
+        let rule = StableRule { window: 100, tolerance: 0.03, max: 5_000, windows: 3 };
+        let (fixed, stable) = (serial(Warmup::Fixed(200)), serial(Warmup::Stable(rule)));
+        let extra = stable.time_limit(&t) - fixed.time_limit(&t);
+        assert_eq!(extra, Duration::from_millis(4_800 * t.call_ms), "the cap's calls, at the call limit");
+        // The least the rule takes: 3 windows of 100 calls, 100 more than the fixed 200.
+        assert!((stable.expected_seconds(pace) - fixed.expected_seconds(pace) - 0.1).abs() < 1e-9);
+        let mut l = load(0);
+        if let Workload::Concurrency { warmup_ms, .. } = &mut l {
+            *warmup_ms = Warmup::Stable(StableRule::LOAD);
+        }
+        assert_eq!(l.load_time_ms(), 30_000 + 10_000);
+        assert_eq!(l.time_limit(&t) - load(0).time_limit(&t), Duration::from_millis(29_000));
+        assert!((l.expected_seconds(pace) - load(0).expected_seconds(pace) - 0.5).abs() < 1e-9);
+        // `run --warmup` makes it fixed again.
+        l.override_times(Some(250), None);
+        assert_eq!(l.warmup(), Some(&Warmup::Fixed(250)));
     }
 }

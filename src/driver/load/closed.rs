@@ -8,7 +8,7 @@ use crate::driver::load::worker::{Client, Shared, WorkerStats};
 use crate::spec::Lifecycle;
 
 /// Closed loop: open a session, then call back to back until the end; count completions in the
-/// window.
+/// window (those of the warm-up go to a warm-up rule, if one judges).
 pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
     let mut st = WorkerStats::new();
     let mut client: Option<Client> = None;
@@ -16,7 +16,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
     let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
     loop {
         let t0 = Instant::now();
-        if t0 >= sh.end {
+        if t0 >= sh.end() {
             break;
         }
         let fresh = client.is_none() || per_call;
@@ -28,7 +28,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
                 }
                 Err(e) => {
                     let done = Instant::now();
-                    if done >= sh.warm_end && done <= sh.end {
+                    if done >= sh.warm_end() && done <= sh.end() {
                         st.account(done, done - t0, &Err(e));
                     }
                     // Do not spin on a refusing server.
@@ -44,8 +44,10 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
         let r = sh.call(c, i, &mut st.counts).await;
         i += 1;
         let done = Instant::now();
-        if done >= sh.warm_end && done <= sh.end {
+        if done >= sh.warm_end() && done <= sh.end() {
             st.account(done, done - t_call, &r);
+        } else {
+            sh.warming_call(done, done - t_call, &r);
         }
         let poisoned = matches!(&r, Err(e) if e.kind.poisons_connection());
         if per_call || poisoned {

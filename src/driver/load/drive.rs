@@ -1,17 +1,20 @@
-//! Drives one load on a single-threaded runtime: opens the open-loop connections, fixes the
-//! window, spawns the workers (closed or open loop), reports progress, and merges the workers'
-//! counts and histograms into the record's load metrics; names the failure of a load in which
-//! nothing succeeded.
+//! Drives one load on a single-threaded runtime: opens the open-loop connections, sets the
+//! window (a warm-up rule's `settle` task moves it when warm-up ends), spawns the workers (closed
+//! or open loop), reports progress, and merges the workers' counts and histograms into the
+//! record's load metrics; names the failure of a load in which nothing succeeded.
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use crate::driver::httpclient::Counts;
 use crate::driver::load::closed::closed_worker;
 use crate::driver::load::gate::failure_of;
 use crate::driver::load::open::open_worker;
-use crate::driver::load::worker::WorkerStats;
+use crate::driver::load::settle::settle;
+use crate::driver::load::worker::{Client, Shared, WorkerStats};
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
@@ -28,9 +31,10 @@ pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSe
 }
 
 /// Drives the load on this thread (a single-threaded runtime: one core is enough, and the
-/// figures do not depend on thread hand-offs). `on_window` is called once with the window's
-/// start and end before any worker starts (the caller starts its samplers there). Returns the
-/// merged metrics, with `server_cpu_cores` left for the caller.
+/// figures do not depend on thread hand-offs). `on_window` is called with the window's start and
+/// end before any worker starts (the caller starts its samplers there), and again if a warm-up
+/// rule moves them when it ends warm-up (before that they are the latest the rule's cap allows).
+/// Returns the merged metrics, with `server_cpu_cores` left for the caller.
 pub fn drive(
     plan: &LoadPlan,
     suite: Suite,
@@ -39,15 +43,14 @@ pub fn drive(
 ) -> Result<LoadMetrics, Failure> {
     let prepared = plan.prepared(suite)?;
     let (rt, local) = runtime()?;
-    let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
-    let warmup_ms = plan.warmup.as_millis() as u64;
     // What opening the open-loop connections counted; each worker counts its own.
     let mut opening = Counts::default();
     let (cpu0, wall0) = (process_cpu_ns(), Instant::now());
-    // The measured window's start and nominal end, as the workers see them.
+    // The measured window's start and nominal end, as the workers saw them at the end.
     let mut window = (wall0, wall0);
+    let mut warmup = None;
     let stats = local.block_on(&rt, async {
-        let mut sh = Rc::new(plan.shared(prepared));
+        let sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
         let mut clients = Vec::new();
         if plan.rate.is_some() {
@@ -60,54 +63,73 @@ pub fn drive(
             }
         }
         let t_start = Instant::now() + Duration::from_millis(5);
-        {
-            let s = Rc::get_mut(&mut sh).expect("not shared yet");
-            s.warm_end = t_start + plan.warmup;
-            s.end = t_start + plan.warmup + plan.duration;
+        sh.warm_end.set(t_start + Duration::from_millis(plan.warmup.cap()));
+        sh.end.set(sh.warm_end() + plan.duration);
+        let rule = plan.warmup.rule();
+        if rule.is_some() {
+            *sh.warming.borrow_mut() = Some(Vec::new());
         }
-        window = (sh.warm_end, sh.end);
-        on_window(sh.warm_end, sh.end);
-        let mut handles = Vec::new();
-        match plan.rate {
-            None => {
-                for w in 0..u64::from(plan.workers) {
-                    handles.push(tokio::task::spawn_local(closed_worker(sh.clone(), w)));
-                }
-            }
-            Some(r) => {
-                let next = Rc::new(Cell::new(0u64));
-                let period_ns = 1e9 / r as f64;
-                for c in clients {
-                    handles.push(tokio::task::spawn_local(open_worker(
-                        sh.clone(),
-                        c,
-                        next.clone(),
-                        t_start,
-                        period_ns,
-                    )));
-                }
-            }
-        }
-        let all = futures_util::future::join_all(handles);
+        on_window(sh.warm_end(), sh.end());
+        let moved = Rc::new(Notify::new());
+        let settler = rule
+            .map(|r| tokio::task::spawn_local(settle(sh.clone(), r, t_start, plan.duration, moved.clone())));
+        let all = futures_util::future::join_all(spawn_workers(plan, &sh, clients, t_start));
         tokio::pin!(all);
         let results = loop {
             tokio::select! {
                 r = &mut all => break r,
+                _ = moved.notified() => on_window(sh.warm_end(), sh.end()),
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                    let el = t_start.elapsed().as_millis() as u64;
-                    progress(if el < warmup_ms { "warmup" } else { "load" }, el.min(total_ms), total_ms);
+                    let now = Instant::now();
+                    let total_ms = sh.end().saturating_duration_since(t_start).as_millis() as u64;
+                    let el = (now.saturating_duration_since(t_start).as_millis() as u64).min(total_ms);
+                    progress(if now < sh.warm_end() { "warmup" } else { "load" }, el, total_ms);
                 }
             }
         };
+        // The rule has ended warm-up by the time the workers end: they run to the window's end.
+        if let Some(s) = settler {
+            warmup = s.await.ok();
+        }
+        window = (sh.warm_end(), sh.end());
         Ok::<_, Failure>(results.into_iter().filter_map(Result::ok).collect::<Vec<WorkerStats>>())
     })?;
     drop(local);
     drop(rt); // closes every connection
     let mut m = merge(plan, window, &stats);
+    if let Some(w) = warmup {
+        m.warmup_ms = w.ms.round() as u64;
+        m.warmup = Some(w);
+    }
     m.reconnects += opening.reconnects;
     let wall = wall0.elapsed().as_nanos() as f64;
     m.driver_cpu_cores = (wall > 0.0).then(|| process_cpu_ns().saturating_sub(cpu0) as f64 / wall);
     Ok(m)
+}
+
+/// Spawns the workers on the runtime: closed-loop virtual users, or the open loop's
+/// connections sharing one schedule from `t_start`.
+fn spawn_workers(
+    plan: &LoadPlan,
+    sh: &Rc<Shared>,
+    clients: Vec<Client>,
+    t_start: Instant,
+) -> Vec<tokio::task::JoinHandle<WorkerStats>> {
+    match plan.rate {
+        None => (0..u64::from(plan.workers))
+            .map(|w| tokio::task::spawn_local(closed_worker(sh.clone(), w)))
+            .collect(),
+        Some(r) => {
+            let next = Rc::new(Cell::new(0u64));
+            let period_ns = 1e9 / r as f64;
+            clients
+                .into_iter()
+                .map(|c| {
+                    tokio::task::spawn_local(open_worker(sh.clone(), c, next.clone(), t_start, period_ns))
+                })
+                .collect()
+        }
+    }
 }
 
 /// CPU time this process has used, in nanoseconds.
@@ -129,7 +151,8 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
         mode: if plan.rate.is_some() { LoadMode::Open } else { LoadMode::Closed },
         workers: plan.workers,
         connections: plan.workers,
-        warmup_ms: plan.warmup.as_millis() as u64,
+        // A rule's warm-up is the time it took (`drive` sets it).
+        warmup_ms: plan.warmup.cap(),
         window_nominal_ms: Some(plan.duration.as_millis() as u64),
         ..Default::default()
     };
@@ -166,8 +189,11 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
         m.late = Some(late);
         m.dropped = Some(slots.saturating_sub(taken));
     }
-    m.latency = stats::summarize(&hist)
-        .map(|summary| HistogramMetric { summary, histogram: stats::encode_histogram(&hist) });
+    m.latency = stats::summarize(&hist).map(|summary| HistogramMetric {
+        summary,
+        histogram: stats::encode_histogram(&hist),
+        warmup: None,
+    });
     m
 }
 

@@ -14,11 +14,12 @@ mod gate;
 mod idle;
 mod open;
 mod sampler;
+mod settle;
 mod worker;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::driver::httpclient::rest_body;
@@ -29,7 +30,7 @@ use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
 use crate::spec::{DriverOutcome, DriverSpec};
 use crate::spec::{Failure, FailureReason, LoadMemory};
-use crate::spec::{Lifecycle, Workload};
+use crate::spec::{Lifecycle, Warmup, Workload};
 
 pub use drive::{drive, no_success_failure};
 pub use gate::gate_server;
@@ -101,7 +102,8 @@ pub struct LoadPlan {
     pub tool: String,
     /// Virtual users (closed loop) or connections (open loop).
     pub workers: u32,
-    pub warmup: Duration,
+    /// In ms: that long, or until the p50 settles (`spec::StableRule`).
+    pub warmup: Warmup,
     pub duration: Duration,
     pub lifecycle: Lifecycle,
     /// Through the plain REST route instead of MCP.
@@ -141,7 +143,7 @@ impl LoadPlan {
             target,
             tool: tool.clone(),
             workers,
-            warmup: ms(warmup),
+            warmup,
             duration: ms(duration),
             lifecycle,
             rest,
@@ -180,8 +182,9 @@ impl LoadPlan {
             lifecycle: self.lifecycle,
             prepared,
             call_limit: self.call_limit,
-            warm_end: now,
-            end: now,
+            warm_end: Cell::new(now),
+            end: Cell::new(now),
+            warming: RefCell::new(None),
         }
     }
 }
@@ -211,12 +214,20 @@ fn run_spawned(
     let stop = Arc::new(AtomicBool::new(false));
     let mut sampler_thread = None;
     let mut sampler_err = None;
-    let mut on_window = |warm_end: Instant, end: Instant| match shim.try_clone() {
-        Ok(s) => {
-            let st = stop.clone();
-            sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, warm_end, end, st)));
+    // The first call starts the sampler; a warm-up rule calls again when it moves the window.
+    let edges = Arc::new(Mutex::new((started, started)));
+    let mut on_window = |warm_end: Instant, end: Instant| {
+        *edges.lock().unwrap_or_else(PoisonError::into_inner) = (warm_end, end);
+        if sampler_thread.is_some() || sampler_err.is_some() {
+            return;
         }
-        Err(f) => sampler_err = Some(f),
+        match shim.try_clone() {
+            Ok(s) => {
+                let (st, e) = (stop.clone(), edges.clone());
+                sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, e, st)));
+            }
+            Err(f) => sampler_err = Some(f),
+        }
     };
     let result = drive(&plan, suite, progress, &mut on_window);
     // `drive` returns once its runtime, and with it every connection, is gone.
@@ -230,7 +241,7 @@ fn run_spawned(
     m.server_cpu_cores =
         sampled.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
 
-    let total_ms = (plan.warmup + plan.duration).as_millis() as u64;
+    let total_ms = m.warmup_ms + plan.duration.as_millis() as u64;
     progress("load", total_ms, total_ms);
     let no_success = no_success_failure(&m);
     out.load = Some(m);

@@ -40,18 +40,22 @@ pub(super) async fn open_worker(
     st.sessions = 1;
     loop {
         // Slots not taken by the end of the window are dropped, not sent late after it.
-        if Instant::now() >= sh.end {
+        if Instant::now() >= sh.end() {
             break;
         }
         let k = next.get();
         next.set(k + 1);
         let intended = t0 + Duration::from_nanos((k as f64 * period_ns) as u64);
-        if intended >= sh.end {
+        if intended >= sh.end() {
             break;
         }
         wait_until(intended).await;
+        // A warm-up rule may have moved the window's end while this slot waited.
+        if intended >= sh.end() {
+            break;
+        }
         let sent = Instant::now();
-        let in_window = intended >= sh.warm_end;
+        let in_window = intended >= sh.warm_end();
         if in_window {
             st.taken += 1;
             if sent - intended > LATE {
@@ -59,9 +63,11 @@ pub(super) async fn open_worker(
             }
         }
         let r = sh.call(&mut client, k, &mut st.counts).await;
+        let done = Instant::now();
         if in_window {
-            let done = Instant::now();
             st.account(done, done - intended, &r);
+        } else {
+            sh.warming_call(done, done - intended, &r);
         }
         if matches!(&r, Err(e) if e.kind.poisons_connection()) {
             match sh.open(&mut st.counts).await {

@@ -1,9 +1,9 @@
 //! The sampler thread beside a load: the server tree's memory every interval and its CPU time at
-//! the window's edges, through its own handle on the shim's socket. It runs on a thread of its
-//! own, so it sleeps with `std::thread::sleep`.
+//! the window's edges (which a warm-up rule moves while it runs), through its own handle on the
+//! shim's socket. It runs on a thread of its own, so it sleeps with `std::thread::sleep`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::driver::stdio::ShimClient;
@@ -21,19 +21,23 @@ pub(super) struct Sampled {
     pub(super) died: bool,
 }
 
-/// Samples the server tree's memory every interval, and its CPU time exactly at the window's
-/// start and end, through its own handle on the shim's socket.
-pub(super) fn sampler(
-    mut shim: ShimClient,
-    pid: u32,
-    warm_end: Instant,
-    end: Instant,
-    stop: Arc<AtomicBool>,
-) -> Sampled {
+/// The measured window's start and end as the load last set them.
+pub(super) type Edges = Arc<Mutex<(Instant, Instant)>>;
+
+fn edges_now(edges: &Edges) -> (Instant, Instant) {
+    *edges.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Samples the server tree's memory every interval, and its CPU time at the window's start and
+/// end (exactly at edges set in advance; within 20 ms of edges a warm-up rule moves), through
+/// its own handle on the shim's socket.
+pub(super) fn sampler(mut shim: ShimClient, pid: u32, edges: Edges, stop: Arc<AtomicBool>) -> Sampled {
     let mut out = Sampled::default();
     let mut cpu_a: Option<(u64, Instant)> = None;
     loop {
         let now = Instant::now();
+        let seen = edges_now(&edges);
+        let (warm_end, end) = seen;
         if cpu_a.is_none() && now >= warm_end {
             cpu_a = shim.cpu_ns(pid).ok().map(|c| (c, Instant::now()));
         }
@@ -61,7 +65,7 @@ pub(super) fn sampler(
                 next = edge;
             }
         }
-        while Instant::now() < next && !stop.load(Ordering::Relaxed) {
+        while Instant::now() < next && !stop.load(Ordering::Relaxed) && edges_now(&edges) == seen {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
         }
     }

@@ -1,11 +1,15 @@
-//! Tests of merging the workers' counts and naming a load's failure.
+//! Tests of merging the workers' counts, naming a load's failure, and a warm-up rule ending the
+//! warm-up of a load.
 
 use std::time::{Duration, Instant};
+
+use std::rc::Rc;
 
 use super::drive::merge;
 use super::worker::WorkerStats;
 use super::*;
 use crate::driver::httpclient::{CallError, ErrorKind};
+use crate::spec::StableRule;
 
 fn plan(rate: Option<u64>) -> LoadPlan {
     LoadPlan {
@@ -20,7 +24,7 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         },
         tool: "echo".into(),
         workers: 2,
-        warmup: Duration::from_secs(1),
+        warmup: Warmup::Fixed(1_000),
         duration: Duration::from_secs(2),
         lifecycle: Lifecycle::Session,
         rest: false,
@@ -111,4 +115,56 @@ fn the_window_runs_on_to_the_last_answer_counted_in_it() {
     assert_eq!((m.window_ms, m.window_nominal_ms), (2_500.0, Some(2_000)));
     assert_eq!(m.throughput_rps, 200.0);
     assert_eq!(m.dropped, Some(0), "the slots are those of the nominal window");
+}
+
+#[test]
+fn the_warmup_keeps_the_correct_answers_before_its_end_for_the_rule() {
+    let sh = plan(None).shared(Vec::new());
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    sh.warm_end.set(t0 + ms(1_000));
+    let err = || Err(CallError { kind: ErrorKind::Timeout, detail: String::new() });
+    sh.warming_call(t0, ms(1), &Ok(()));
+    assert!(sh.take_warming(t0 + ms(1)).is_empty(), "no rule judges: nothing is kept");
+    *sh.warming.borrow_mut() = Some(Vec::new());
+    sh.warming_call(t0 + ms(10), ms(2), &Ok(()));
+    sh.warming_call(t0 + ms(20), ms(9), &err());
+    sh.warming_call(t0 + ms(30), ms(3), &Ok(()));
+    sh.warming_call(t0 + ms(120), ms(4), &Ok(()));
+    sh.warming_call(t0 + ms(1_000), ms(5), &Ok(()));
+    assert_eq!(sh.take_warming(t0 + ms(100)), [2_000_000, 3_000_000], "correct answers before the edge");
+    assert_eq!(sh.take_warming(t0 + ms(1_000)), [4_000_000], "none after the warm-up's end");
+}
+
+#[test]
+fn a_warmup_rule_starts_the_window_when_the_p50_settles() {
+    let (rt, local) = drive::runtime().unwrap();
+    let rule = StableRule { window: 20, tolerance: 0.05, max: 5_000, windows: 3 };
+    let duration = Duration::from_secs(1);
+    let sh = Rc::new(plan(None).shared(Vec::new()));
+    let t0 = Instant::now();
+    sh.warm_end.set(t0 + Duration::from_millis(rule.max));
+    sh.end.set(sh.warm_end() + duration);
+    *sh.warming.borrow_mut() = Some(Vec::new());
+    let moved = Rc::new(tokio::sync::Notify::new());
+    let report = local.block_on(&rt, async {
+        // A steady server: an answer of 1 ms every millisecond.
+        let feeder = sh.clone();
+        tokio::task::spawn_local(async move {
+            while Instant::now() < feeder.warm_end() {
+                feeder.warming_call(Instant::now(), Duration::from_millis(1), &Ok(()));
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let report = settle::settle(sh.clone(), rule, t0, duration, moved.clone()).await;
+        moved.notified().await;
+        report
+    });
+    assert!(report.stable, "{report:?}");
+    assert!(report.windows_seen >= 3 && report.calls > 0, "{report:?}");
+    assert_eq!(report.window_p50_ms.last(), Some(&Some(1.0)));
+    assert!(sh.warm_end() < t0 + Duration::from_millis(rule.max), "the window moved");
+    assert_eq!(sh.end() - sh.warm_end(), duration);
+    assert!(sh.warming.borrow().is_none(), "nothing more is kept once warm-up ended");
+    assert!((report.ms - (sh.warm_end() - t0).as_secs_f64() * 1e3).abs() < 0.01, "{report:?}");
 }

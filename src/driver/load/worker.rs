@@ -1,8 +1,9 @@
 //! The load workers' plumbing: the prepared calls and their check, what every worker shares
-//! (the target, the window, one call on a virtual user's connection) and what each worker counts.
-//! The loops that drive them are `closed` and `open`; merging the counts is `drive`'s.
+//! (the target, the window, one call on a virtual user's connection, the answers a warm-up rule
+//! judges) and what each worker counts. The loops that drive them are `closed` and `open`;
+//! merging the counts is `drive`'s, judging the warm-up `settle`'s.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -67,8 +68,14 @@ pub(super) struct Shared {
     pub(super) lifecycle: Lifecycle,
     pub(super) prepared: Vec<Prepared>,
     pub(super) call_limit: Duration,
-    pub(super) warm_end: Instant,
-    pub(super) end: Instant,
+    /// The measured window's start and end. Set before the workers start; under a warm-up rule
+    /// they are the latest they can be (the cap) until the rule ends warm-up and moves them
+    /// (`settle`), so the workers read them at every call.
+    pub(super) warm_end: Cell<Instant>,
+    pub(super) end: Cell<Instant>,
+    /// Under a warm-up rule, until it ends: the correct answers' completion instants and
+    /// latencies (ns), in completion order, for `settle` to judge window by window.
+    pub(super) warming: RefCell<Option<Vec<(Instant, u64)>>>,
 }
 
 /// A virtual user's connection: an MCP session or a REST client.
@@ -78,6 +85,34 @@ pub(super) enum Client {
 }
 
 impl Shared {
+    pub(super) fn warm_end(&self) -> Instant {
+        self.warm_end.get()
+    }
+
+    pub(super) fn end(&self) -> Instant {
+        self.end.get()
+    }
+
+    /// A call outside the measured window that completed at `done` after `latency`: kept for the
+    /// warm-up rule when it is a correct answer of the warm-up and a rule is judging.
+    pub(super) fn warming_call(&self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
+        if r.is_ok() && done < self.warm_end() {
+            if let Some(answers) = self.warming.borrow_mut().as_mut() {
+                answers.push((done, latency.as_nanos() as u64));
+            }
+        }
+    }
+
+    /// The latencies (ns) of the warm-up's correct answers completed before `edge`, taken out.
+    pub(super) fn take_warming(&self, edge: Instant) -> Vec<u64> {
+        let mut warming = self.warming.borrow_mut();
+        let Some(answers) = warming.as_mut() else {
+            return Vec::new();
+        };
+        let n = answers.partition_point(|(done, _)| *done < edge);
+        answers.drain(..n).map(|(_, ns)| ns).collect()
+    }
+
     /// Opens a virtual user's connection (its handshake's reconnects count in `counts`).
     pub(super) async fn open(&self, counts: &mut Counts) -> Result<Client, CallError> {
         if self.rest {

@@ -5,7 +5,7 @@ use super::steps::{fit, steps_of};
 use super::*;
 use crate::record::tests::sample_record;
 use crate::record::Status;
-use crate::spec::Workload;
+use crate::spec::{Warmup, Workload};
 use crate::spec::{HistogramMetric, Repeat};
 use crate::stats;
 
@@ -202,7 +202,7 @@ pub(super) fn record(server: &str, version: &str, workload: &str, cold_ms: f64) 
     r.cell.id = format!("{server}/{workload}");
     r.metrics.cold_start.as_mut().unwrap().samples_ms = (0..8).map(|i| cold_ms + f64::from(i)).collect();
     if workload != "cold_start" {
-        r.cell.workload = Workload::SerialCalls { tool: "add".into(), warmup: 0, calls: 100 };
+        r.cell.workload = Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(0), calls: 100 };
         let mut h = stats::latency_histogram();
         for us in 1..=100u64 {
             h.record(us * 10_000).unwrap();
@@ -210,6 +210,7 @@ pub(super) fn record(server: &str, version: &str, workload: &str, cold_ms: f64) 
         r.metrics.calls = Some(HistogramMetric {
             summary: stats::summarize(&h).unwrap(),
             histogram: stats::encode_histogram(&h),
+            warmup: None,
         });
     }
     r
@@ -313,7 +314,7 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
             r.cell.workload = Workload::Concurrency {
                 tool: "add".into(),
                 workers: 10,
-                warmup_ms: 100,
+                warmup_ms: Warmup::Fixed(100),
                 duration_ms: 1000,
                 lifecycle: Default::default(),
                 idle_after_ms: 0,
