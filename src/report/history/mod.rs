@@ -293,6 +293,9 @@ pub struct History {
     pub metrics: Vec<MetricHistory>,
     /// In version order, then metric order.
     pub steps: Vec<Step>,
+    /// When the series' records come from hosts whose speed fingerprints differ beyond noise:
+    /// how (its steps may be the machines').
+    pub hosts_differ: Option<String>,
 }
 
 impl History {

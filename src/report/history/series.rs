@@ -252,9 +252,29 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             }
             let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
             steps.sort_by_key(|s| s.index);
-            History { key, label, runtime_versions, versions, failures, apis, metrics, steps }
+            let hosts_differ = hosts_differ(all.values().flatten().copied());
+            History { key, label, runtime_versions, versions, failures, apis, metrics, steps, hosts_differ }
         })
         .collect()
+}
+
+/// Whether the records' host fingerprints differ beyond noise (against the first one): the
+/// comparison's line for the first that does.
+fn hosts_differ<'a>(records: impl Iterator<Item = &'a Record>) -> Option<String> {
+    use crate::host::fingerprint as fp;
+    let mut first: Option<&fp::Fingerprint> = None;
+    for f in records.filter_map(|r| r.host_check.as_ref()?.fingerprint.as_ref()) {
+        match first {
+            None => first = Some(f),
+            Some(a) => {
+                let c = fp::compare(a, f);
+                if c.differs {
+                    return Some(format!("records from hosts of different speed ({})", fp::comparison_line(&c)));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Per control version, its A/A measurements of `metric` (ok records only) in the order of the

@@ -58,22 +58,18 @@ pub fn control_text(unit: Unit, c: &super::ControlDrift) -> String {
     format!("{} {} ({})", c.version, change_text(1.0 + c.drift), at.join(", "))
 }
 
-/// One line per metric that had A/A controls: `A/A controls, cold start: up to +6 % — 1.1.2 +6 %
-/// (start 301 ms, middle 310 ms, end 319 ms); 1.30.0 +3 % (…)`. A step must move more than that.
+/// The notes under a history's table: `HOSTS DIFFER: …` when its records come from hosts of
+/// different speed, then one line per metric that had A/A controls: `A/A controls, cold start:
+/// up to +6 % — 1.1.2 +6 % (start 301 ms, middle 310 ms, end 319 ms); 1.30.0 +3 % (…)`. A step
+/// must move more than that.
 pub fn control_lines(h: &History) -> Vec<String> {
-    h.metrics
-        .iter()
-        .filter_map(|m| {
-            let d = m.control_drift?;
-            let each: Vec<String> = m.controls.iter().map(|c| control_text(m.unit, c)).collect();
-            Some(format!(
-                "A/A controls, {}: up to {} — {}",
-                m.metric.label(),
-                change_text(1.0 + d),
-                each.join("; ")
-            ))
-        })
-        .collect()
+    let hosts = h.hosts_differ.iter().map(|d| format!("HOSTS DIFFER: {d}; a step may be the machines'"));
+    let controls = h.metrics.iter().filter_map(|m| {
+        let d = m.control_drift?;
+        let each: Vec<String> = m.controls.iter().map(|c| control_text(m.unit, c)).collect();
+        Some(format!("A/A controls, {}: up to {} — {}", m.metric.label(), change_text(1.0 + d), each.join("; ")))
+    });
+    hosts.chain(controls).collect()
 }
 
 /// `+38 %`, `−12 %`.
@@ -194,6 +190,7 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                 "failures": h.failures,
                 "metrics": metrics,
                 "steps": h.steps,
+                "hosts_differ": h.hosts_differ,
             })
         })
         .collect();
