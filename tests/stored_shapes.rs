@@ -74,6 +74,10 @@ fn histogram() -> HistogramMetric {
     }
 }
 
+fn stable_rule() -> benchlab::spec::StableRule {
+    benchlab::spec::StableRule { window: 200, tolerance: 0.05, max: 10_000, windows: 3 }
+}
+
 fn placement() -> Placement {
     Placement {
         server_cpus: "2-3".into(),
@@ -250,7 +254,17 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 summary: summary(99.0),
             }),
             tools_list: Some(SampleMetric { samples_ms: vec![1.5, 2.0], summary: summary(1.5) }),
-            calls: Some(histogram()),
+            calls: Some(HistogramMetric {
+                warmup: Some(benchlab::spec::WarmupReport {
+                    rule: stable_rule(),
+                    stable: true,
+                    calls: 600,
+                    ms: 93.5,
+                    windows_seen: 3,
+                    window_p50_ms: vec![Some(0.25), None, Some(0.125)],
+                }),
+                ..histogram()
+            }),
             memory: MemoryMetrics {
                 after_initialize: Some(tree(30 << 20)),
                 end: Some(tree(31 << 20)),
@@ -277,11 +291,62 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             of: 12,
             control: Some(benchlab::record::ControlAt::Middle),
         }),
-        host_check: None,
+        host_check: Some(host_check()),
         hash: String::new(),
     };
     r.hash = r.compute_hash();
     r
+}
+
+/// A host check with every option set: a fingerprint, and a quiet check that waited, with both
+/// windows.
+fn host_check() -> benchlab::host::HostCheck {
+    use benchlab::host::fingerprint::{Fingerprint, Probe};
+    use benchlab::host::quiet::{CpuLoad, Offender, Quiet, Wait, Window};
+    let probe = |name: &str, unit: &str, faster: bool, v: f64| Probe {
+        name: name.into(),
+        unit: unit.into(),
+        higher_is_faster: faster,
+        value: v,
+        lower: v * 0.9,
+        upper: v * 1.1,
+        repetitions: 15,
+    };
+    let window = Window {
+        wall_ms: 500,
+        per_cpu: vec![CpuLoad { cpu: 0, busy: 0.25, steal: 0.01 }, CpuLoad { cpu: 1, busy: 0.5, steal: 0.0 }],
+        own_cpu: 0.5,
+        other_cpu: 0.25,
+        engine_cpu: Some(0.125),
+        offenders: vec![Offender { comm: "rustc".into(), cpu: 0.25, processes: 2 }],
+        freq_min_khz: Some(2_000_000),
+        freq_max_khz: Some(3_500_000),
+        governors: Some(vec!["performance".into()]),
+        smt_siblings: Some("2-3".into()),
+        smt_busy: Some(0.0625),
+        memory_pressure: Some(1.5),
+        memory_available: Some(0.75),
+    };
+    benchlab::host::HostCheck {
+        fingerprint: Some(Fingerprint {
+            measured_at: "2026-11-30T00:00:00Z".into(),
+            cpus: "1,0".into(),
+            probes: vec![
+                probe("cpu_loop", "ns/iter", false, 8.75),
+                probe("memory_bandwidth", "GB/s", true, 7.5),
+                probe("pipe_pingpong", "us", false, 42.5),
+                probe("spawn", "ms", false, 0.75),
+            ],
+        }),
+        quiet: Some(Quiet {
+            noisy: true,
+            reasons: vec!["other processes used 0.25 CPU of cpus 0-1 before the cell (rustc 0.25)".into()],
+            cpus: "0-1".into(),
+            before: Some(window.clone()),
+            during: Some(window),
+            wait: Some(Wait { limit_s: 60, waited_ms: 1500, probes: 2, quiet: false }),
+        }),
+    }
 }
 
 /// What the committed JSON Schema of a record says is wrong with `record`.
@@ -297,6 +362,10 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
         (
             "workload_serial_calls",
             Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(100), calls: 1_000 },
+        ),
+        (
+            "workload_serial_calls_stable_warmup",
+            Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Stable(stable_rule()), calls: 1_000 },
         ),
         (
             "workload_concurrency_session",
