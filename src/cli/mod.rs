@@ -20,6 +20,7 @@ mod compare;
 mod diff_env;
 mod driver;
 pub mod exit;
+mod fingerprint;
 mod lock;
 mod measure;
 mod null_server;
@@ -149,6 +150,24 @@ pub enum Command {
     ///
     /// Example: benchlab status results/cluster-sweep/<run-id>
     Status(status::StatusArgs),
+    /// Measure this host's speed fingerprint: a short fixed calibration that tells two hosts
+    /// apart by speed when their CPU model, kernel and CPU count read the same.
+    ///
+    /// Four probes, each in 15 rounds (after a warm-up) with its median and a 95% interval of
+    /// the median: an integer loop (ns per iteration) and a 64 MiB memory copy (GB/s) on CPU A,
+    /// one-byte round trips over pipes between CPU A and CPU B (µs), and fork+exec of /bin/true
+    /// from CPU A (ms). The loop, the copy and the spawns are timed by CPU time, so other
+    /// processes on the CPUs slow them little. It takes about a second.
+    ///
+    /// Every run records its host's fingerprint in each record's host_check.fingerprint (on a
+    /// Slurm cluster each node measures its own, once per run, before its first cell), so
+    /// comparisons across hosts whose fingerprints differ beyond noise can be refused or labelled.
+    /// Two fingerprints differ when some probe's intervals are disjoint and its ratio is beyond
+    /// its threshold: 15% for the CPU loop, 75% for spawn, 2.5x for memory bandwidth (which
+    /// drifts on a shared VM); the pipe round trip is shown, never counted.
+    ///
+    /// Example: benchlab fingerprint --cpus 1,0 --json
+    Fingerprint(fingerprint::FingerprintArgs),
     /// Print the JSON Schema of result records.
     Schema,
     /// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
@@ -183,6 +202,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Lock(args) => lock::run(args),
         Command::NullServer(args) => null_server::run(args),
         Command::Status(args) => status::run(args),
+        Command::Fingerprint(args) => fingerprint::run(args),
         Command::Schema => schema::run(),
         Command::Measure(args) => measure::run(args),
         Command::Shim(args) => shim::run(args),

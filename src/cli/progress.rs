@@ -123,6 +123,22 @@ impl Progress {
                     b.set_message(phase);
                 }
             }
+            Event::Order { order, seed, control_cells } => {
+                let how = match seed {
+                    Some(s) => format!("{} order, seed {s} (`--order-seed {s}` gives it again)", order.as_str()),
+                    None => format!("{} order", order.as_str()),
+                };
+                let controls = match control_cells {
+                    0 => String::new(),
+                    k => format!("; {k} A/A control cell(s) at the start, middle and end"),
+                };
+                self.line(format!("{how}{controls}"))
+            }
+            Event::Fingerprint { summary } => {
+                if let Some(s) = summary {
+                    self.line(format!("host speed: {s}"))
+                }
+            }
             Event::Parallel { slots, why } => {
                 self.parallel = slots > 1;
                 self.line(why)
@@ -153,7 +169,11 @@ impl Progress {
                     .filter(|s| *s >= 1.0)
                     .map(|s| format!(", about {} left", eta_text(s)))
                     .unwrap_or_default();
-                self.line(format!("  {} {status}{where_}{eta}", record.cell.id));
+                let noisy = match record.host_check.as_ref().and_then(|h| h.quiet.as_ref()) {
+                    Some(q) if q.noisy => format!(" [noisy host: {}]", q.reasons.join("; ")),
+                    _ => String::new(),
+                };
+                self.line(format!("  {} {status}{where_}{noisy}{eta}", record.cell.id));
             }
         }
     }

@@ -65,6 +65,18 @@ pub enum Event {
         slots: usize,
         why: String,
     },
+    /// The run's order: `random` with its seed, or `as-written`, and how many A/A control cells
+    /// it holds.
+    Order {
+        order: crate::spec::Order,
+        seed: Option<u32>,
+        control_cells: usize,
+    },
+    /// The host's speed fingerprint, measured before the first cell (`None`: a cluster's nodes
+    /// measure their own).
+    Fingerprint {
+        summary: Option<String>,
+    },
     /// At start: containers and volumes left by a benchlab that died without cleaning up
     /// (`kill -9`, a crash) were found by their owner label and removed.
     LeftoversRemoved {

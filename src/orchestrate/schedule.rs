@@ -18,7 +18,7 @@ use super::plan::{admit, distinct_images, plan, PlannedCell};
 use super::records::{build_record, environment_changes, RunContext};
 use super::run_dir::{freeze_binary, keep_scenario_copy, new_run_id};
 use super::{same_cell, Event, RunError, RunOptions, RunSummary};
-use crate::backend::{Backend, CellEvent, ImageProgress, Prepared, Topology};
+use crate::backend::{Backend, BackendKind, CellEvent, ImageProgress, Prepared, Topology};
 use crate::placement;
 use crate::recipe::{ImagePlan, RecipeBook};
 use crate::record::manifest::{BenchlabManifest, EngineManifest};
@@ -60,16 +60,30 @@ pub async fn run_cells<B: Backend>(
         cells: cells.len(),
         images: distinct.len(),
     });
+    emit(Event::Order {
+        order: scenario.order,
+        seed: cells.iter().find_map(|c| c.schedule.as_ref()?.seed),
+        control_cells: cells.iter().filter(|c| c.schedule.as_ref().is_some_and(|s| s.control.is_some())).count(),
+    });
 
     // Every cell of the run mounts (or runs) this frozen copy, so the binary that runs is the one
     // the records name even if the executable is rebuilt while the run goes on.
     let (benchlab_exe, binary_sha256) = freeze_binary(&opts.benchlab_exe, &opts.work_dir)?;
+    // The host's speed, once, before anything runs: on the first cell's server and driver CPUs
+    // (a cluster's nodes measure their own).
+    // (the scripted backend of the scheduler's tests runs nothing on this host).
+    let measures_here = backends.first().is_some_and(|b| b.queue().is_none() && b.kind() != BackendKind::Scripted);
+    let fingerprint = match (measures_here, cells.first()) {
+        (true, Some(c)) => Some(host_fingerprint(&c.placement).await),
+        _ => None,
+    };
+    emit(Event::Fingerprint { summary: fingerprint.as_ref().map(crate::host::fingerprint::summary) });
     let ctx = RunContext {
         run_id: run_id.clone(),
         host: crate::record::manifest::read_host(Path::new("/")),
         benchlab: BenchlabManifest { version: env!("CARGO_PKG_VERSION").into(), binary_sha256 },
         scenario_sha256: scenario.sha256(),
-        fingerprint: None,
+        fingerprint,
     };
     let mut engines = Vec::new();
     for b in backends {
@@ -157,6 +171,16 @@ async fn plan_run<B: Backend>(
     let before = cells.len();
     cells.retain(|c| !earlier.iter().any(|r| r.status == Status::Ok && same_cell(r, c)));
     Ok(Planned { run_id, run_dir, skipped: before - cells.len(), cells, early_store })
+}
+
+/// The speed fingerprint of this host on a placement's first server and driver CPUs.
+async fn host_fingerprint(p: &Placement) -> crate::host::Fingerprint {
+    let first = |list: &str| placement::parse_cpu_list(list).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+    let (a, b) = (first(&p.server_cpus), first(&p.driver_cpus));
+    match tokio::task::spawn_blocking(move || crate::host::fingerprint::measure(a, b)).await {
+        Ok(f) => f,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 /// Prepares each distinct image on its backend, once, with counts and the time left.

@@ -1,7 +1,9 @@
 //! The worker role (`benchlab worker --cells LIST`), run by a Slurm job on its node: it picks its
 //! cell's folder from the list by the array task id, places the cell on the CPUs Slurm allocated
 //! (its own affinity), pulls the image by digest, runs the cell through the node's own backend,
-//! and writes the outcome — with the node's host, engine and the job's ids — into the folder.
+//! and writes the outcome — with the node's host, engine, speed fingerprint (measured once per
+//! run and node, before the cell, cached in the run's job folder) and the job's ids — into the
+//! folder.
 //! A cell whose job was requeued once already is not run again: its outcome is the node failure.
 
 use std::io::Write;
@@ -14,6 +16,7 @@ use crate::backend::native::{NativeBackend, NativeEngine};
 use crate::backend::{
     Backend, BackendConfig, BackendKind, CellEvent, CellOutcome, EngineError, NodeFacts, RanOn,
 };
+use crate::host::fingerprint::{self, Fingerprint};
 use crate::placement::{available_cpus, core_of, format_cpu_list};
 use crate::record::Dispatch;
 use crate::spec::{DriverEvent, Failure, FailureReason, Placement};
@@ -73,6 +76,9 @@ pub async fn run(list: &Path) -> Result<(), String> {
             .output()
             .await;
     }
+    // Before the cell, never beside it: the node's speed, once per run (a third attempt only
+    // reads what an earlier task measured, and runs nothing).
+    let fingerprint = node_fingerprint(&dir, &node, &cpus, attempt <= 2).await;
     let outcome = if attempt > 2 {
         let detail = format!(
             "node failure: job {} was requeued once already after its node failed, and is not run a third \
@@ -90,11 +96,44 @@ pub async fn run(list: &Path) -> Result<(), String> {
             Err(e) => CellOutcome::engine_error(format!("on node {node}: {e}"), Default::default()),
         }
     };
-    let outcome = match outcome.ran_on {
+    let mut outcome = match outcome.ran_on {
         Some(_) => outcome,
         None => CellOutcome { ran_on: Some(RanOn { dispatch, node: None }), ..outcome },
     };
+    outcome.fingerprint = fingerprint;
     write_json(&dir.outcome(), &outcome).map_err(|e| format!("write outcome: {e}"))
+}
+
+/// This node's speed fingerprint for the run: the one a task of the run cached in the run's job
+/// folder (`fingerprint-<node>.json`), else — when `may_measure` — measured now on the job's
+/// CPUs (the last, where the server goes, and the first) and cached. Two tasks racing both
+/// measure; either file is fine, each written whole by a rename. `None` when there is none.
+async fn node_fingerprint(dir: &CellDir, node: &str, cpus: &[u32], may_measure: bool) -> Option<Fingerprint> {
+    // A cell's folder is `<run's job folder>/cells/<cell>`.
+    let cache = dir.0.parent()?.parent()?.join(fingerprint_file(node));
+    if let Ok(f) = read_json::<Fingerprint>(&cache) {
+        return Some(f);
+    }
+    if !may_measure {
+        return None;
+    }
+    let (&first, &last) = (cpus.first()?, cpus.last()?);
+    let f = tokio::task::spawn_blocking(move || fingerprint::measure(last, first)).await.ok()?;
+    // Unique per process: two tasks on one node never write the same temporary file.
+    let tmp = cache.with_extension(format!("json.{}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, serde_json::to_vec_pretty(&f).expect("a fingerprint serialises"))
+        .and_then(|()| std::fs::rename(&tmp, &cache));
+    if written.is_err() {
+        // The cache only saves the next task a second; the cell keeps its fingerprint.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Some(f)
+}
+
+/// The file of a run's job folder caching a node's fingerprint (Slurm's node names are host
+/// names: no `/`).
+pub fn fingerprint_file(node: &str) -> String {
+    format!("fingerprint-{node}.json")
 }
 
 /// Runs the cell on this node's backend, on the allocated CPUs.
@@ -214,5 +253,23 @@ mod tests {
             .unwrap_err()
             .contains("two physical cores"));
         assert!(placement_with(&planned(true), &[], own_core).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_node_fingerprint_is_read_from_the_run_folder() {
+        let run = tempfile::tempdir().unwrap();
+        let dir = CellDir(run.path().join("cells").join("1-0000-null"));
+        // A third attempt measures nothing: without a cached fingerprint it has none.
+        assert_eq!(node_fingerprint(&dir, "n1", &[0], false).await, None);
+        let f =
+            Fingerprint { measured_at: "2026-01-01T00:00:00Z".into(), cpus: "1,0".into(), probes: vec![] };
+        std::fs::write(run.path().join("fingerprint-n1.json"), serde_json::to_vec(&f).unwrap()).unwrap();
+        assert_eq!(node_fingerprint(&dir, "n1", &[0], false).await, Some(f.clone()));
+        assert_eq!(
+            node_fingerprint(&dir, "n1", &[0, 1], true).await,
+            Some(f),
+            "the cache, not a measurement"
+        );
+        assert_eq!(node_fingerprint(&dir, "n2", &[0], false).await, None, "another node's is not this one's");
     }
 }
