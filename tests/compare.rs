@@ -294,7 +294,10 @@ fn load_cells_compare_throughput_tail_and_errors() {
     let p99 = by(&c, CompareMetric::LoadP99);
     assert_eq!((p99.method, p99.verdict), (Method::BetweenRuns, Verdict::Slower), "{p99:?}");
     let within = p99.within.unwrap();
-    assert!(p99.ratio.lower <= within.lower && p99.ratio.upper >= within.upper, "never narrower than within: {p99:?}");
+    assert!(
+        p99.ratio.lower <= within.lower && p99.ratio.upper >= within.upper,
+        "never narrower than within: {p99:?}"
+    );
     assert!((p99.ratio.estimate - 1.9).abs() < 0.1, "{p99:?}");
     let e = by(&c, CompareMetric::ErrorRate);
     assert_eq!((e.method, e.verdict), (Method::Difference, Verdict::Slower), "{e:?}");

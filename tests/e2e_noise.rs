@@ -28,7 +28,9 @@ fn an_aa_sweep_of_one_release_labelled_as_six_names_no_step() {
             "[[server]]\nid = \"aa-{k}\"\nfamily = \"python-mcp\"\nversion = \"1.30.0\"\nruntime = \"cpython-bookworm\"\napi = \"lowlevel\"\n"
         ));
     }
-    toml.push_str("[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\nwarmup = 100\ncalls = 400\n");
+    toml.push_str(
+        "[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\nwarmup = 100\ncalls = 400\n",
+    );
     let file = dir.path().join("aa.toml");
     std::fs::write(&file, toml).unwrap();
     let results = dir.path().join("results");
@@ -65,6 +67,11 @@ fn an_aa_sweep_of_one_release_labelled_as_six_names_no_step() {
         .collect();
     assert!(p50.points.iter().flatten().all(|p| p.between && p.runs == 3), "{text:?}");
     assert_eq!(p50.controls.len(), 2, "{:?}", p50.controls);
-    assert!(h.steps.is_empty(), "an A/A sweep named a step: {:?}\npoints: {text:#?}\ncontrols: {:?}", h.steps, p50.controls);
+    assert!(
+        h.steps.is_empty(),
+        "an A/A sweep named a step: {:?}\npoints: {text:#?}\ncontrols: {:?}",
+        h.steps,
+        p50.controls
+    );
     eprintln!("A/A call p50 by label: {text:#?}\ncontrol drift {:?}", p50.control_drift);
 }

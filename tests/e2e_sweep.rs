@@ -103,10 +103,24 @@ calls = 100
             "mcp-1.30.0/serial_calls"
         ]
     );
-    assert_ne!(&written[2..8], ["mcp-1.29.0/cold_start", "mcp-1.29.0/serial_calls", "mcp-1.29.0/cold_start", "mcp-1.29.0/serial_calls", "mcp-1.29.1/cold_start", "mcp-1.29.1/serial_calls"]);
+    assert_ne!(
+        &written[2..8],
+        [
+            "mcp-1.29.0/cold_start",
+            "mcp-1.29.0/serial_calls",
+            "mcp-1.29.0/cold_start",
+            "mcp-1.29.0/serial_calls",
+            "mcp-1.29.1/cold_start",
+            "mcp-1.29.1/serial_calls"
+        ]
+    );
     for (i, r) in recs.iter().enumerate() {
         let s = &r["schedule"];
-        assert_eq!((s["order"].as_str(), s["seed"].as_u64(), s["position"].as_u64(), s["of"].as_u64()), (Some("random"), Some(7), Some(i as u64), Some(18)), "{r}");
+        assert_eq!(
+            (s["order"].as_str(), s["seed"].as_u64(), s["position"].as_u64(), s["of"].as_u64()),
+            (Some("random"), Some(7), Some(i as u64), Some(18)),
+            "{r}"
+        );
         let control = s["control"].as_str();
         let expected = match i {
             0 | 1 => Some("start"),
@@ -154,7 +168,11 @@ calls = 100
     assert!(p.status.success(), "{}", text(&p));
     let plan: Value = serde_json::from_slice(&p.stdout).unwrap();
     assert_eq!(plan["cells"], 18);
-    assert_eq!((plan["noise"]["repeats"].as_u64(), plan["noise"]["control_cells"].as_u64()), (Some(2), Some(6)), "{plan}");
+    assert_eq!(
+        (plan["noise"]["repeats"].as_u64(), plan["noise"]["control_cells"].as_u64()),
+        (Some(2), Some(6)),
+        "{plan}"
+    );
     let images = plan["images"].as_array().unwrap();
     assert_eq!(images.len(), 3);
     assert!(images.iter().all(|i| i["state"] == "cached"), "{plan}");

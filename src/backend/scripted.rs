@@ -166,7 +166,13 @@ impl Backend for ScriptedBackend {
             Script::Ok { after, cold_start_ns } => {
                 tokio::time::sleep(after).await;
                 let driver = DriverOutcome { cold_start_ns: vec![cold_start_ns], ..DriverOutcome::default() };
-                CellOutcome { driver, failure: None, facts, sandbox: Some(job.sandbox.clone()), ..CellOutcome::default() }
+                CellOutcome {
+                    driver,
+                    failure: None,
+                    facts,
+                    sandbox: Some(job.sandbox.clone()),
+                    ..CellOutcome::default()
+                }
             }
             Script::Fail { after, reason } => {
                 tokio::time::sleep(after).await;

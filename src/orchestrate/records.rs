@@ -90,6 +90,23 @@ fn derived_deviations(cell: &PlannedCell, environment: &Environment) -> Vec<Stri
     )
 }
 
+/// A sample metric of nanosecond samples, in ms with its summary.
+fn samples(v: &[u64]) -> Option<SampleMetric> {
+    stats::summarize_samples(v)
+        .map(|summary| SampleMetric { samples_ms: v.iter().map(|&ns| ns as f64 / 1e6).collect(), summary })
+}
+
+/// The serial calls' histogram, summarised, with the warm-up's report when it ran by rule.
+fn calls_metric(outcome: &crate::spec::DriverOutcome) -> Option<HistogramMetric> {
+    let h = outcome.calls_histogram.as_ref()?;
+    let hist = stats::decode_histogram(h).ok()?;
+    Some(HistogramMetric {
+        summary: stats::summarize(&hist)?,
+        histogram: h.clone(),
+        warmup: outcome.warmup.clone(),
+    })
+}
+
 /// The record of one cell from its outcome: what was measured, and the environment it ran in
 /// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
 /// Its hashes and sequence number are the store's to fill.
@@ -100,11 +117,18 @@ pub fn build_record(
     engine: &EngineManifest,
     cell_outcome: CellOutcome,
 ) -> Record {
-    let CellOutcome { driver: outcome, failure: failure_override, facts, sandbox, ran_on, quiet, fingerprint } =
-        cell_outcome;
+    let CellOutcome {
+        driver: outcome,
+        failure: failure_override,
+        facts,
+        sandbox,
+        ran_on,
+        quiet,
+        fingerprint,
+    } = cell_outcome;
     let fingerprint = fingerprint.or_else(|| ctx.fingerprint.clone());
-    let host_check = (fingerprint.is_some() || quiet.is_some())
-        .then_some(crate::host::HostCheck { fingerprint, quiet });
+    let host_check =
+        (fingerprint.is_some() || quiet.is_some()).then_some(crate::host::HostCheck { fingerprint, quiet });
     // A cluster's node reports its own host, engine and the CPUs it gave the cell.
     let (host, engine, placement, dispatch) = match ran_on {
         Some(crate::backend::RanOn { dispatch, node: Some(n) }) => {
@@ -141,20 +165,7 @@ pub fn build_record(
     };
     environment.deviations.extend(derived_deviations(cell, &environment));
     let failure = failure_override.or(outcome.failure.clone());
-    let samples = |v: &[u64]| {
-        stats::summarize_samples(v).map(|summary| SampleMetric {
-            samples_ms: v.iter().map(|&ns| ns as f64 / 1e6).collect(),
-            summary,
-        })
-    };
-    let calls = outcome.calls_histogram.as_ref().and_then(|h| {
-        let hist = stats::decode_histogram(h).ok()?;
-        Some(HistogramMetric {
-            summary: stats::summarize(&hist)?,
-            histogram: h.clone(),
-            warmup: outcome.warmup.clone(),
-        })
-    });
+    let calls = calls_metric(&outcome);
     Record {
         format_version: crate::record::FORMAT_VERSION,
         run_id: ctx.run_id.clone(),

@@ -63,7 +63,10 @@ pub async fn run_cells<B: Backend>(
     emit(Event::Order {
         order: scenario.order,
         seed: cells.iter().find_map(|c| c.schedule.as_ref()?.seed),
-        control_cells: cells.iter().filter(|c| c.schedule.as_ref().is_some_and(|s| s.control.is_some())).count(),
+        control_cells: cells
+            .iter()
+            .filter(|c| c.schedule.as_ref().is_some_and(|s| s.control.is_some()))
+            .count(),
     });
 
     // Every cell of the run mounts (or runs) this frozen copy, so the binary that runs is the one
@@ -72,7 +75,8 @@ pub async fn run_cells<B: Backend>(
     // The host's speed, once, before anything runs: on the first cell's server and driver CPUs
     // (a cluster's nodes measure their own).
     // (the scripted backend of the scheduler's tests runs nothing on this host).
-    let measures_here = backends.first().is_some_and(|b| b.queue().is_none() && b.kind() != BackendKind::Scripted);
+    let measures_here =
+        backends.first().is_some_and(|b| b.queue().is_none() && b.kind() != BackendKind::Scripted);
     let fingerprint = match (measures_here, cells.first()) {
         (true, Some(c)) => Some(host_fingerprint(&c.placement).await),
         _ => None,
@@ -175,7 +179,8 @@ async fn plan_run<B: Backend>(
 
 /// The speed fingerprint of this host on a placement's first server and driver CPUs.
 async fn host_fingerprint(p: &Placement) -> crate::host::Fingerprint {
-    let first = |list: &str| placement::parse_cpu_list(list).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+    let first =
+        |list: &str| placement::parse_cpu_list(list).ok().and_then(|v| v.first().copied()).unwrap_or(0);
     let (a, b) = (first(&p.server_cpus), first(&p.driver_cpus));
     match tokio::task::spawn_blocking(move || crate::host::fingerprint::measure(a, b)).await {
         Ok(f) => f,

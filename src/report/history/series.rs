@@ -61,9 +61,11 @@ pub(super) fn run_value(r: &Record, metric: HistoryMetric) -> Option<f64> {
             let m = r.metrics.calls.as_ref().or_else(|| r.metrics.load.as_ref()?.latency.as_ref())?;
             match stats::decode_histogram(&m.histogram).ok().filter(|h| !h.is_empty()) {
                 Some(h) => Some(h.value_at_quantile(q) as f64 / 1e6),
-                None => {
-                    (m.summary.count > 0).then_some(if q == 0.5 { m.summary.p50_ms } else { m.summary.p99_ms })
-                }
+                None => (m.summary.count > 0).then_some(if q == 0.5 {
+                    m.summary.p50_ms
+                } else {
+                    m.summary.p99_ms
+                }),
             }
         }
         HistoryMetric::Throughput => r.metrics.load.as_ref().map(|l| l.throughput_rps),
@@ -269,7 +271,10 @@ fn hosts_differ<'a>(records: impl Iterator<Item = &'a Record>) -> Option<String>
             Some(a) => {
                 let c = fp::compare(a, f);
                 if c.differs {
-                    return Some(format!("records from hosts of different speed ({})", fp::comparison_line(&c)));
+                    return Some(format!(
+                        "records from hosts of different speed ({})",
+                        fp::comparison_line(&c)
+                    ));
                 }
             }
         }

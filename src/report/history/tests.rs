@@ -5,8 +5,8 @@ use super::steps::{fit, steps_of};
 use super::*;
 use crate::record::tests::sample_record;
 use crate::record::Status;
-use crate::spec::{Warmup, Workload};
 use crate::spec::{HistogramMetric, Repeat};
+use crate::spec::{Warmup, Workload};
 use crate::stats;
 
 #[test]

@@ -67,7 +67,12 @@ pub fn control_lines(h: &History) -> Vec<String> {
     let controls = h.metrics.iter().filter_map(|m| {
         let d = m.control_drift?;
         let each: Vec<String> = m.controls.iter().map(|c| control_text(m.unit, c)).collect();
-        Some(format!("A/A controls, {}: up to {} — {}", m.metric.label(), change_text(1.0 + d), each.join("; ")))
+        Some(format!(
+            "A/A controls, {}: up to {} — {}",
+            m.metric.label(),
+            change_text(1.0 + d),
+            each.join("; ")
+        ))
     });
     hosts.chain(controls).collect()
 }
