@@ -80,18 +80,20 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     assert!(out.status.success(), "run failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let ids: Vec<&str> = recs.iter().map(|r| r["cell"]["id"].as_str().unwrap()).collect();
+    // The run's order is a seeded permutation: the cells, whatever their order.
+    let mut ids: Vec<&str> = recs.iter().map(|r| r["cell"]["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
     assert_eq!(
         ids,
         [
-            "null/concurrency-w1",
-            "null/concurrency-w4",
-            "null/open_loop",
-            "null/http_api-w2",
             "null-stateful/concurrency-w1",
             "null-stateful/concurrency-w4",
+            "null-stateful/http_api-w2",
             "null-stateful/open_loop",
-            "null-stateful/http_api-w2"
+            "null/concurrency-w1",
+            "null/concurrency-w4",
+            "null/http_api-w2",
+            "null/open_loop",
         ]
     );
     for r in &recs {
@@ -140,11 +142,12 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
         assert_eq!(r["cell"]["transport"], transport);
     }
     // Closed loop: one MCP session per virtual user (no re-initialization on a healthy server).
-    let w4 = &recs[5]["metrics"]["load"];
+    let by_id = |id: &str| recs.iter().find(|r| r["cell"]["id"] == id).unwrap_or_else(|| panic!("no {id}"));
+    let w4 = &by_id("null-stateful/concurrency-w4")["metrics"]["load"];
     assert_eq!(w4["sessions"], 4);
     assert_eq!(w4["reinitializations"], 0);
     // Open loop: the achieved rate is the asked one on a server this fast.
-    let open = &recs[2]["metrics"]["load"];
+    let open = &by_id("null/open_loop")["metrics"]["load"];
     assert_eq!(open["target_rps"], 2000.0);
     let achieved = open["throughput_rps"].as_f64().unwrap();
     assert!((1900.0..=2100.0).contains(&achieved), "open loop achieved {achieved}/s");

@@ -18,13 +18,22 @@ fn sigint_mid_run_keeps_records_and_leaves_nothing_running() {
     let results = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
         .current_dir(ROOT)
-        .args(["run", "scenarios/quickstart.toml", "--run-id", "interrupted", "--results"])
+        // In the order written: the third cell (mcp-2.3.0/cold_start) is a long one.
+        .args([
+            "run",
+            "scenarios/quickstart.toml",
+            "--order",
+            "as-written",
+            "--run-id",
+            "interrupted",
+            "--results",
+        ])
         .arg(results.path())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the second cell (null/serial_calls) is under way, then interrupt.
+    // Wait until the third cell is under way, then interrupt.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let started = Instant::now();
     let mut seen = Vec::new();

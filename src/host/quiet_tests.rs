@@ -197,11 +197,11 @@ fn during_other_load_splits_own_from_other_by_cgroup_affinity_and_descent() {
         vec!["other processes used 0.25 CPU of cpus 0-1 during the cell (python3 0.15, reused 0.10)"]
     );
     // An engine busier than one cell makes it is a reason of its own.
-    let busy = Window { engine_cpu: Some(0.6), other_cpu: 0.0, ..w.clone() };
+    let busy = Window { engine_cpu: Some(1.2), other_cpu: 0.0, ..w.clone() };
     let (_, reasons) = judge("0-1", None, Some(&busy));
     assert_eq!(
         reasons,
-        vec!["the container engine used 0.60 CPU during the cell, more than serving one cell takes"]
+        vec!["the container engine used 1.20 CPU during the cell, more than serving one cell takes"]
     );
 }
 
