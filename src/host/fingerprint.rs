@@ -265,7 +265,7 @@ fn ratio_text(r: f64) -> String {
 /// pinned; the probes run on threads of their own. Pass CPUs of the process's affinity mask
 /// (`crate::placement::available_cpus`); otherwise `cpus` says `unpinned`.
 pub fn measure(cpu_a: u32, cpu_b: u32) -> Fingerprint {
-    let measured_at = now_rfc3339();
+    let measured_at = crate::text::now_rfc3339();
     let pipes = std::io::pipe().and_then(|there| Ok((there, std::io::pipe()?)));
     let (samples, pinned) = std::thread::scope(|s| match pipes {
         Ok(((there_r, there_w), (back_r, back_w))) => {
@@ -483,25 +483,6 @@ pub fn median_interval(samples: &[f64]) -> (f64, f64, f64) {
         }
     }
     (median, s[k - 1], s[n - k])
-}
-
-/// Now, as RFC 3339 UTC with seconds. The same civil-from-days formatting as
-/// `record::rfc3339`, which this room cannot import: `record` imports `host` (a record holds a
-/// `HostCheck`), so the edge back would be a module cycle.
-fn now_rfc3339() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]

@@ -216,28 +216,7 @@ impl Record {
     }
 }
 
-/// Now, as RFC 3339 UTC with seconds (no dependency on a calendar crate).
-pub fn now_rfc3339() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    rfc3339(secs)
-}
-
-/// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).
-pub fn rfc3339(unix_secs: u64) -> String {
-    let days = (unix_secs / 86_400) as i64;
-    let rem = unix_secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
+pub use crate::text::{now_rfc3339, rfc3339};
 
 #[cfg(test)]
 pub(crate) mod tests {
