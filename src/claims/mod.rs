@@ -172,24 +172,7 @@ pub fn judge_band(i: &Interval, claimed: f64, tolerance: f64) -> Verdict {
     }
 }
 
-/// Three significant digits, plainly.
-pub fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "∞".into();
-    }
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+pub use crate::text::three_digits as num;
 
 /// A value in its unit as people read it.
 pub fn show(v: f64, unit: &str) -> String {

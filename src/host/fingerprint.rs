@@ -183,19 +183,7 @@ fn shown_unit(unit: &str) -> &str {
     }
 }
 
-/// Three significant digits, never in exponent form.
-pub fn three_digits(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() || a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+pub use crate::text::three_digits;
 
 /// The half-width of a probe's interval as a percentage of its value (the wider side).
 pub fn spread_pct(p: &Probe) -> f64 {
