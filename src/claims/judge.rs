@@ -103,7 +103,29 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
             push(format!("deviation: {d}"));
         }
     }
+    if let Some(line) = hosts_line(recs) {
+        push(line);
+    }
     out
+}
+
+/// Whether the figure's records came from hosts of one speed, by their fingerprints (the first
+/// against each other): labelled loudly when they differ, None when no record has one.
+fn hosts_line(recs: &[&Record]) -> Option<String> {
+    use crate::host::fingerprint as fp;
+    let prints: Vec<&fp::Fingerprint> =
+        recs.iter().filter_map(|r| r.host_check.as_ref()?.fingerprint.as_ref()).collect();
+    let first = prints.first()?;
+    let differ: Vec<String> = prints[1..]
+        .iter()
+        .map(|p| fp::compare(first, p))
+        .filter(|c| c.differs)
+        .map(|c| fp::comparison_line(&c))
+        .collect();
+    Some(match differ.first() {
+        Some(d) => format!("HOSTS DIFFER IN SPEED: the figure mixes hosts whose fingerprints {d}"),
+        None => format!("host speed: {}", fp::summary(first)),
+    })
 }
 
 /// What judging reads: the scenario, all its claims (for `relative_to`), the run's records, and
@@ -187,6 +209,26 @@ fn undecidable(ms: &[&Measured]) -> Vec<String> {
     out
 }
 
+/// What stands behind an interval from runs: how many, the within-run interval beside the
+/// between-run one (a single figure only), and the runs the quiet check flagged.
+fn runs_text(ms: &[&Measured], unit: &str) -> String {
+    let Some(k) = ms.iter().map(|m| m.repeats).max().filter(|k| *k > 1) else {
+        return String::new();
+    };
+    let mut out = format!(", {k} runs");
+    if let [m] = ms {
+        if let Some(w) = m.within {
+            out.push_str(&format!("; within {}", show_interval(&w, unit)));
+        }
+    }
+    let loud: u32 = ms.iter().map(|m| m.noisy_runs).sum();
+    if loud > 0 {
+        let all: u32 = ms.iter().map(|m| m.repeats).sum();
+        out.push_str(&format!("; {loud} of {all} runs on a noisy host"));
+    }
+    out
+}
+
 /// The largest CV among the noisy figures, if any is noisy.
 fn noise_cv(ms: &[&Measured]) -> Option<f64> {
     ms.iter().filter(|m| m.noisy).filter_map(|m| m.cv).reduce(f64::max)
@@ -223,10 +265,7 @@ impl Ctx<'_> {
                 show(i.estimate, unit),
                 i.confidence * 100.0,
                 show_interval(&i, unit),
-                match ms.iter().map(|m| m.repeats).max() {
-                    Some(k) if k > 1 => format!(", {k} repeats"),
-                    _ => String::new(),
-                }
+                runs_text(ms, unit)
             )
         };
         let why_not = undecidable(ms);
@@ -273,7 +312,7 @@ impl Ctx<'_> {
 
 fn method_text(m: RatioMethod) -> &'static str {
     match m {
-        RatioMethod::PairedRepeats => " The ratio's interval comes from resampling the repeats in pairs.",
+        RatioMethod::BetweenRuns => " The ratio's interval is between runs: Welch's t on the logarithms of both cells' run values, never narrower than the ratio of their within-run intervals.",
         RatioMethod::IndependentSamples => " The ratio's interval comes from resampling both cells' samples.",
         RatioMethod::Mover => " The ratio's interval combines both figures' intervals (MOVER, log scale).",
         RatioMethod::Readings => " Both figures are single readings, so the ratio has no interval.",
@@ -486,10 +525,9 @@ impl Ctx<'_> {
             };
         if self.perturb.flips() {
             // The self-test's counterpart of a scaled figure: the measured order reversed.
-            let values: Vec<(f64, Option<Interval>, Vec<f64>)> =
-                ms.iter().rev().map(|m| (m.estimate, m.ci, m.resample.clone())).collect();
-            for (m, (e, ci, rs)) in ms.iter_mut().zip(values) {
-                (m.estimate, m.ci, m.resample) = (e, ci, rs);
+            let values: Vec<Measured> = ms.iter().rev().cloned().collect();
+            for (m, v) in ms.iter_mut().zip(values) {
+                (m.estimate, m.ci, m.resample, m.within) = (v.estimate, v.ci, v.resample, v.within);
             }
         }
         let mut keys: Vec<String> = items.iter().map(Selector::text).collect();

@@ -3,18 +3,20 @@
 //! noise flag; and the interval of a ratio of two selectors. Pure: records in, figures out.
 //!
 //! Where intervals come from:
-//! - Repeats (records sharing a cell id, `cell.repeat` set): each repeat's statistic, then the
-//!   median across repeats with a bootstrap interval ([`stats::median_ci`]); with two repeats the
-//!   interval is their range. The CV is the repeats' spread, and a CV over [`stats::NOISY_CV`]
-//!   flags the cell noisy.
+//! - Runs (records sharing a cell id, `cell.repeat` set): runs are the unit. Each run's statistic,
+//!   their median, and the between-run 95 % interval ([`stats::between_runs`], Student t on the
+//!   logarithms), never narrower than the within-run interval of the runs pooled (their samples
+//!   or histograms together), which is kept beside it. The CV is the runs' spread, and a CV over
+//!   [`stats::NOISY_CV`] flags the cell noisy; runs the quiet check flagged are counted.
 //! - One run of cold starts or first tools/list: a bootstrap of the statistic over the samples
 //!   (at least [`MIN_CI_SAMPLES`]); CV over the samples, flagged as the reports flag it.
 //! - One run of calls or an HTTP load's latency: [`stats::histogram_quantile_cis`] for quantiles;
 //!   the mean gets mean ± 1.96·sd/√n. Never flagged noisy (the CV is the distribution's shape).
 //! - Single readings (RSS, lines of code, throughput, error rate, CPU): a zero-width interval.
 //!
-//! Ratios: repeats of both cells with the same count are paired by repeat index and resampled
-//! together ([`Pairing::Paired`]); two sample sets of one run each are resampled independently
+//! Ratios: two cells with two runs or more each get Welch's t on the logarithms of their runs'
+//! values ([`stats::ratio_between_runs`]), never narrower than the ratio of their within-run
+//! intervals; two sample sets of one run each are resampled independently
 //! ([`Pairing::Independent`]); otherwise the two intervals are combined on the log scale by MOVER,
 //! as `report::compare` does for histogram quantiles.
 
@@ -31,7 +33,7 @@ use super::parse::{cell_matches, Aggregate, Selector};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
-    /// Median across repeats of the cell.
+    /// Median across runs of the cell, with the between-run interval.
     Repeats,
     /// Bootstrap over one run's samples.
     Samples,
@@ -53,8 +55,13 @@ pub struct Measured {
     pub ci: Option<Interval>,
     /// Samples (or calls) behind it.
     pub n: u64,
-    /// Repeats pooled (1 for a single run).
+    /// Runs behind it (1 for a single run).
     pub repeats: u32,
+    /// With two runs or more: the within-run interval of the runs pooled, shown beside the
+    /// between-run one (which is never narrower).
+    pub within: Option<Interval>,
+    /// Runs measured while the quiet check found the host loud.
+    pub noisy_runs: u32,
     pub cv: Option<f64>,
     pub noisy: bool,
     pub basis: Basis,
@@ -120,6 +127,8 @@ fn reading(cell: &str, v: Option<f64>, what: &str) -> Measure {
         ci: None,
         n: 1,
         repeats: 1,
+        within: None,
+        noisy_runs: 0,
         cv: None,
         noisy: false,
         basis: Basis::Reading,
@@ -227,6 +236,8 @@ fn from_samples(cell: &str, samples: Vec<f64>, sel: &Selector) -> Measure {
         ci,
         n,
         repeats: 1,
+        within: None,
+        noisy_runs: 0,
         cv,
         noisy: stats::is_noisy(cv),
         basis: if ci.is_some() { Basis::Samples } else { Basis::Reading },
@@ -287,6 +298,8 @@ fn from_histogram(cell: &str, hm: &HistogramMetric, sel: &Selector) -> Measure {
         ci,
         n,
         repeats: 1,
+        within: None,
+        noisy_runs: 0,
         cv,
         noisy: false,
         basis: if ci.is_some() { Basis::Histogram } else { Basis::Reading },
@@ -332,12 +345,16 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
     let figures: Vec<Measured> = ok.iter().map(|r| from_record(r, sel)).collect::<Result<_, _>>()?;
     let values: Vec<f64> = figures.iter().map(|f| f.estimate).collect();
     let estimate = stats::median(&mut values.clone());
-    let ci = if values.len() as u64 >= MIN_CI_SAMPLES {
-        stats::median_ci(&values, RESAMPLES, CONFIDENCE, seed(&format!("{id}\0{}\0repeats", sel.text())))
-    } else {
-        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Interval { estimate, lower: lo, upper: hi, confidence: CONFIDENCE }
+    // The runs pooled give the within-run interval; a reading has none.
+    let within = from_record(&pooled(&ok), sel).ok().and_then(|m| m.ci);
+    let ci = match stats::between_runs(&values) {
+        Some(between) => stats::hull(between, within),
+        // A value that is zero or negative has no log-scale interval: the runs' range.
+        None => {
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            stats::hull(Interval { estimate, lower: lo, upper: hi, confidence: CONFIDENCE }, within)
+        }
     };
     let cv = stats::coefficient_of_variation(&values);
     Ok(Measured {
@@ -345,6 +362,8 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
         ci: Some(ci),
         n: figures.iter().map(|f| f.n).sum(),
         repeats: values.len() as u32,
+        within,
+        noisy_runs: ok.iter().filter(|r| r.on_noisy_host()).count() as u32,
         cv,
         noisy: stats::is_noisy(cv),
         basis: Basis::Repeats,
@@ -352,6 +371,35 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
         undecidable: None,
         resample: values,
     })
+}
+
+/// The runs of one cell as one record: their cold-start and tools/list samples together and
+/// their histograms added, so the within-run interval sees every run's samples at once.
+fn pooled(runs: &[&Record]) -> Record {
+    let mut out = runs[0].clone();
+    let m = &mut out.metrics;
+    for r in &runs[1..] {
+        let o = &r.metrics;
+        for (to, from) in [(&mut m.cold_start, &o.cold_start), (&mut m.tools_list, &o.tools_list)] {
+            if let (Some(to), Some(from)) = (to.as_mut(), from.as_ref()) {
+                to.samples_ms.extend_from_slice(&from.samples_ms);
+            }
+        }
+        let from_load = o.load.as_ref().and_then(|l| l.latency.as_ref());
+        let to_load = m.load.as_mut().and_then(|l| l.latency.as_mut());
+        for (to, from) in [(m.calls.as_mut(), o.calls.as_ref()), (to_load, from_load)] {
+            if let (Some(to), Some(from)) = (to, from) {
+                if let (Ok(mut a), Ok(b)) =
+                    (stats::decode_histogram(&to.histogram), stats::decode_histogram(&from.histogram))
+                {
+                    if a.add(&b).is_ok() {
+                        to.histogram = stats::encode_histogram(&a);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The cell ids of the run a selector matches, in record order.
@@ -399,6 +447,8 @@ pub fn measure(records: &[Record], sel: &Selector) -> Measure {
                 ci,
                 n: parts.iter().map(|p| p.n).sum(),
                 repeats: parts.iter().map(|p| p.repeats).min().unwrap_or(1),
+                within: None,
+                noisy_runs: parts.iter().map(|p| p.noisy_runs).sum(),
                 cv: parts.iter().filter_map(|p| p.cv).reduce(f64::max),
                 noisy: parts.iter().any(|p| p.noisy),
                 basis: Basis::Aggregate,
@@ -417,8 +467,8 @@ pub fn measure(records: &[Record], sel: &Selector) -> Measure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RatioMethod {
-    /// Repeats paired by index, resampled together.
-    PairedRepeats,
+    /// Welch's t on the logarithms of two cells' runs.
+    BetweenRuns,
     /// Two sample sets resampled independently.
     IndependentSamples,
     /// The two intervals combined on the log scale (MOVER).
@@ -433,18 +483,14 @@ pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(I
         return None;
     }
     let s = seed(&format!("{tag}\0ratio"));
-    if num.basis == Basis::Repeats && den.basis == Basis::Repeats && num.resample.len() == den.resample.len()
-    {
-        let i = stats::ratio_ci(
-            &num.resample,
-            &den.resample,
-            stats::median,
-            Pairing::Paired,
-            RESAMPLES,
-            CONFIDENCE,
-            s,
-        )?;
-        return Some((i, RatioMethod::PairedRepeats));
+    if num.basis == Basis::Repeats && den.basis == Basis::Repeats {
+        if let Some(between) = stats::ratio_between_runs(&den.resample, &num.resample) {
+            let within = match (num.within, den.within) {
+                (Some(n), Some(d)) if n.lower > 0.0 && d.lower > 0.0 => Some(stats::mover_ratio(&d, &n)),
+                _ => None,
+            };
+            return Some((stats::hull(between, within), RatioMethod::BetweenRuns));
+        }
     }
     if num.basis == Basis::Samples && den.basis == Basis::Samples {
         let stat = if stat == "rest_p50" { "p50" } else { stat };
@@ -510,6 +556,12 @@ mod tests {
         let m = measure(&recs, &sel("a/cold_start", "cold_start", "p50")).unwrap();
         assert_eq!((m.estimate, m.repeats, m.basis), (12.0, 3, Basis::Repeats));
         assert!(m.noisy, "{m:?}");
+        // Runs are the unit: the between-run interval holds every run, and the pooled within-run
+        // interval (nine samples) is kept beside it, narrower.
+        let (ci, within) = (m.ci.unwrap(), m.within.unwrap());
+        assert!(ci.lower <= 10.0 && ci.upper >= 20.0, "{ci:?}");
+        assert!(within.lower >= ci.lower && within.upper <= ci.upper, "{within:?} {ci:?}");
+        assert_eq!(m.noisy_runs, 0);
         // Paired ratio of repeats: 2x every time.
         let doubled: Vec<Record> = recs
             .iter()
@@ -526,7 +578,10 @@ mod tests {
         let b = measure(&all, &sel("b/cold_start", "cold_start", "p50")).unwrap();
         let a = measure(&all, &sel("a/cold_start", "cold_start", "p50")).unwrap();
         let (i, how) = ratio(&b, &a, "p50", "t").unwrap();
-        assert_eq!((i.estimate, i.lower, i.upper, how), (2.0, 2.0, 2.0, RatioMethod::PairedRepeats));
+        // Welch's t on the logarithms: the runs' geometric means are exactly 2× apart, and the
+        // interval around it is as wide as three unpaired runs a side allow.
+        assert_eq!(how, RatioMethod::BetweenRuns);
+        assert!((i.estimate - 2.0).abs() < 1e-9 && i.lower < 2.0 && i.upper > 2.0, "{i:?}");
     }
 
     #[test]

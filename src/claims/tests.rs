@@ -238,7 +238,7 @@ fn a_band_too_wide_to_miss_cannot_fail() {
 
 #[test]
 fn mirrored_and_repeated_claims_are_one_measurement() {
-    let (ab, ba, ab2) = (ratio("b", "a", 2.0), ratio("a", "b", 0.5), ratio("b", "a", 1.9));
+    let (ab, ba, ab2) = (ratio("b", "a", 2.0), ratio("a", "b", 0.5), ratio("b", "a", 2.05));
     let a =
         run(&[("ab", ab.as_str()), ("ba", &ba), ("ab2", &ab2), ("other", &abs("a", 100.0))], &base_records());
     assert_eq!(a.evidence.len(), 2, "{:#?}", a.evidence);

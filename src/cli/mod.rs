@@ -85,9 +85,11 @@ pub enum Command {
     /// when it lies wholly outside, inconclusive when it straddles an edge. A figure with no
     /// between-run interval (one reading, one run's histogram) gets no verdict; run the cell with
     /// repeats. A noisy figure (CV over 10%) has its interval widened by 1 + CV on each side and
-    /// is judged by the same rule. Repeats of a cell are pooled (median across repeats, bootstrap
-    /// interval); ratios between cells get intervals from paired (repeats) or independent
-    /// (samples) resampling. Absolute figures from other hardware are judged by the ratio they
+    /// is judged by the same rule. Runs are the unit: a cell's repeats give the median of their
+    /// values and a between-run interval (Student t on the logarithms), never narrower than the
+    /// runs' pooled within-run interval, which is printed beside it; a ratio of two such cells
+    /// gets Welch's t, and one run's samples are resampled. Runs the quiet check flagged are
+    /// counted, and records from hosts whose speed fingerprints differ are labelled. Absolute figures from other hardware are judged by the ratio they
     /// imply to a reference figure (the claim's `relative_to`), and the report says so.
     ///
     /// Every claim is also judged with its figure halved and doubled (an ordering reversed, an

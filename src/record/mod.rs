@@ -208,6 +208,11 @@ impl Record {
         }
     }
 
+    /// True when the quiet check found the host loud while this cell ran.
+    pub fn on_noisy_host(&self) -> bool {
+        self.host_check.as_ref().and_then(|h| h.quiet.as_ref()).is_some_and(|q| q.noisy)
+    }
+
     /// The hash this record should carry: over everything but `hash` itself.
     pub fn compute_hash(&self) -> String {
         let mut value = serde_json::to_value(self).expect("records serialise");

@@ -76,11 +76,6 @@ pub(super) fn run_value(r: &Record, metric: HistoryMetric) -> Option<f64> {
     v.filter(|v| v.is_finite())
 }
 
-/// Whether the record's quiet check flagged its host as loud.
-pub(super) fn is_noisy(r: &Record) -> bool {
-    r.host_check.as_ref().and_then(|h| h.quiet.as_ref()).is_some_and(|q| q.noisy)
-}
-
 /// One metric at one version. With two runs or more, runs are the unit: the value is the median
 /// of the runs' values and the interval the between-run interval ([`stats::between_runs`]); the
 /// pooled within-run interval stays beside it. With one run, the pooled figure and its
@@ -88,7 +83,7 @@ pub(super) fn is_noisy(r: &Record) -> bool {
 fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record]) -> Option<Point> {
     let pooled = pooled_point(label, version, metric, records)?;
     let values: Vec<f64> = records.iter().filter_map(|r| run_value(r, metric)).collect();
-    let noisy = records.iter().filter(|r| is_noisy(r)).count() as u32;
+    let noisy = records.iter().filter(|r| r.on_noisy_host()).count() as u32;
     match stats::between_runs(&values) {
         Some(between) if values.len() >= 2 => Some(Point {
             value: between.estimate,
