@@ -124,3 +124,24 @@ fn a_real_step_beyond_the_controls_drift_is_still_named() {
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert_eq!(steps[0].to_version, "1.20.0");
 }
+
+#[test]
+fn a_step_on_a_noisy_host_is_named_by_its_neighbours_runs() {
+    // Runs ±25 % apart (a host the hypervisor steals from), and releases from 1.10.0 on twice as
+    // slow. Each neighbour's own between-run interval (t = 4.30 for three runs) is wide; Welch's
+    // t on the two neighbours' six runs still tells them apart.
+    let mut rs = aa_run(30, 3, true, 0.25, |_, _| 1.0);
+    for r in &mut rs {
+        let k: usize = r.cell.server.sdk_version.split('.').nth(1).unwrap().parse().unwrap();
+        if k >= 10 {
+            for s in &mut r.metrics.cold_start.as_mut().unwrap().samples_ms {
+                *s *= 2.0;
+            }
+        }
+    }
+    let steps = cold_steps(&rs);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!((steps[0].from_version.as_str(), steps[0].to_version.as_str()), ("1.9.0", "1.10.0"));
+    // The same host without the step names none.
+    assert_eq!(cold_steps(&aa_run(30, 3, true, 0.25, |_, _| 1.0)), []);
+}

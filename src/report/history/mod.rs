@@ -12,7 +12,9 @@
 //!
 //! 1. Work on z = ln(value), so that a step is a relative change whatever the unit.
 //! 2. Estimate the noise σ (on the ln scale) as the largest of: [`NOISE_FLOOR`]; the median over
-//!    the points of their 95 % interval's relative half-width ((hi − lo) / 2 / value); and the
+//!    the points of their 95 % interval's relative half-width ((hi − lo) / 2 / value; for a
+//!    between-run interval of k runs scaled by 1.96 / t(k − 1), so that three runs' t = 4.30
+//!    does not count as noise twice over what a normal interval would); and the
 //!    robust spread of consecutive differences (1.4826 · median |z[k+1] − z[k]| / √2), which sees
 //!    the run-to-run noise that an interval from within one run cannot.
 //! 3. Fit a piecewise-constant model by penalized least absolute deviation: choose the segment
@@ -23,9 +25,13 @@
 //!    (and a step at the newest release shows once a second release confirms it).
 //! 4. A boundary is reported as a step only when (a) the two segments' levels (their medians)
 //!    differ by at least [`MIN_STEP_CHANGE`] (the larger at least 10 % above the smaller), and
-//!    (b) the two points either side of the boundary have disjoint 95 % intervals, in the
-//!    direction of the step (a point without an interval, such as an RSS reading, must instead
-//!    differ from its neighbour by [`MIN_STEP_CHANGE`] itself). Rule (b) keeps a slow drift from
+//!    (b) the two points either side of the boundary differ beyond noise in the direction of the
+//!    step: when both ran two or more times, the 95 % interval of their ratio by Welch's t on the
+//!    logarithms of their runs ([`crate::stats::ratio_between_runs`]) excludes 1 (two separate
+//!    intervals that overlap can still differ: requiring them disjoint tests at far beyond 95 %,
+//!    and with three runs a side, t = 4.30 each, no real step of a noisy host passed it);
+//!    otherwise their 95 % intervals are disjoint (a point without an interval, such as an RSS
+//!    reading, must instead differ from its neighbour by [`MIN_STEP_CHANGE`] itself). Rule (b) keeps a slow drift from
 //!    being cut into a staircase of steps: neighbouring releases of a drift are within noise.
 //!    And (c), when the run measured A/A controls (a control release again at the start, middle
 //!    and end), the levels differ by more than the largest control drift (largest over smallest
@@ -209,12 +215,15 @@ pub struct Point {
     pub between: bool,
     /// How many of the runs the quiet check flagged as measured on a loud host.
     pub noisy: u32,
+    /// Each run's value, when `between`: rule (b) compares two neighbours' runs by Welch's t.
+    #[serde(skip)]
+    pub run_values: Vec<f64>,
 }
 
 impl Point {
     /// A point from one run's (or pooled) samples: `ci` is the within-run interval.
     pub fn within_run(value: f64, ci: Option<Interval>, n: u64) -> Point {
-        Point { value, ci, n, runs: 1, within: ci, between: false, noisy: 0 }
+        Point { value, ci, n, runs: 1, within: ci, between: false, noisy: 0, run_values: Vec::new() }
     }
 }
 

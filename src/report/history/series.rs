@@ -93,6 +93,7 @@ fn point(label: &str, version: &str, metric: HistoryMetric, records: &[&Record])
             within: pooled.within,
             between: true,
             noisy,
+            run_values: values,
         }),
         _ => Some(Point { runs: values.len().max(1) as u32, noisy, ..pooled }),
     }

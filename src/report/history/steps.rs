@@ -23,12 +23,17 @@ fn median_of(v: &[f64]) -> f64 {
     stats::median(&mut v.to_vec())
 }
 
-/// The relative noise of a series on the ln scale (step 2).
-fn noise(z: &[f64], cis: &[Option<Interval>]) -> f64 {
+/// The relative noise of a series on the ln scale (step 2). `cis` carry, beside each interval,
+/// the runs behind it when it is a between-run one (0 otherwise).
+fn noise(z: &[f64], cis: &[(Option<Interval>, usize)]) -> f64 {
     let half: Vec<f64> = cis
         .iter()
         .zip(z)
-        .filter_map(|(ci, zk)| ci.map(|i| (i.upper - i.lower) / 2.0 / zk.exp()))
+        .filter_map(|((ci, runs), zk)| {
+            // A between-run interval's t quantile, brought to the normal one's 1.96.
+            let scale = if *runs >= 2 { 1.96 / stats::t_975(runs - 1) } else { 1.0 };
+            ci.map(|i| (i.upper - i.lower) / 2.0 / zk.exp() * scale)
+        })
         .filter(|h| h.is_finite())
         .collect();
     let from_intervals = if half.is_empty() { 0.0 } else { median_of(&half) };
@@ -81,12 +86,14 @@ fn lad_boundaries(z: &[f64], sigma: f64) -> Vec<usize> {
 
 /// The present points of a metric: (index into the versions, value, interval), positive values
 /// only (the ln scale needs them).
-fn present(points: &[Option<Point>]) -> Vec<(usize, f64, Option<Interval>)> {
+fn present(points: &[Option<Point>]) -> Vec<(usize, f64, Option<Interval>, usize)> {
     points
         .iter()
         .enumerate()
-        .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.value, p.ci)))
-        .filter(|(_, v, _)| v.is_finite() && *v > 0.0)
+        .filter_map(|(i, p)| {
+            p.as_ref().map(|p| (i, p.value, p.ci, if p.between { p.run_values.len() } else { 0 }))
+        })
+        .filter(|(_, v, _, _)| v.is_finite() && *v > 0.0)
         .collect()
 }
 
@@ -96,7 +103,7 @@ pub(super) fn fit(points: &[Option<Point>]) -> Vec<Segment> {
         return Vec::new();
     }
     let z: Vec<f64> = pts.iter().map(|p| p.1.ln()).collect();
-    let cis: Vec<Option<Interval>> = pts.iter().map(|p| p.2).collect();
+    let cis: Vec<(Option<Interval>, usize)> = pts.iter().map(|p| (p.2, p.3)).collect();
     let bounds = lad_boundaries(&z, noise(&z, &cis));
     let mut starts = vec![0];
     starts.extend(bounds);
@@ -111,9 +118,13 @@ pub(super) fn fit(points: &[Option<Point>]) -> Vec<Segment> {
         .collect()
 }
 
-/// Whether two neighbouring points are apart beyond noise in the direction of `up` (rule b).
-fn apart(a: (f64, Option<Interval>), b: (f64, Option<Interval>), up: bool) -> bool {
-    match (a.1, b.1) {
+/// Whether two neighbouring points are apart beyond noise in the direction of `up` (rule b):
+/// by Welch's t on their runs when both ran twice or more, else by disjoint intervals.
+fn apart(a: &Point, b: &Point, up: bool) -> bool {
+    if let Some(r) = stats::ratio_between_runs(&a.run_values, &b.run_values) {
+        return if up { r.lower > 1.0 } else { r.upper < 1.0 };
+    }
+    match (a.ci, b.ci) {
         (Some(x), Some(y)) => {
             if up {
                 y.lower > x.upper
@@ -122,7 +133,7 @@ fn apart(a: (f64, Option<Interval>), b: (f64, Option<Interval>), up: bool) -> bo
             }
         }
         _ => {
-            let (lo, hi) = if up { (a.0, b.0) } else { (b.0, a.0) };
+            let (lo, hi) = if up { (a.value, b.value) } else { (b.value, a.value) };
             hi >= lo * (1.0 + MIN_STEP_CHANGE)
         }
     }
@@ -142,7 +153,7 @@ pub(super) fn steps_of(m: &MetricHistory, versions: &[String]) -> Vec<Step> {
             continue;
         }
         let (Some(a), Some(b)) = (&m.points[w[0].last], &m.points[w[1].first]) else { continue };
-        if !apart((a.value, a.ci), (b.value, b.ci), up) {
+        if !apart(a, b, up) {
             continue;
         }
         out.push(Step {
