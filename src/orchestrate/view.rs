@@ -58,6 +58,29 @@ pub struct NoisePlan {
     pub single_pass_seconds: f64,
 }
 
+/// The builds' time: each image's own, and a missing base once per runtime, however many of
+/// its images wait for it (they share it: counting it per image made 55 Python images of a
+/// fresh machine 1 h 45 min where they took 25, beside the TS images' builds).
+fn plan_build_seconds(images: &[(PlannedImage, RuntimeKind)]) -> f64 {
+    let mut bases: Vec<(&str, RuntimeKind)> = Vec::new();
+    let mut total = 0.0;
+    for (i, kind) in images {
+        if i.state == ImageState::BuildWithBase {
+            total += build_seconds(ImageState::Build, *kind);
+            if !bases.iter().any(|(r, _)| *r == i.runtime) {
+                bases.push((&i.runtime, *kind));
+            }
+        } else {
+            total += build_seconds(i.state, *kind);
+        }
+    }
+    total
+        + bases
+            .iter()
+            .map(|(_, k)| build_seconds(ImageState::BuildWithBase, *k) - build_seconds(ImageState::Build, *k))
+            .sum::<f64>()
+}
+
 impl PlanView {
     pub fn new(
         scenario: &crate::scenario::Scenario,
@@ -84,7 +107,7 @@ impl PlanView {
             cell_seconds += e.seconds;
             from += usize::from(e.from_records);
         }
-        let build_seconds = images.iter().map(|(i, kind)| build_seconds(i.state, *kind)).sum();
+        let build_seconds = plan_build_seconds(&images);
         let slots = parallel_slots.max(1) as f64;
         let mut control_servers: Vec<String> = Vec::new();
         for c in cells.iter().filter(|c| control(c)) {
@@ -187,5 +210,36 @@ pub fn eta_text(seconds: f64) -> String {
         0..=89 => format!("{s} s"),
         90..=5399 => format!("{} min", (s + 30) / 60),
         _ => format!("{} h {:02} min", s / 3600, (s % 3600 + 30) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(version: &str, runtime: &str, state: ImageState) -> (PlannedImage, RuntimeKind) {
+        let i = PlannedImage {
+            engine: "docker".into(),
+            family: "python-mcp".into(),
+            version: version.into(),
+            runtime: runtime.into(),
+            variant: None,
+            state,
+        };
+        (i, RuntimeKind::Cpython)
+    }
+
+    #[test]
+    fn a_missing_base_is_built_once_per_runtime_not_once_per_image() {
+        let one = build_seconds(ImageState::Build, RuntimeKind::Cpython);
+        let base = build_seconds(ImageState::BuildWithBase, RuntimeKind::Cpython) - one;
+        let images = [
+            image("1.0.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.1.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.2.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.2.0", "cpython-trixie", ImageState::BuildWithBase),
+            image("1.3.0", "cpython-bookworm", ImageState::Cached),
+        ];
+        assert_eq!(plan_build_seconds(&images), 4.0 * one + 2.0 * base);
     }
 }
