@@ -54,6 +54,18 @@ fn aa_run(
         .collect()
 }
 
+/// Makes every release from `1.<first>.0` on `factor` times slower to start.
+fn slower_from(rs: &mut [Record], first: usize, factor: f64) {
+    for r in rs {
+        let k: usize = r.cell.server.sdk_version.split('.').nth(1).unwrap().parse().unwrap();
+        if k >= first {
+            for s in &mut r.metrics.cold_start.as_mut().unwrap().samples_ms {
+                *s *= factor;
+            }
+        }
+    }
+}
+
 fn cold_steps(rs: &[Record]) -> Vec<Step> {
     let hs = histories(rs);
     assert_eq!(hs.len(), 1);
@@ -112,14 +124,7 @@ fn controls_keep_a_host_change_in_version_order_from_being_named() {
 fn a_real_step_beyond_the_controls_drift_is_still_named() {
     // Releases from 1.20.0 on are 60 % slower; the host drifts 10 % over the run.
     let mut rs = aa_run(30, 3, true, 0.04, |pos, of| 1.0 + 0.1 * pos as f64 / of as f64);
-    for r in &mut rs {
-        let k: usize = r.cell.server.sdk_version.split('.').nth(1).unwrap().parse().unwrap();
-        if k >= 20 {
-            for s in &mut r.metrics.cold_start.as_mut().unwrap().samples_ms {
-                *s *= 1.6;
-            }
-        }
-    }
+    slower_from(&mut rs, 20, 1.6);
     let steps = cold_steps(&rs);
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert_eq!(steps[0].to_version, "1.20.0");
@@ -131,14 +136,7 @@ fn a_step_on_a_noisy_host_is_named_by_its_neighbours_runs() {
     // slow. Each neighbour's own between-run interval (t = 4.30 for three runs) is wide; Welch's
     // t on the two neighbours' six runs still tells them apart.
     let mut rs = aa_run(30, 3, true, 0.25, |_, _| 1.0);
-    for r in &mut rs {
-        let k: usize = r.cell.server.sdk_version.split('.').nth(1).unwrap().parse().unwrap();
-        if k >= 10 {
-            for s in &mut r.metrics.cold_start.as_mut().unwrap().samples_ms {
-                *s *= 2.0;
-            }
-        }
-    }
+    slower_from(&mut rs, 10, 2.0);
     let steps = cold_steps(&rs);
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert_eq!((steps[0].from_version.as_str(), steps[0].to_version.as_str()), ("1.9.0", "1.10.0"));
