@@ -310,35 +310,22 @@ pub fn histogram_cv(h: &Histogram<u64>) -> Option<f64> {
     Some(h.stdev() / h.mean())
 }
 
-/// How two sample sets relate when a ratio of their statistics is bootstrapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pairing {
-    /// `a[i]` and `b[i]` were measured together (same spawn, same round): resample the pairs,
-    /// one index for both sets, which keeps what they share out of the interval. Requires equal
-    /// lengths.
-    Paired,
-    /// Unrelated sets (different servers, different runs): resample each set's indices on its
-    /// own, each to its own size.
-    Independent,
-}
-
 /// A bootstrap confidence interval (percentile method) of `statistic(a) / statistic(b)`, e.g.
 /// "FastMCP's median cold start is 1.32x the SDK's". See [`bootstrap_ci`] for `resamples`,
-/// `confidence` and `seed`, and [`Pairing`] for how indices are drawn.
+/// `confidence` and `seed`. The two sets are unrelated (different servers, different runs):
+/// each set's indices are resampled on its own, each to its own size.
 ///
-/// `None` when either set is empty, when `Paired` sets differ in length, or when the statistic
-/// of `b` is zero. Replicates whose denominator is zero are infinite and sort to the top.
+/// `None` when either set is empty, or when the statistic of `b` is zero. Replicates whose denominator is zero are infinite and sort to the top.
 pub fn ratio_ci(
     a: &[f64],
     b: &[f64],
     statistic: impl Fn(&mut [f64]) -> f64,
-    pairing: Pairing,
     resamples: usize,
     confidence: f64,
     seed: u64,
 ) -> Option<Interval> {
     let confidence = check_confidence(confidence);
-    if a.is_empty() || b.is_empty() || (pairing == Pairing::Paired && a.len() != b.len()) {
+    if a.is_empty() || b.is_empty() {
         return None;
     }
     let (mut ba, mut bb) = (a.to_vec(), b.to_vec());
@@ -350,22 +337,11 @@ pub fn ratio_ci(
     let mut rng = SplitMix64(seed);
     let mut replicates = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        match pairing {
-            Pairing::Paired => {
-                for i in 0..a.len() {
-                    let j = rng.below(a.len() as u64) as usize;
-                    ba[i] = a[j];
-                    bb[i] = b[j];
-                }
-            }
-            Pairing::Independent => {
-                for slot in ba.iter_mut() {
-                    *slot = a[rng.below(a.len() as u64) as usize];
-                }
-                for slot in bb.iter_mut() {
-                    *slot = b[rng.below(b.len() as u64) as usize];
-                }
-            }
+        for slot in ba.iter_mut() {
+            *slot = a[rng.below(a.len() as u64) as usize];
+        }
+        for slot in bb.iter_mut() {
+            *slot = b[rng.below(b.len() as u64) as usize];
         }
         replicates.push(statistic(&mut ba) / statistic(&mut bb));
     }
@@ -636,20 +612,16 @@ mod tests {
     }
 
     #[test]
-    fn ratio_intervals_paired_and_independent() {
+    fn ratio_intervals_resample_each_set_on_its_own() {
         let b = exponential(50, 3);
         let a: Vec<f64> = b.iter().map(|x| 2.0 * x).collect();
-        // Paired: every resample keeps a = 2b, so the ratio is exactly 2 every time.
-        let p = ratio_ci(&a, &b, median, Pairing::Paired, 500, 0.95, 1).unwrap();
-        assert_eq!((p.estimate, p.lower, p.upper), (2.0, 2.0, 2.0));
-        // Independent: the same sets spread, and still cover 2.
-        let i = ratio_ci(&a, &b, median, Pairing::Independent, 500, 0.95, 1).unwrap();
+        // The sets are resampled apart, so even a = 2b spreads, and still covers 2.
+        let i = ratio_ci(&a, &b, median, 500, 0.95, 1).unwrap();
         assert_eq!(i.estimate, 2.0);
         assert!(i.width() > 0.0 && i.contains(2.0), "{i:?}");
-        assert!(ratio_ci(&a, &b[..10], median, Pairing::Paired, 10, 0.95, 1).is_none());
-        assert!(ratio_ci(&a, &b[..10], median, Pairing::Independent, 10, 0.95, 1).is_some());
-        assert!(ratio_ci(&a, &[0.0, 0.0], median, Pairing::Independent, 10, 0.95, 1).is_none());
-        assert!(ratio_ci(&[], &b, median, Pairing::Independent, 10, 0.95, 1).is_none());
+        assert!(ratio_ci(&a, &b[..10], median, 10, 0.95, 1).is_some());
+        assert!(ratio_ci(&a, &[0.0, 0.0], median, 10, 0.95, 1).is_none());
+        assert!(ratio_ci(&[], &b, median, 10, 0.95, 1).is_none());
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! Ratios: two cells with two runs or more each get Welch's t on the logarithms of their runs'
 //! values ([`stats::ratio_between_runs`]), never narrower than the ratio of their within-run
 //! intervals; two sample sets of one run each are resampled independently
-//! ([`Pairing::Independent`]); otherwise the two intervals are combined on the log scale by MOVER,
+//! ([`stats::ratio_ci`]); otherwise the two intervals are combined on the log scale by MOVER,
 //! as `report::compare` does for histogram quantiles.
 
 use serde::Serialize;
@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::record::{Record, Status};
 use crate::report::{CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
 use crate::spec::HistogramMetric;
-use crate::stats::{self, Interval, Pairing};
+use crate::stats::{self, Interval};
 
 use super::parse::{cell_matches, Aggregate, Selector};
 
@@ -494,15 +494,7 @@ pub fn ratio(num: &Measured, den: &Measured, stat: &str, tag: &str) -> Option<(I
     }
     if num.basis == Basis::Samples && den.basis == Basis::Samples {
         let stat = if stat == "rest_p50" { "p50" } else { stat };
-        let i = stats::ratio_ci(
-            &num.resample,
-            &den.resample,
-            stat_fn(stat),
-            Pairing::Independent,
-            RESAMPLES,
-            CONFIDENCE,
-            s,
-        )?;
+        let i = stats::ratio_ci(&num.resample, &den.resample, stat_fn(stat), RESAMPLES, CONFIDENCE, s)?;
         return Some((i, RatioMethod::IndependentSamples));
     }
     let (a, b) = (den.interval(), num.interval());

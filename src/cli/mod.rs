@@ -89,8 +89,9 @@ pub enum Command {
     /// values and a between-run interval (Student t on the logarithms), never narrower than the
     /// runs' pooled within-run interval, which is printed beside it; a ratio of two such cells
     /// gets Welch's t, and one run's samples are resampled. Runs the quiet check flagged are
-    /// counted, and records from hosts whose speed fingerprints differ are labelled. Absolute figures from other hardware are judged by the ratio they
-    /// imply to a reference figure (the claim's `relative_to`), and the report says so.
+    /// counted, and records from hosts whose speed fingerprints differ are labelled. Absolute
+    /// figures from other hardware are judged by the ratio they imply to a reference figure
+    /// (the claim's `relative_to`), and the report says so.
     ///
     /// Every claim is also judged with its figure halved and doubled (an ordering reversed, an
     /// outcome flipped): a claim still reproduced both ways cannot fail, and is named. Claims

@@ -6,7 +6,7 @@
 //!
 //! How each ratio's interval is made:
 //! - Cold start and first tools/list (repeated trials): the ratio of medians, bootstrapped with
-//!   [`stats::ratio_ci`] and [`Pairing::Independent`] (the runs' samples are unrelated), percentile
+//!   [`stats::ratio_ci`] (the runs' samples are unrelated, each resampled on its own), percentile
 //!   method. Both runs need at least [`MIN_CI_SAMPLES`] samples, otherwise the metric is skipped
 //!   (listed in [`Comparison::skipped`]): a serial-calls cell's single cold start says nothing.
 //! - Call p50/p95/p99 (one histogram per run): each run's quantile gets its bootstrap interval

@@ -5,7 +5,7 @@
 use crate::record::diffenv::{self, latest_by_cell};
 use crate::record::{Record, Status};
 use crate::report::rows::{status_text, CONFIDENCE, MIN_CI_SAMPLES, RESAMPLES, SEED};
-use crate::stats::{self, Interval, Pairing};
+use crate::stats::{self, Interval};
 
 use super::{
     invert, CellComparison, CompareMetric, Comparison, FailedCell, Method, MetricComparison, SkippedMetric,
@@ -98,7 +98,7 @@ fn compare_metric(ra: &Record, rb: &Record, metric: CompareMetric, threshold_pct
                 ));
             }
             let s = seed(cell, metric.as_str(), "ab");
-            match stats::ratio_ci(&sb, &sa, stats::median, Pairing::Independent, RESAMPLES, CONFIDENCE, s) {
+            match stats::ratio_ci(&sb, &sa, stats::median, RESAMPLES, CONFIDENCE, s) {
                 Some(ratio) => made(
                     stats::median(&mut sa.clone()),
                     stats::median(&mut sb.clone()),
@@ -277,9 +277,7 @@ fn compare_load_metric(
             let (n_a, n_b) = (ta.len() as u64, tb.len() as u64);
             if n_a >= MIN_CI_SAMPLES && n_b >= MIN_CI_SAMPLES {
                 let s = seed(cell, metric.as_str(), "ab");
-                if let Some(ratio) =
-                    stats::ratio_ci(&tb, &ta, stats::median, Pairing::Independent, RESAMPLES, CONFIDENCE, s)
-                {
+                if let Some(ratio) = stats::ratio_ci(&tb, &ta, stats::median, RESAMPLES, CONFIDENCE, s) {
                     return made(ma, mb, n_a, n_b, ratio, Method::BootstrapMedianRatio);
                 }
             }
