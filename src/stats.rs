@@ -44,6 +44,21 @@ pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, DecodeError> {
     Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(DecodeError::Hdr)
 }
 
+/// Several runs' stored histograms added into one (those that do not decode, or do not fit,
+/// are left out); None when none decodes.
+pub fn merge_histograms<'a>(encoded: impl IntoIterator<Item = &'a str>) -> Option<Histogram<u64>> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for h in encoded.into_iter().filter_map(|e| decode_histogram(e).ok()) {
+        match &mut merged {
+            Some(m) => {
+                let _ = m.add(&h);
+            }
+            None => merged = Some(h),
+        }
+    }
+    merged
+}
+
 /// Summary of a latency distribution, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -389,12 +389,8 @@ fn pooled(runs: &[&Record]) -> Record {
         let to_load = m.load.as_mut().and_then(|l| l.latency.as_mut());
         for (to, from) in [(m.calls.as_mut(), o.calls.as_ref()), (to_load, from_load)] {
             if let (Some(to), Some(from)) = (to, from) {
-                if let (Ok(mut a), Ok(b)) =
-                    (stats::decode_histogram(&to.histogram), stats::decode_histogram(&from.histogram))
-                {
-                    if a.add(&b).is_ok() {
-                        to.histogram = stats::encode_histogram(&a);
-                    }
+                if let Some(h) = stats::merge_histograms([to.histogram.as_str(), from.histogram.as_str()]) {
+                    to.histogram = stats::encode_histogram(&h);
                 }
             }
         }

@@ -127,15 +127,7 @@ fn pooled_point(label: &str, version: &str, metric: HistoryMetric, records: &[&R
                     r.metrics.calls.as_ref().or_else(|| r.metrics.load.as_ref()?.latency.as_ref())
                 })
                 .collect();
-            let mut pooled: Option<hdrhistogram::Histogram<u64>> = None;
-            for h in hists.iter().filter_map(|m| stats::decode_histogram(&m.histogram).ok()) {
-                match &mut pooled {
-                    Some(p) => {
-                        let _ = p.add(&h);
-                    }
-                    None => pooled = Some(h),
-                }
-            }
+            let pooled = stats::merge_histograms(hists.iter().map(|m| m.histogram.as_str()));
             let point = Point::within_run;
             match pooled.filter(|h| !h.is_empty()) {
                 Some(h) => {
