@@ -16,10 +16,17 @@ pub struct NullServerArgs {
     /// With --http: keep sessions (Mcp-Session-Id) instead of answering statelessly.
     #[arg(long)]
     stateful: bool,
+    /// A fault on purpose, for the lab's own tests (default: $BENCHLAB_NULL_FAULT):
+    /// `leak:<bytes>` leaks that many bytes of resident memory (whole pages) at every tools/call.
+    #[arg(long)]
+    fault: Option<String>,
 }
 
 pub(super) fn run(args: NullServerArgs) -> Result<i32, Exit> {
-    let NullServerArgs { suite, http, stateful } = args;
+    let NullServerArgs { suite, http, stateful, fault } = args;
+    if let Some(f) = fault.or_else(|| std::env::var("BENCHLAB_NULL_FAULT").ok()).filter(|f| !f.is_empty()) {
+        crate::nullserver::fault::Fault::parse(&f).map_err(Exit::input)?.install();
+    }
     let name = suite.or_else(|| std::env::var("BENCHLAB_SUITE").ok()).unwrap_or_else(|| "weekly".into());
     let suite = crate::mcp::suite::Suite::from_name(&name)
         .ok_or_else(|| Exit::input(format!("unknown suite {name:?}")))?;

@@ -1,7 +1,10 @@
 //! The built-in floor server (`benchlab null-server`): an MCP server over stdio or streamable HTTP
 //! (JSON replies, stateless or stateful, plus `POST /api/<tool>`) that answers initialize, ping,
 //! tools/list and the suite's tools with the least work a correct server can do. It is measured
-//! like any other cell, so its figures are the harness's own overhead.
+//! like any other cell, so its figures are the harness's own overhead. `fault`: the faults it can be
+//! told to have, for the lab's own tests.
+
+pub mod fault;
 
 use std::io::{BufRead, Write};
 
@@ -53,6 +56,7 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
         "ping" => json!({}),
         "tools/list" => json!({"tools": suite.tool_schemas()}),
         "tools/call" => {
+            fault::on_call();
             let params = msg.params.unwrap_or(Value::Null);
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
