@@ -1,11 +1,14 @@
 //! Statistics without I/O: latency histograms (HdrHistogram, nanoseconds), their standard V2
 //! compressed encoding, percentile summaries in milliseconds, medians of small samples, and
 //! seeded bootstrap confidence intervals, coefficients of variation and the noise flag; `runs`:
-//! between-run intervals (runs as the unit) and the seeded shuffle of a run's order. Nothing
+//! between-run intervals (runs as the unit) and the seeded shuffle of a run's order; `slope`:
+//! Theil–Sen slopes with an interval that respects autocorrelation (soaks). Nothing
 //! here reads a clock or a random source: the same inputs and seed give the same intervals.
 
 mod runs;
+pub mod slope;
 pub use runs::{between_runs, hull, ratio_between_runs, seeded_shuffle, t_975};
+pub use slope::{theil_sen, Slope};
 
 use std::time::Duration;
 
