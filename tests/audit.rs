@@ -139,6 +139,8 @@ fn record(i: usize) -> Record {
                 driver_cpu_cores: None,
                 error_examples: vec!["timeout: no answer within 10000 ms".into()],
                 warmup: None,
+                series: None,
+                soak: None,
             }),
         },
         observed: Observed {

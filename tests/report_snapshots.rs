@@ -250,6 +250,8 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         driver_cpu_cores: None,
         error_examples: vec![],
         warmup: None,
+        series: None,
+        soak: None,
     });
     r.metrics.memory.after_initialize = tree(15);
     // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the

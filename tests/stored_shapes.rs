@@ -23,8 +23,9 @@ use benchlab::record::{
 };
 use benchlab::spec::{
     DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
-    IdleSeries, Lifecycle, LoadMemory, LoadMetrics, MemoryLevel, ParallelSlot, Placement, Repeat, Reply,
-    Request, ServerLaunch, SourceInfo, Timeouts, TreeMemory, Warmup, Workload,
+    IdleSeries, Lifecycle, LoadMemory, LoadMetrics, LoadSeries, MemoryLevel, ParallelSlot, Placement, Repeat,
+    Reply, Request, ResourceSeries, SeriesInterval, ServerLaunch, Slope, SoakFigures, SourceInfo, Timeouts,
+    TreeMemory, Warmup, Workload,
 };
 use benchlab::stats::LatencySummary;
 
@@ -157,6 +158,47 @@ fn load_metrics() -> LoadMetrics {
         driver_cpu_cores: Some(0.31),
         error_examples: vec!["timed out after 10000 ms".into()],
         warmup: None,
+        series: Some(load_series()),
+        soak: Some(soak_figures()),
+    }
+}
+
+fn load_series() -> LoadSeries {
+    LoadSeries {
+        interval_ms: 1_000,
+        window_from_ms: 1_000,
+        window_to_ms: 3_000,
+        intervals: vec![
+            SeriesInterval { t_ms: 0, ok: 0, failed: 1, histogram: None },
+            SeriesInterval { t_ms: 1_000, ok: 1_990, failed: 0, histogram: Some("HISTFAAAAB".into()) },
+            SeriesInterval { t_ms: 2_000, ok: 2_001, failed: 2, histogram: Some("HISTFAAAAC".into()) },
+        ],
+        resources: ResourceSeries {
+            t_ms: vec![0, 1_000, 2_000],
+            rss_bytes: vec![40 << 20, 41 << 20, 42 << 20],
+            cpu_ns: vec![Some(1_000_000), None, Some(900_000_000)],
+            cgroup_bytes: vec![Some(50 << 20), Some(51 << 20), None],
+        },
+    }
+}
+
+fn soak_figures() -> SoakFigures {
+    let slope = |e: f64| Slope { estimate: e, lower: e - 1.0, upper: e + 1.0, n: 1_800, n_effective: 412.5 };
+    SoakFigures {
+        rss_bytes_per_hour: Some(slope(3_600_000.0)),
+        cgroup_bytes_per_hour: Some(slope(3_700_000.0)),
+        leak_floor_bytes_per_hour: 1 << 20,
+        leak: true,
+        idle_before: Some(MemoryLevel {
+            estimate: 39 << 20,
+            lower: 39 << 20,
+            upper: 40 << 20,
+            n: 60,
+            from_ms: 0,
+            to_ms: 60_000,
+        }),
+        p50_ms_per_hour: Some(slope(0.25)),
+        p99_ms_per_hour: Some(slope(-0.5)),
     }
 }
 
@@ -398,6 +440,36 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 warmup_ms: Warmup::Fixed(1_000),
                 duration_ms: 5_000,
                 idle_after_ms: 3_000,
+            },
+        ),
+        (
+            "workload_soak_open",
+            Workload::Soak {
+                tool: "checksum".into(),
+                workers: 100,
+                rate: Some(500),
+                lifecycle: Lifecycle::Session,
+                idle_before_ms: 60_000,
+                ramp_ms: 60_000,
+                steady_ms: 1_800_000,
+                idle_after_ms: 300_000,
+                interval_ms: 1_000,
+                leak_floor_bytes_per_hour: 1 << 20,
+            },
+        ),
+        (
+            "workload_soak_closed",
+            Workload::Soak {
+                tool: "checksum".into(),
+                workers: 100,
+                rate: None,
+                lifecycle: Lifecycle::PerCall,
+                idle_before_ms: 0,
+                ramp_ms: 0,
+                steady_ms: 60_000,
+                idle_after_ms: 0,
+                interval_ms: 250,
+                leak_floor_bytes_per_hour: 0,
             },
         ),
         (

@@ -7,6 +7,7 @@
 pub mod cell;
 
 pub mod outcome;
+pub mod series;
 pub mod source;
 pub mod wire;
 
@@ -15,6 +16,7 @@ pub mod workload;
 pub use cell::*;
 
 pub use outcome::*;
+pub use series::*;
 pub use source::*;
 pub use wire::*;
 

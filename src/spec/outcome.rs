@@ -262,4 +262,11 @@ pub struct LoadMetrics {
     pub driver_cpu_cores: Option<f64>,
     /// A few of the first error messages, for the reader (not counted anywhere).
     pub error_examples: Vec<String>,
+    /// The load over time: per-interval latency and counts, the server's resources on the same
+    /// clock. Absent in records written before the series existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<super::LoadSeries>,
+    /// A `soak` workload's figures: the leak slope, the idle levels, latency drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::SoakFigures>,
 }

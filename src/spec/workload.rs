@@ -63,6 +63,26 @@ pub enum Workload {
         #[serde(default, skip_serializing_if = "is_zero")]
         idle_after_ms: u64,
     },
+    /// A long load with phases and memory watched throughout: `idle_before_ms` with no client
+    /// (the idle level before), `ramp_ms` (virtual users start one by one, or the open loop's
+    /// rate climbs linearly from 0), `steady_ms` at full load (the measured window; RSS is fitted
+    /// over it for the leak slope), then `idle_after_ms` with every client gone. Closed loop of
+    /// `workers` virtual users, or with `rate`, an open loop over `workers` connections. Every
+    /// `interval_ms` the series takes a histogram and a resource sample. A leak is named only
+    /// when the slope's interval lies above `leak_floor_bytes_per_hour`.
+    Soak {
+        tool: String,
+        workers: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate: Option<u64>,
+        lifecycle: Lifecycle,
+        idle_before_ms: u64,
+        ramp_ms: u64,
+        steady_ms: u64,
+        idle_after_ms: u64,
+        interval_ms: u64,
+        leak_floor_bytes_per_hour: u64,
+    },
 }
 
 /// For `skip_serializing_if`: a zero that stands for "absent" in stored shapes.
@@ -92,12 +112,19 @@ impl Workload {
             Workload::Concurrency { .. } => "concurrency",
             Workload::OpenLoop { .. } => "open_loop",
             Workload::HttpApi { .. } => "http_api",
+            Workload::Soak { .. } => "soak",
         }
     }
 
     /// Whether the workload drives the server over HTTP (its server must have an HTTP transport).
     pub fn is_load(&self) -> bool {
-        matches!(self, Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. })
+        matches!(
+            self,
+            Workload::Concurrency { .. }
+                | Workload::OpenLoop { .. }
+                | Workload::HttpApi { .. }
+                | Workload::Soak { .. }
+        )
     }
 
     /// The tool a workload calls, if it calls one.
@@ -107,7 +134,8 @@ impl Workload {
             Workload::SerialCalls { tool, .. }
             | Workload::Concurrency { tool, .. }
             | Workload::OpenLoop { tool, .. }
-            | Workload::HttpApi { tool, .. } => Some(tool),
+            | Workload::HttpApi { tool, .. }
+            | Workload::Soak { tool, .. } => Some(tool),
         }
     }
 
@@ -125,6 +153,14 @@ impl Workload {
                 *duration_ms = d;
             }
         }
+        if let Workload::Soak { ramp_ms, steady_ms, .. } = self {
+            if let Some(w) = warmup {
+                *ramp_ms = w;
+            }
+            if let Some(d) = duration {
+                *steady_ms = d;
+            }
+        }
     }
 
     /// The most a load workload's load takes, ms: its warm-up (a rule's cap) and its measured
@@ -139,14 +175,24 @@ impl Workload {
             Workload::Concurrency { warmup_ms, duration_ms, .. }
             | Workload::OpenLoop { warmup_ms, duration_ms, .. }
             | Workload::HttpApi { warmup_ms, duration_ms, .. } => warm(warmup_ms) + duration_ms,
+            // The idle phase before the load counts with the load: the server is up through it.
+            Workload::Soak { idle_before_ms, ramp_ms, steady_ms, .. } => idle_before_ms + ramp_ms + steady_ms,
             _ => 0,
         }
     }
 
-    /// The workload's warm-up (None for `cold_start`).
+    /// The interval of a load's time series, ms (a soak states it; other loads take the default).
+    pub fn series_interval_ms(&self) -> u64 {
+        match self {
+            Workload::Soak { interval_ms, .. } => *interval_ms,
+            _ => super::DEFAULT_SERIES_INTERVAL_MS,
+        }
+    }
+
+    /// The workload's warm-up (None for `cold_start`, and for `soak`, whose ramp is load).
     pub fn warmup(&self) -> Option<&Warmup> {
         match self {
-            Workload::ColdStart { .. } => None,
+            Workload::ColdStart { .. } | Workload::Soak { .. } => None,
             Workload::SerialCalls { warmup, .. } => Some(warmup),
             Workload::Concurrency { warmup_ms, .. }
             | Workload::OpenLoop { warmup_ms, .. }
@@ -159,7 +205,8 @@ impl Workload {
         match self {
             Workload::Concurrency { idle_after_ms, .. }
             | Workload::OpenLoop { idle_after_ms, .. }
-            | Workload::HttpApi { idle_after_ms, .. } => *idle_after_ms,
+            | Workload::HttpApi { idle_after_ms, .. }
+            | Workload::Soak { idle_after_ms, .. } => *idle_after_ms,
             _ => 0,
         }
     }
@@ -187,7 +234,9 @@ impl Workload {
             // length plus a tenth covers slow reads.
             w => per_session + w.load_time_ms() + w.idle_after_ms() * 11 / 10 + 2 * t.call_ms,
         };
-        Duration::from_millis(ms.min(6 * 3600 * 1000) + 60_000)
+        // A bound against typos; a soak may run a day and its idle phases.
+        let cap_h = if matches!(self, Workload::Soak { .. }) { 27 } else { 6 };
+        Duration::from_millis(ms.min(cap_h * 3600 * 1000) + 60_000)
     }
 
     /// The expected time of the workload's own work at a pace, in seconds (without what the
