@@ -25,17 +25,18 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     true
 }
 
-/// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"` into milliseconds.
+/// Parses `"10s"`, `"500ms"`, `"2m"`, `"1.5s"`, `"24h"` into milliseconds (at most a day).
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("duration {s:?}: expected a number with ms, s or m"))?;
+    let n: f64 = num.parse().map_err(|_| format!("duration {s:?}: expected a number with ms, s, m or h"))?;
     let mult = match unit.trim() {
         "ms" => 1.0,
         "s" => 1e3,
         "m" | "min" => 60e3,
-        other => return Err(format!("duration {s:?}: unknown unit {other:?} (use ms, s or m)")),
+        "h" => 3_600e3,
+        other => return Err(format!("duration {s:?}: unknown unit {other:?} (use ms, s, m or h)")),
     };
     let ms = n * mult;
     if !ms.is_finite() || !(0.0..=86_400e3).contains(&ms) {

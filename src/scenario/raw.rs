@@ -181,6 +181,12 @@ pub(super) struct RawWorkload {
     /// Load workloads: how long to keep sampling the server's memory after every connection
     /// closed (`"30s"` when absent, `"0s"` for none).
     pub(super) idle_after: Option<Spanned<toml::Value>>,
+    /// `soak`: the idle phase before the load, the ramp, the series' interval (durations) and
+    /// the floor under which no leak is named (`"1MiB/h"`).
+    pub(super) idle_before: Option<Spanned<String>>,
+    pub(super) ramp: Option<Spanned<String>>,
+    pub(super) interval: Option<Spanned<String>>,
+    pub(super) leak_floor: Option<Spanned<String>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }

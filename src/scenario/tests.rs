@@ -87,7 +87,9 @@ fn globs_and_durations() {
     assert_eq!(parse_duration_ms("1.5s"), Ok(1500));
     assert_eq!(parse_duration_ms("250ms"), Ok(250));
     assert_eq!(parse_duration_ms("2m"), Ok(120_000));
-    assert!(parse_duration_ms("10").is_err() && parse_duration_ms("5h").is_err());
+    assert!(parse_duration_ms("10").is_err() && parse_duration_ms("5d").is_err());
+    assert_eq!(parse_duration_ms("24h"), Ok(86_400_000));
+    assert!(parse_duration_ms("25h").is_err(), "at most a day");
 }
 
 #[test]
@@ -323,4 +325,65 @@ fn the_source_statement_and_the_artifact_fields_are_checked_where_written() {
         .replace("version = \"2.3.0\"", "version = \"2.3.0\"\nprogram = \"seed-001\"\nbytecode = \"none\"");
     let s = parse(&ok).unwrap();
     assert_eq!(s.servers[1].bytecode.as_ref().map(|b| *b.get_ref()), Some(Bytecode::Absent));
+}
+
+/// An HTTP null server and a soak workload with `extra` keys after its tool.
+fn soak(extra: &str) -> String {
+    format!(
+        "name = \"s\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n\
+         [[workload]]\nkind = \"soak\"\ntool = \"echo\"\n{extra}\n"
+    )
+}
+
+#[test]
+fn a_soak_reads_its_phases_with_defaults_and_refuses_what_does_not_fit() {
+    let s = parse(&soak("workers = 4\nduration = \"30m\"")).unwrap();
+    let w = &s.cells()[0].workload;
+    assert_eq!(
+        *w,
+        Workload::Soak {
+            tool: "echo".into(),
+            workers: 4,
+            rate: None,
+            lifecycle: Default::default(),
+            idle_before_ms: 30_000,
+            ramp_ms: 30_000,
+            steady_ms: 1_800_000,
+            idle_after_ms: 30_000,
+            interval_ms: 1_000,
+            leak_floor_bytes_per_hour: 1 << 20,
+        }
+    );
+    assert_eq!(s.cells()[0].id(), "null/soak");
+    // The idle phase before counts with the load; a day is allowed with its idle phases.
+    assert_eq!(w.load_time_ms(), 30_000 + 30_000 + 1_800_000);
+    let day = parse(&soak(
+        "rate = 50\nconnections = 4\nduration = \"24h\"\ninterval = \"60s\"\nleak_floor = \"512KiB/h\"",
+    ))
+    .unwrap();
+    let w = &day.cells()[0].workload;
+    assert!(
+        matches!(w, Workload::Soak { rate: Some(50), workers: 4, leak_floor_bytes_per_hour: 524_288, .. }),
+        "{w:?}"
+    );
+    assert!(w.time_limit(&Default::default()) > std::time::Duration::from_secs(24 * 3600));
+    // Each mistake at its key: line 8 is the first key after `tool`.
+    for (extra, says) in [
+        ("workers = [1, 2]\nduration = \"1m\"", "one count of `workers`"),
+        ("workers = 2\nduration = \"5s\"", "at least \"10s\""),
+        ("workers = 2\nduration = \"1m\"\ninterval = \"30s\"", "a tenth of `duration`"),
+        ("workers = 2\nduration = \"1m\"\nleak_floor = \"1MiB\"", "memory per hour"),
+        ("workers = 2\nduration = \"1m\"\nwarmup = \"1s\"", "`warmup` does not belong to a soak"),
+        ("rate = 10\nworkers = 2\nduration = \"1m\"", "`workers` does not belong to a soak"),
+        ("workers = 2\nduration = \"1m\"\nramp = \"soon\"", "`ramp`"),
+    ] {
+        let e = parse(&soak(extra)).unwrap_err().to_string();
+        assert!(e.contains(says), "{extra}: {e}");
+        assert!(e.starts_with("scenarios/t.toml:"), "{e}");
+    }
+    let e = parse(&soak("workers = 2")).unwrap_err().to_string();
+    assert!(e.contains("needs `duration`"), "{e}");
+    // The soak's own keys belong to no other workload.
+    let e = parse(&GOOD.replace("calls = 100", "calls = 100\nramp = \"1s\"")).unwrap_err().to_string();
+    assert!(e.contains("`ramp` does not belong to a serial_calls workload"), "{e}");
 }

@@ -9,7 +9,10 @@ use serde::{de, Deserialize, Deserializer};
 use toml::Spanned;
 
 use super::raw::{RawWorkload, SpanErr};
-use crate::spec::{StableRule, Warmup, Workload, DEFAULT_IDLE_AFTER_MS};
+use crate::spec::{StableRule, Warmup, Workload, DEFAULT_IDLE_AFTER_MS, DEFAULT_SERIES_INTERVAL_MS};
+
+/// A soak's leak floor when the scenario does not state one: 1 MiB per hour.
+pub const DEFAULT_LEAK_FLOOR: u64 = 1 << 20;
 use crate::text::parse_duration_ms;
 
 /// A typed workload with the suffix of its cell id (`-w10` for one count of a worker sweep).
@@ -23,17 +26,108 @@ impl RawWorkload {
     /// The typed workloads (one per worker count of a sweep, with the suffix for its cell id),
     /// or the span and message of what is wrong.
     pub(super) fn typed(&self) -> Result<Typed, SpanErr> {
-        match self.kind.get_ref().as_str() {
+        let typed = match self.kind.get_ref().as_str() {
             "cold_start" => self.cold_start(),
             "serial_calls" => self.serial_calls(),
             "concurrency" => self.closed_loop(false),
             "http_api" => self.closed_loop(true),
             "open_loop" => self.open_loop(),
+            "soak" => self.soak(),
             other => Err((
                 self.kind.span(),
-                format!("unknown workload kind {other:?} (known: cold_start, serial_calls, concurrency, open_loop, http_api)"),
+                format!("unknown workload kind {other:?} (known: cold_start, serial_calls, concurrency, open_loop, http_api, soak)"),
             )),
+        }?;
+        if self.kind.get_ref() != "soak" {
+            for (name, v) in [
+                ("idle_before", &self.idle_before),
+                ("ramp", &self.ramp),
+                ("interval", &self.interval),
+                ("leak_floor", &self.leak_floor),
+            ] {
+                self.stray(name, span_of(v))?;
+            }
         }
+        Ok(typed)
+    }
+
+    /// `soak`: a long closed loop of `workers` (or, with `rate`, an open loop over
+    /// `connections`) with an idle phase before, a ramp, a steady phase (`duration`) and an idle
+    /// phase after; its series' interval and leak floor.
+    fn soak(&self) -> Result<Typed, SpanErr> {
+        self.load_only()?;
+        self.stray("warmup", span_of(&self.warmup))?;
+        let rate = self.rate.as_ref().map(|r| *r.get_ref());
+        if let Some(r) = &self.rate {
+            if !(1..=10_000_000).contains(r.get_ref()) {
+                return Err((r.span(), "`rate` is calls per second, from 1 to 10,000,000".into()));
+            }
+            self.stray("workers", span_of(&self.workers))?;
+            self.stray("lifecycle", span_of(&self.lifecycle))?;
+        } else {
+            self.stray("connections", span_of(&self.connections))?;
+        }
+        let workers = match rate {
+            Some(_) => self.connections.as_ref().map_or(64, |c| *c.get_ref()),
+            None => match self.worker_counts()?.as_slice() {
+                [one] => *one,
+                _ => {
+                    let sp = span_of(&self.workers).unwrap_or(self.kind.span());
+                    return Err((sp, "a soak runs one count of `workers` (a number, not a list)".into()));
+                }
+            },
+        };
+        let steady = self.duration.as_ref().ok_or_else(|| {
+            (
+                self.kind.span(),
+                "a soak workload needs `duration` (its steady phase, e.g. \"30m\")".to_string(),
+            )
+        })?;
+        let steady_ms = parse_duration_ms(steady.get_ref()).map_err(|m| (steady.span(), m))?;
+        if steady_ms < 10_000 {
+            return Err((
+                steady.span(),
+                "a soak's `duration` is at least \"10s\" (a slope needs points)".into(),
+            ));
+        }
+        let dur = |key: &str, v: &Option<Spanned<String>>, default: u64| -> Result<u64, SpanErr> {
+            v.as_ref().map_or(Ok(default), |t| {
+                parse_duration_ms(t.get_ref()).map_err(|m| (t.span(), format!("`{key}`: {m}")))
+            })
+        };
+        let interval_ms = dur("interval", &self.interval, DEFAULT_SERIES_INTERVAL_MS)?;
+        if !(100..=3_600_000).contains(&interval_ms) || interval_ms * 10 > steady_ms {
+            let sp = span_of(&self.interval).unwrap_or(self.kind.span());
+            return Err((
+                sp,
+                "a soak's `interval` is from \"100ms\" to \"60m\" and a tenth of `duration` at most".into(),
+            ));
+        }
+        let leak_floor_bytes_per_hour = match &self.leak_floor {
+            None => DEFAULT_LEAK_FLOOR,
+            Some(f) => {
+                let t = f.get_ref().trim();
+                let per_hour = t.strip_suffix("/h").ok_or_else(|| {
+                    (f.span(), "`leak_floor` is memory per hour, e.g. \"1MiB/h\"".to_string())
+                })?;
+                crate::text::parse_memory(per_hour).map_err(|m| (f.span(), m))?
+            }
+        };
+        Ok(vec![(
+            Workload::Soak {
+                tool: self.tool_name()?,
+                workers,
+                rate,
+                lifecycle: self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default(),
+                idle_before_ms: dur("idle_before", &self.idle_before, 30_000)?,
+                ramp_ms: dur("ramp", &self.ramp, 30_000)?,
+                steady_ms,
+                idle_after_ms: self.idle_after()?,
+                interval_ms,
+                leak_floor_bytes_per_hour,
+            },
+            String::new(),
+        )])
     }
 
     fn cold_start(&self) -> Result<Typed, SpanErr> {
