@@ -99,6 +99,8 @@ impl ImagePlan {
         if let Some(h) = &http {
             env.extend(h.server_env());
         }
+        // The scenario's own environment for the server, as a recipe's server gets it.
+        env.extend(want.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         Ok(ImagePlan {
             family: NULL_FAMILY.into(),
             version: env!("CARGO_PKG_VERSION").into(),

@@ -151,6 +151,14 @@ fn refuses_what_the_recipe_cannot_build() {
         book.resolve(&ServerWant { family: NULL_FAMILY.into(), ..want("weekly") }).unwrap().build,
         None
     );
+    // The scenario's environment reaches the null server as it reaches a recipe's.
+    let env = [("BENCHLAB_NULL_FAULT".to_string(), "leak:4096".to_string())].into_iter().collect();
+    let null = book.resolve(&ServerWant { family: NULL_FAMILY.into(), env, ..want("weekly") }).unwrap();
+    assert!(
+        null.launch.env.contains(&("BENCHLAB_NULL_FAULT".into(), "leak:4096".into())),
+        "{:?}",
+        null.launch.env
+    );
 }
 
 #[test]
