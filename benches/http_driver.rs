@@ -95,7 +95,7 @@ fn main() {
             idle_after_ms: 0,
         };
         let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
-        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _| {}).expect("drive");
+        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _, _| {}).expect("drive");
         assert_eq!(m.failed, 0, "the driver saw errors: {:?}", m.error_examples);
         let out = Command::new("taskset")
             .args(["-c", "0", "wrk", "-t1", &format!("-c{conns}"), &format!("-d{secs}s"), "-s"])
@@ -130,7 +130,7 @@ fn main() {
             idle_after_ms: 0,
         };
         let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
-        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _| {}).expect("drive");
+        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _, _| {}).expect("drive");
         let Some(s) = m.latency.as_ref().map(|l| l.summary.clone()) else {
             println!("open loop, {rate}/s: no call completed in the window");
             continue;

@@ -41,7 +41,10 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
                 serial_calls(spec, suite, ungated, &mut shim, tool, warmup, *calls, &mut out, progress)
             }
             (
-                Workload::Concurrency { .. } | Workload::OpenLoop { .. } | Workload::HttpApi { .. },
+                Workload::Concurrency { .. }
+                | Workload::OpenLoop { .. }
+                | Workload::HttpApi { .. }
+                | Workload::Soak { .. },
                 Some(suite),
             ) => crate::driver::load::run(spec, suite, &mut shim, &mut out, progress),
             (_, None) => Err(Failure::new(

@@ -1,5 +1,6 @@
 //! The closed loop (`concurrency`, `http_api`): every virtual user calls back to back on its own
-//! connection until the window ends. What a call is and what is counted is `worker`'s.
+//! connection until the window ends (a soak's ramp starts them one by one). What a call is and
+//! what is counted is `worker`'s.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -9,8 +10,9 @@ use crate::spec::Lifecycle;
 
 /// Closed loop: open a session, then call back to back until the end; count completions in the
 /// window (those of the warm-up go to a warm-up rule, if one judges).
-pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
+pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> WorkerStats {
     let mut st = WorkerStats::new();
+    tokio::time::sleep_until(start.into()).await;
     let mut client: Option<Client> = None;
     let mut i = w;
     let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
@@ -28,8 +30,10 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
                 }
                 Err(e) => {
                     let done = Instant::now();
+                    let r = Err(e);
+                    sh.tick(done, done - t0, &r);
                     if done >= sh.warm_end() && done <= sh.end() {
-                        st.account(done, done - t0, &Err(e));
+                        st.account(done, done - t0, &r);
                     }
                     // Do not spin on a refusing server.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -44,6 +48,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64) -> WorkerStats {
         let r = sh.call(c, i, &mut st.counts).await;
         i += 1;
         let done = Instant::now();
+        sh.tick(done, done - t_call, &r);
         if done >= sh.warm_end() && done <= sh.end() {
             st.account(done, done - t_call, &r);
         } else {

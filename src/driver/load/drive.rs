@@ -12,14 +12,15 @@ use tokio::sync::Notify;
 use crate::driver::httpclient::Counts;
 use crate::driver::load::closed::closed_worker;
 use crate::driver::load::gate::failure_of;
-use crate::driver::load::open::open_worker;
+use crate::driver::load::open::{open_worker, Schedule};
+use crate::driver::load::series::Intervals;
 use crate::driver::load::settle::settle;
 use crate::driver::load::worker::{Client, Shared, WorkerStats};
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
-use crate::spec::LoadMode;
 use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics};
+use crate::spec::{LoadMode, LoadSeries};
 use crate::stats;
 
 pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSet), Failure> {
@@ -31,15 +32,16 @@ pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSe
 }
 
 /// Drives the load on this thread (a single-threaded runtime: one core is enough, and the
-/// figures do not depend on thread hand-offs). `on_window` is called with the window's start and
-/// end before any worker starts (the caller starts its samplers there), and again if a warm-up
+/// figures do not depend on thread hand-offs). `on_window` is called with the series' origin
+/// (the first call's due time) and the window's start and end before any worker starts (the caller starts its samplers there), and again if a warm-up
 /// rule moves them when it ends warm-up (before that they are the latest the rule's cap allows).
-/// Returns the merged metrics, with `server_cpu_cores` left for the caller.
+/// Returns the merged metrics with their time series, `server_cpu_cores` and the series'
+/// resources left for the caller.
 pub fn drive(
     plan: &LoadPlan,
     suite: Suite,
     progress: &mut Progress,
-    on_window: &mut dyn FnMut(Instant, Instant),
+    on_window: &mut dyn FnMut(Instant, Instant, Instant),
 ) -> Result<LoadMetrics, Failure> {
     let prepared = plan.prepared(suite)?;
     let (rt, local) = runtime()?;
@@ -49,6 +51,7 @@ pub fn drive(
     // The measured window's start and nominal end, as the workers saw them at the end.
     let mut window = (wall0, wall0);
     let mut warmup = None;
+    let (mut origin, mut intervals, mut interval_ms) = (wall0, Vec::new(), 0);
     let stats = local.block_on(&rt, async {
         let sh = Rc::new(plan.shared(prepared));
         // Open loop: every connection's session is opened before the schedule starts.
@@ -65,11 +68,12 @@ pub fn drive(
         let t_start = Instant::now() + Duration::from_millis(5);
         sh.warm_end.set(t_start + Duration::from_millis(plan.warmup.cap()));
         sh.end.set(sh.warm_end() + plan.duration);
+        sh.series.borrow_mut().set_origin(t_start);
         let rule = plan.warmup.rule();
         if rule.is_some() {
             *sh.warming.borrow_mut() = Some(Vec::new());
         }
-        on_window(sh.warm_end(), sh.end());
+        on_window(t_start, sh.warm_end(), sh.end());
         let moved = Rc::new(Notify::new());
         let settler = rule
             .map(|r| tokio::task::spawn_local(settle(sh.clone(), r, t_start, plan.duration, moved.clone())));
@@ -78,7 +82,7 @@ pub fn drive(
         let results = loop {
             tokio::select! {
                 r = &mut all => break r,
-                _ = moved.notified() => on_window(sh.warm_end(), sh.end()),
+                _ = moved.notified() => on_window(t_start, sh.warm_end(), sh.end()),
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {
                     let now = Instant::now();
                     let total_ms = sh.end().saturating_duration_since(t_start).as_millis() as u64;
@@ -92,11 +96,23 @@ pub fn drive(
             warmup = s.await.ok();
         }
         window = (sh.warm_end(), sh.end());
+        origin = t_start;
+        let series = sh.series.replace(Intervals::new(t_start, plan.interval));
+        interval_ms = series.interval_ms();
+        intervals = series.finish();
         Ok::<_, Failure>(results.into_iter().filter_map(Result::ok).collect::<Vec<WorkerStats>>())
     })?;
     drop(local);
     drop(rt); // closes every connection
     let mut m = merge(plan, window, &stats);
+    let from_origin = |t: Instant| t.saturating_duration_since(origin).as_millis() as u64;
+    m.series = Some(LoadSeries {
+        interval_ms,
+        window_from_ms: from_origin(window.0),
+        window_to_ms: from_origin(window.1),
+        intervals,
+        resources: Default::default(),
+    });
     if let Some(w) = warmup {
         m.warmup_ms = w.ms.round() as u64;
         m.warmup = Some(w);
@@ -108,7 +124,8 @@ pub fn drive(
 }
 
 /// Spawns the workers on the runtime: closed-loop virtual users, or the open loop's
-/// connections sharing one schedule from `t_start`.
+/// connections sharing one schedule from `t_start` (a soak's ramp spreads the users' starts, or
+/// climbs the rate).
 fn spawn_workers(
     plan: &LoadPlan,
     sh: &Rc<Shared>,
@@ -117,15 +134,18 @@ fn spawn_workers(
 ) -> Vec<tokio::task::JoinHandle<WorkerStats>> {
     match plan.rate {
         None => (0..u64::from(plan.workers))
-            .map(|w| tokio::task::spawn_local(closed_worker(sh.clone(), w)))
+            .map(|w| {
+                let start = t_start + plan.ramp.mul_f64(w as f64 / f64::from(plan.workers.max(1)));
+                tokio::task::spawn_local(closed_worker(sh.clone(), w, start))
+            })
             .collect(),
         Some(r) => {
             let next = Rc::new(Cell::new(0u64));
-            let period_ns = 1e9 / r as f64;
+            let schedule = Schedule { rate: r as f64, ramp_s: plan.ramp.as_secs_f64() };
             clients
                 .into_iter()
                 .map(|c| {
-                    tokio::task::spawn_local(open_worker(sh.clone(), c, next.clone(), t_start, period_ns))
+                    tokio::task::spawn_local(open_worker(sh.clone(), c, next.clone(), t_start, schedule))
                 })
                 .collect()
         }

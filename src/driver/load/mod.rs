@@ -5,6 +5,8 @@
 //! runtime (one connection per virtual user, one HdrHistogram per worker, merged at the end),
 //! while a sampler thread reads the server tree's memory and CPU through the shim; then, with
 //! every connection closed, the idle phase samples its memory for the workload's `idle_after`.
+//! Every load keeps a time series (`series`: per-interval histograms, the sampler's resources on
+//! the same clock); a `soak` adds an idle phase before the load and its figures (`soak`).
 //! This file runs a cell end to end and resolves its plan; the parts are `gate`, `drive` (with
 //! the loops in `closed` and `open` and their plumbing in `worker`), `sampler` and `idle`.
 
@@ -14,7 +16,9 @@ mod gate;
 mod idle;
 mod open;
 mod sampler;
+mod series;
 mod settle;
+mod soak;
 mod worker;
 
 use std::cell::{Cell, RefCell};
@@ -111,11 +115,17 @@ pub struct LoadPlan {
     /// Open loop: calls per second.
     pub rate: Option<u64>,
     pub call_limit: Duration,
+    /// A soak's ramp (the warm-up): closed-loop virtual users start one by one across it, an
+    /// open loop's rate climbs linearly from 0 over it. Zero: all at once.
+    pub ramp: Duration,
+    /// The time series' interval.
+    pub interval: Duration,
 }
 
 impl LoadPlan {
     pub fn new(workload: &Workload, target: HttpTarget, call_limit: Duration) -> Result<LoadPlan, Failure> {
         let ms = Duration::from_millis;
+        let mut ramp = Duration::ZERO;
         let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
             Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle, .. } => {
                 (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
@@ -125,6 +135,10 @@ impl LoadPlan {
             }
             Workload::OpenLoop { tool, rate, connections, warmup_ms, duration_ms, .. } => {
                 (tool, *connections, *warmup_ms, *duration_ms, Lifecycle::Session, false, Some(*rate))
+            }
+            Workload::Soak { tool, workers, rate, lifecycle, ramp_ms, steady_ms, .. } => {
+                ramp = ms(*ramp_ms);
+                (tool, *workers, Warmup::Fixed(*ramp_ms), *steady_ms, *lifecycle, false, *rate)
             }
             other => {
                 return Err(Failure::new(
@@ -149,6 +163,8 @@ impl LoadPlan {
             rest,
             rate,
             call_limit,
+            ramp,
+            interval: ms(workload.series_interval_ms().max(1)),
         })
     }
 
@@ -185,6 +201,7 @@ impl LoadPlan {
             warm_end: Cell::new(now),
             end: Cell::new(now),
             warming: RefCell::new(None),
+            series: RefCell::new(series::Intervals::new(now, self.interval)),
         }
     }
 }
@@ -208,23 +225,24 @@ fn run_spawned(
     out.server_info = hello.server_info;
     progress("gate", 1, 1);
 
-    // Idle memory, then the load with the sampler running beside it.
+    // Idle memory (a soak samples a whole idle phase), then the load with the sampler beside it.
     let idle = shim.memory(pid)?;
     out.memory_after_initialize = Some(idle.clone());
+    let soak_before = soak::idle_before(spec, shim, pid, progress)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut sampler_thread = None;
     let mut sampler_err = None;
     // The first call starts the sampler; a warm-up rule calls again when it moves the window.
-    let edges = Arc::new(Mutex::new((started, started)));
-    let mut on_window = |warm_end: Instant, end: Instant| {
-        *edges.lock().unwrap_or_else(PoisonError::into_inner) = (warm_end, end);
+    let edges = Arc::new(Mutex::new((started, started, started)));
+    let mut on_window = |origin: Instant, warm_end: Instant, end: Instant| {
+        *edges.lock().unwrap_or_else(PoisonError::into_inner) = (origin, warm_end, end);
         if sampler_thread.is_some() || sampler_err.is_some() {
             return;
         }
         match shim.try_clone() {
             Ok(s) => {
-                let (st, e) = (stop.clone(), edges.clone());
-                sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, e, st)));
+                let (st, e, every) = (stop.clone(), edges.clone(), plan.interval);
+                sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, e, every, st)));
             }
             Err(f) => sampler_err = Some(f),
         }
@@ -238,6 +256,9 @@ fn run_spawned(
         return Err(f);
     }
     let mut m = result?;
+    if let Some(series) = m.series.as_mut() {
+        series.resources = sampled.resources;
+    }
     m.server_cpu_cores =
         sampled.cpu_window.filter(|(_, d)| !d.is_zero()).map(|(ns, d)| ns as f64 / d.as_nanos() as f64);
 
@@ -256,10 +277,15 @@ fn run_spawned(
     let died_idle =
         if sampled.died { None } else { after_the_load(spec, shim, pid, closed_at, &mut mem, progress) };
     mem.cgroup_peak_bytes = shim.cgroup_peak().ok().flatten();
+    if let (Some(before), Some(load)) = (soak_before, out.load.as_mut()) {
+        load.soak = Some(soak::figures(&spec.workload, load, before));
+    }
     out.memory_end = mem.after.clone();
     out.load_memory = Some(mem);
     if sampled.died {
-        return Err(Failure::new(FailureReason::Crash, "the server exited during the load"));
+        let when =
+            sampled.died_at_ms.map(|t| format!(" ({:.1} s into it)", t as f64 / 1e3)).unwrap_or_default();
+        return Err(Failure::new(FailureReason::Crash, format!("the server exited during the load{when}")));
     }
     if let Some(ms) = died_idle {
         return Err(Failure::new(

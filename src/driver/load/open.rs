@@ -27,6 +27,32 @@ async fn wait_until(t: Instant) {
     }
 }
 
+/// When the open loop's slots are due: at a fixed rate, after a ramp over which the rate climbs
+/// linearly from 0 (a soak's; none elsewhere).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Schedule {
+    /// Calls per second at full rate.
+    pub(super) rate: f64,
+    /// The ramp, seconds.
+    pub(super) ramp_s: f64,
+}
+
+impl Schedule {
+    /// When slot `k` is due after the start. Over the ramp the rate is `rate * t / ramp`, so
+    /// `k` slots are due by `t = sqrt(2 k ramp / rate)`; the ramp holds `rate * ramp / 2` slots,
+    /// and the rest come at the full rate after it.
+    pub(super) fn due(&self, k: u64) -> Duration {
+        let k = k as f64;
+        let in_ramp = self.rate * self.ramp_s / 2.0;
+        let s = if k < in_ramp {
+            (2.0 * k * self.ramp_s / self.rate).sqrt()
+        } else {
+            self.ramp_s + (k - in_ramp) / self.rate
+        };
+        Duration::from_secs_f64(s)
+    }
+}
+
 /// Open loop: take the next slot of the global schedule, wait for its intended time, send,
 /// measure from the intended time.
 pub(super) async fn open_worker(
@@ -34,7 +60,7 @@ pub(super) async fn open_worker(
     mut client: Client,
     next: Rc<Cell<u64>>,
     t0: Instant,
-    period_ns: f64,
+    schedule: Schedule,
 ) -> WorkerStats {
     let mut st = WorkerStats::new();
     st.sessions = 1;
@@ -45,7 +71,7 @@ pub(super) async fn open_worker(
         }
         let k = next.get();
         next.set(k + 1);
-        let intended = t0 + Duration::from_nanos((k as f64 * period_ns) as u64);
+        let intended = t0 + schedule.due(k);
         if intended >= sh.end() {
             break;
         }
@@ -64,6 +90,7 @@ pub(super) async fn open_worker(
         }
         let r = sh.call(&mut client, k, &mut st.counts).await;
         let done = Instant::now();
+        sh.tick(done, done - intended, &r);
         if in_window {
             st.account(done, done - intended, &r);
         } else {
@@ -83,4 +110,24 @@ pub(super) async fn open_worker(
         m.close(&mut st.counts).await;
     }
     st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Schedule;
+
+    #[test]
+    fn a_ramp_climbs_to_the_rate_and_without_one_slots_are_evenly_spaced() {
+        let flat = Schedule { rate: 100.0, ramp_s: 0.0 };
+        assert_eq!(flat.due(0).as_secs_f64(), 0.0);
+        assert!((flat.due(250).as_secs_f64() - 2.5).abs() < 1e-9);
+        let ramp = Schedule { rate: 100.0, ramp_s: 10.0 };
+        // 500 slots in the ramp (half the full rate's 1000), the 500th at its end.
+        assert!((ramp.due(500).as_secs_f64() - 10.0).abs() < 1e-9);
+        assert!((ramp.due(600).as_secs_f64() - 11.0).abs() < 1e-9);
+        // A quarter of the ramp's slots are due by half its time.
+        assert!((ramp.due(125).as_secs_f64() - 5.0).abs() < 1e-9);
+        let gaps: Vec<f64> = (1..500).map(|k| (ramp.due(k) - ramp.due(k - 1)).as_secs_f64()).collect();
+        assert!(gaps.windows(2).all(|w| w[1] <= w[0] + 1e-12), "the rate only climbs");
+    }
 }

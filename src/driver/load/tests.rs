@@ -30,6 +30,8 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         rest: false,
         rate,
         call_limit: Duration::from_secs(1),
+        ramp: Duration::ZERO,
+        interval: Duration::from_secs(1),
     }
 }
 

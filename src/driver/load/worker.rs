@@ -76,6 +76,8 @@ pub(super) struct Shared {
     /// Under a warm-up rule, until it ends: the correct answers' completion instants and
     /// latencies (ns), in completion order, for `settle` to judge window by window.
     pub(super) warming: RefCell<Option<Vec<(Instant, u64)>>>,
+    /// The time series of every completion, warm-up included (`drive` sets its origin).
+    pub(super) series: RefCell<super::series::Intervals>,
 }
 
 /// A virtual user's connection: an MCP session or a REST client.
@@ -91,6 +93,11 @@ impl Shared {
 
     pub(super) fn end(&self) -> Instant {
         self.end.get()
+    }
+
+    /// Puts a completion at `done` into the time series.
+    pub(super) fn tick(&self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
+        self.series.borrow_mut().add(done, latency, r.is_ok());
     }
 
     /// A call outside the measured window that completed at `done` after `latency`: kept for the
