@@ -319,7 +319,7 @@ fn method_text(m: RatioMethod) -> &'static str {
     }
 }
 
-fn not_measured(mut r: ClaimResult, why: String) -> ClaimResult {
+pub(super) fn not_measured(mut r: ClaimResult, why: String) -> ClaimResult {
     r.verdict = Verdict::NotMeasured;
     r.explanation = format!("Not measured: {why}.");
     r
@@ -394,19 +394,7 @@ impl Ctx<'_> {
             }
             Body::Ordering { items, tolerance } => self.ordering(r, items, *tolerance),
             Body::SoakSlope { measure: sel, value, unit, duration } => {
-                let mut r = r;
-                r.evidence = Some(sel.text());
-                let why = match measure(self.records, sel) {
-                    Err(e) => e,
-                    Ok(_) => "unexpected".into(),
-                };
-                let mut r = not_measured(
-                    r,
-                    format!("{why}; the claim is a slope of at most {value} {unit} over {duration}, which needs a soak workload"),
-                );
-                r.claimed = Some(*value);
-                r.unit = unit.clone();
-                r
+                self.soak_slope(r, sel, *value, unit, duration)
             }
             Body::Outcome { cell, expect_failure, reason } => {
                 self.outcome(r, cell, *expect_failure, reason.as_deref())

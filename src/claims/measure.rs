@@ -183,7 +183,7 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
         "cgroup_peak" => {
             reading(under.and_then(|u| u.cgroup_peak_bytes).map(|b| b as f64), "cgroup memory peak")
         }
-        "rss_slope" => Err("no workload of the lab runs long enough to fit an RSS slope (a soak)".into()),
+        "rss_slope" => Err(format!("{cell}'s RSS slope is judged by a soak_slope claim, not as a figure")),
         other => Err(format!("unknown metric {other}")),
     }
 }

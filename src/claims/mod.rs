@@ -33,6 +33,7 @@ pub mod measure;
 pub mod parse;
 pub mod render;
 pub mod selftest;
+mod soak;
 
 use serde::Serialize;
 

@@ -1,10 +1,10 @@
 //! Every claim kind producing each verdict it can have, on records built in memory: absolute,
 //! ratio and ordering reproduced, contradicted, inconclusive and not measured; outcomes
 //! reproduced, contradicted, inconclusive (the lab failed, not the server) and not measured;
-//! soak slopes not measured (no soak workload yet); findings. Then the rules an auditor relies on:
-//! no verdict from one reading or one run's histogram, noise that widens both ways, the
-//! self-test naming a claim that cannot fail, mirrored claims counted as one measurement, and a
-//! condition not reproduced making a claim not_measured.
+//! soak slopes reproduced, contradicted, inconclusive and not measured (a cell that is no soak);
+//! findings. Then the rules an auditor relies on: no verdict from one reading or one run's
+//! histogram, noise that widens both ways, the self-test naming a claim that cannot fail, mirrored
+//! claims counted as one measurement, and a condition not reproduced making a claim not_measured.
 
 use std::path::Path;
 
@@ -289,4 +289,62 @@ fn deviations_from_the_source_statement_are_derived_for_records_that_lack_them()
     let a = verify(&scenario, &parsed, &records, Some("run".into()));
     let n = a.results[0].environment.iter().filter(|n| n.contains("mcp 1.30.0")).count();
     assert_eq!(n, 1);
+}
+
+#[test]
+fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
+    use crate::spec::{LoadMetrics, SoakFigures, Workload};
+    use crate::stats::Slope;
+    const MIB: f64 = 1_048_576.0;
+    // One soak run of a, b and z with these RSS slopes (MiB/h); a floor of 1 MiB/h.
+    let soak_run = |id: &str, lower: f64, upper: f64| {
+        let mut r = sample_record(id);
+        r.cell.server.id = id.into();
+        r.cell.workload = Workload::Soak {
+            tool: "echo".into(),
+            workers: 4,
+            rate: None,
+            lifecycle: Default::default(),
+            idle_before_ms: 60_000,
+            ramp_ms: 60_000,
+            steady_ms: 1_800_000,
+            idle_after_ms: 300_000,
+            interval_ms: 1_000,
+            leak_floor_bytes_per_hour: 1 << 20,
+        };
+        let slope = Slope {
+            estimate: (lower + upper) / 2.0 * MIB,
+            lower: lower * MIB,
+            upper: upper * MIB,
+            n: 1_800,
+            n_effective: 90.0,
+        };
+        r.metrics.load = Some(LoadMetrics {
+            soak: Some(SoakFigures {
+                rss_bytes_per_hour: Some(slope),
+                leak_floor_bytes_per_hour: 1 << 20,
+                leak: lower * MIB > MIB,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        r
+    };
+    let records = [soak_run("a", -0.2, 0.4), soak_run("b", 3.0, 5.0), soak_run("z", 0.5, 2.0)];
+    let claim = |cell: &str| {
+        format!("kind = \"soak_slope\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"rss_slope\" }}\nvalue = 0\nunit = \"MiB/h\"\nduration = \"24h\"")
+    };
+    let (ca, cb, cz) = (claim("a"), claim("b"), claim("z"));
+    let a = run(&[("none", ca.as_str()), ("leak", &cb), ("open", &cz)], &records);
+    assert_eq!(verdict(&a, "none"), Verdict::Reproduced);
+    assert_eq!(verdict(&a, "leak"), Verdict::Contradicted);
+    assert_eq!(verdict(&a, "open"), Verdict::Inconclusive, "the interval straddles the floor");
+    let none = a.results.iter().find(|r| r.id == "none").unwrap();
+    assert!(none.explanation.contains("over 30 min of steady load"), "{}", none.explanation);
+    assert!(none.explanation.contains("The claim is over 24h"), "{}", none.explanation);
+    assert_eq!(none.interval.map(|i| (i.lower, i.upper)), Some((-0.2, 0.4)));
+    // The self-test adds a leak at the threshold: a "no leak" verdict can fail.
+    let st = none.self_test.clone().unwrap();
+    assert_eq!((st.doubled, st.status), (Verdict::Contradicted, SelfTestStatus::CanFail));
+    assert!(a.cannot_fail().is_empty());
 }
