@@ -1,5 +1,6 @@
 //! SVG charts drawn with plotters' SVG backend into strings, for the HTML report: horizontal
-//! bars (with confidence whiskers), lines over workers (log x), latency percentile curves and a
+//! bars (with confidence whiskers), lines over workers (log x) and over time (a load's series),
+//! latency percentile curves and a
 //! metric across SDK versions (categorical x, interval bars, fitted levels and steps marked).
 //! Pure: figures in, SVG out. The
 //! SVG is meant to be inlined in HTML, so it carries no XML namespace declaration.
@@ -283,6 +284,68 @@ pub fn lines(
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(0xBB, 0xBB, 0xBB))
             .label_font((FONT, 12))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(inline(svg))
+}
+
+/// Lines over time (x linear, seconds), one per series, y linear from 0 labelled by `y_label`;
+/// the measured window (`window`, seconds) is shaded, so warm-up or ramp before it and the idle
+/// phase after it read as such.
+pub fn over_time(
+    title: &str,
+    y_desc: &str,
+    series: &[Series],
+    window: (f64, f64),
+    y_label: &dyn Fn(f64) -> String,
+) -> Result<String, ChartError> {
+    let series: Vec<&Series> = series.iter().filter(|s| !s.points.is_empty()).collect();
+    if series.is_empty() {
+        return Err("nothing to draw".into());
+    }
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let (x_max, y_max) =
+        pts.fold((window.1, 0.0f64), |(a, b), &(x, y)| (a.max(x), if y.is_finite() { b.max(y) } else { b }));
+    let y_hi = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 300)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_max.max(1.0), 0f64..y_hi)?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(window.0, 0.0), (window.1, y_hi)],
+            RGBColor(0x4E, 0x79, 0xA7).mix(0.07).filled(),
+        )))?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|x| axis_number(*x))
+            .y_label_formatter(&|y| y_label(*y))
+            .x_desc("seconds from the load's start (shaded: the measured window)")
+            .y_desc(y_desc)
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(_, y)| y.is_finite()).collect();
+            chart
+                .draw_series(std::iter::once(PathElement::new(pts, color.stroke_width(2))))?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
+            .label_font((FONT, 11))
             .draw()?;
         root.present()?;
     }

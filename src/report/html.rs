@@ -45,7 +45,7 @@ th{background:#f4f4f4}td.n{text-align:right;white-space:nowrap}\
 code{font-size:.8rem;word-break:break-all}figure{margin:1rem 0}figcaption,.note{color:#555;font-size:.85rem}\
 .wide{overflow-x:auto}.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
 
-fn chart_or_note(o: &mut String, drawn: Result<String, charts::ChartError>, caption: &str) {
+pub(super) fn chart_or_note(o: &mut String, drawn: Result<String, charts::ChartError>, caption: &str) {
     match drawn {
         Ok(svg) => {
             let _ = write!(o, "<figure>\n{svg}<figcaption>{}</figcaption>\n</figure>\n", esc(caption));
@@ -256,6 +256,7 @@ pub fn html(records: &[Record]) -> String {
         stdio_charts(&mut o, records, &rows);
     }
 
+    super::timeseries::over_time_section(&mut o, records);
     history_section(&mut o, records);
     o.push_str("<h2>Per cell</h2>\n");
     metric_table(&mut o, &rows);

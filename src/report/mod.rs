@@ -17,6 +17,7 @@ mod load;
 mod markdown;
 mod rows;
 mod table;
+mod timeseries;
 mod units;
 
 use std::fmt;
