@@ -146,11 +146,13 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     let w4 = &by_id("null-stateful/concurrency-w4")["metrics"]["load"];
     assert_eq!(w4["sessions"], 4);
     assert_eq!(w4["reinitializations"], 0);
-    // Open loop: the achieved rate is the asked one on a server this fast.
+    // Open loop: the schedule issues exactly rate x nominal window, and on a server this fast
+    // every one is answered. (The achieved rate is ok over the window, which runs on to the last
+    // answer: one slow answer on a shared host moves it, so it is checked above as ok/window,
+    // not against the asked rate.)
     let open = &by_id("null/open_loop")["metrics"]["load"];
     assert_eq!(open["target_rps"], 2000.0);
-    let achieved = open["throughput_rps"].as_f64().unwrap();
-    assert!((1900.0..=2100.0).contains(&achieved), "open loop achieved {achieved}/s");
+    assert_eq!(open["ok"], 2000, "every scheduled call answered: {open}");
     assert_eq!(open["dropped"], 0);
 }
 
