@@ -29,11 +29,24 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
         let Ok(status) = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")) else {
             continue;
         };
+        if is_dead(&status) {
+            continue; // exited, not yet reaped: no memory, and not a live server
+        }
         mem.processes += 1;
         mem.rss_bytes += status_kib(&status, "VmRSS:") * 1024;
         mem.hwm_bytes += status_kib(&status, "VmHWM:") * 1024;
     }
     Ok(mem)
+}
+
+/// Whether a `/proc/<pid>/status` is a zombie's or a dead process's (`State: Z` or `X`): a
+/// server killed by the OOM killer or exited stays a zombie until the shim reaps it, and must
+/// count as gone.
+fn is_dead(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .is_some_and(|v| matches!(v.trim_start().chars().next(), Some('Z' | 'X')))
 }
 
 /// `root` and its descendants, from the parent links in a /proc-like folder.
@@ -407,6 +420,10 @@ mod tests {
         assert_eq!(m.rss_bytes, (30_000 + 5_000 + 100) * 1024);
         assert_eq!(m.hwm_bytes, (35_000 + 6_000 + 200) * 1024);
         assert_eq!(tree_memory(r, 99).unwrap().processes, 0);
+        // A zombie (exited or OOM-killed, not yet reaped) is no process of the tree.
+        std::fs::write(r.join("12/status"), "Name:\tgrandchild\nState:\tZ (zombie)\n").unwrap();
+        let m = tree_memory(r, 10).unwrap();
+        assert_eq!((m.processes, m.rss_bytes), (2, (30_000 + 5_000) * 1024));
     }
 
     #[test]
