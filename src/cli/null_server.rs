@@ -17,16 +17,21 @@ pub struct NullServerArgs {
     #[arg(long)]
     stateful: bool,
     /// A fault on purpose, for the lab's own tests (default: $BENCHLAB_NULL_FAULT):
-    /// `leak:<bytes>` leaks that many bytes of resident memory (whole pages) at every tools/call.
+    /// `leak:<bytes>` leaks that many bytes of resident memory (whole pages) at every tools/call;
+    /// over HTTP, `refuse`, `reset`, `status:<code>`, `sse_stall`, `bad_sse`, `bad_json`,
+    /// `drop_session` or `exit`, each striking after `@<calls>` tools/call (e.g. `reset@200`).
     #[arg(long)]
     fault: Option<String>,
 }
 
 pub(super) fn run(args: NullServerArgs) -> Result<i32, Exit> {
     let NullServerArgs { suite, http, stateful, fault } = args;
-    if let Some(f) = fault.or_else(|| std::env::var("BENCHLAB_NULL_FAULT").ok()).filter(|f| !f.is_empty()) {
-        crate::nullserver::fault::Fault::parse(&f).map_err(Exit::input)?.install();
-    }
+    let fault = fault
+        .or_else(|| std::env::var("BENCHLAB_NULL_FAULT").ok())
+        .filter(|f| !f.is_empty())
+        .map(|f| crate::nullserver::fault::Fault::parse(&f))
+        .transpose()
+        .map_err(Exit::input)?;
     let name = suite.or_else(|| std::env::var("BENCHLAB_SUITE").ok()).unwrap_or_else(|| "weekly".into());
     let suite = crate::mcp::suite::Suite::from_name(&name)
         .ok_or_else(|| Exit::input(format!("unknown suite {name:?}")))?;
@@ -36,6 +41,12 @@ pub(super) fn run(args: NullServerArgs) -> Result<i32, Exit> {
             .then(|| env("BENCHLAB_PORT").and_then(|p| p.parse().ok()))
             .flatten()
     });
+    if let Some(f) = fault {
+        if f.is_http() && port.is_none() {
+            return Err(Exit::input(format!("fault {f:?} is an HTTP fault: serve HTTP (--http <port>)")));
+        }
+        f.install();
+    }
     match port {
         Some(port) => {
             let stateful = stateful || env("BENCHLAB_SESSION").as_deref() == Some("stateful");

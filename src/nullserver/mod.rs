@@ -1,10 +1,14 @@
 //! The built-in floor server (`benchlab null-server`): an MCP server over stdio or streamable HTTP
 //! (JSON replies, stateless or stateful, plus `POST /api/<tool>`) that answers initialize, ping,
 //! tools/list and the suite's tools with the least work a correct server can do. It is measured
-//! like any other cell, so its figures are the harness's own overhead. `fault`: the faults it can be
-//! told to have, for the lab's own tests.
+//! like any other cell, so its figures are the harness's own overhead. This file answers the
+//! protocol and serves stdio; `http` serves HTTP; `fault`: the faults it can be told to have, for
+//! the lab's own tests.
 
 pub mod fault;
+mod http;
+
+pub use http::serve_http;
 
 use std::io::{BufRead, Write};
 
@@ -15,11 +19,11 @@ use crate::mcp::suite::Suite;
 use crate::mcp::SUPPORTED_PROTOCOL_VERSIONS;
 
 #[derive(Deserialize)]
-struct Message<'a> {
+pub(crate) struct Message<'a> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
     #[serde(default)]
-    method: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
     #[serde(default)]
     params: Option<Value>,
 }
@@ -119,114 +123,6 @@ pub fn serve(suite: Suite) -> std::io::Result<()> {
             output.write_all(reply.as_bytes())?;
             output.flush()?;
         }
-    }
-}
-
-/// Serves streamable HTTP on 127.0.0.1:`port` on one thread until killed: `POST /mcp` answers
-/// JSON-RPC with `application/json` (202 for notifications); `POST /api/<tool>` takes the
-/// arguments object and answers the value.
-pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-        let sessions = std::rc::Rc::new(Sessions::default());
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            let sessions = sessions.clone();
-            let service = hyper::service::service_fn(move |req| {
-                let sessions = sessions.clone();
-                async move {
-                    Ok::<_, std::convert::Infallible>(http_answer(suite, stateful, &sessions, req).await)
-                }
-            });
-            tokio::task::spawn_local(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    })
-}
-
-/// The stateful mode's sessions: the ids handed out and not yet deleted, and the next number.
-#[derive(Default)]
-struct Sessions {
-    live: std::cell::RefCell<std::collections::HashSet<String>>,
-    next: std::cell::Cell<u64>,
-}
-
-async fn http_answer(
-    suite: Suite,
-    stateful: bool,
-    sessions: &Sessions,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
-    use http_body_util::BodyExt;
-    use hyper::StatusCode;
-    let reply = |status: StatusCode, body: Vec<u8>, session: Option<String>| {
-        let mut b = hyper::Response::builder().status(status).header("content-type", "application/json");
-        if let Some(s) = session {
-            b = b.header("mcp-session-id", s);
-        }
-        b.body(http_body_util::Full::new(bytes::Bytes::from(body))).expect("static headers are valid")
-    };
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-    let Ok(body) = body.collect().await.map(|c| c.to_bytes()) else {
-        return reply(StatusCode::BAD_REQUEST, b"{}".to_vec(), None);
-    };
-    if parts.method != hyper::Method::POST {
-        if parts.method == hyper::Method::DELETE && stateful {
-            if let Some(s) = session {
-                sessions.live.borrow_mut().remove(s);
-            }
-            return reply(StatusCode::OK, Vec::new(), None);
-        }
-        return reply(StatusCode::METHOD_NOT_ALLOWED, b"{}".to_vec(), None);
-    }
-    if let Some(tool) = path.strip_prefix("/api/") {
-        let args: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                return reply(
-                    StatusCode::BAD_REQUEST,
-                    json!({"error": e.to_string()}).to_string().into_bytes(),
-                    None,
-                )
-            }
-        };
-        return match suite.evaluate(tool, &args) {
-            Ok(v) => reply(StatusCode::OK, v.to_string().into_bytes(), None),
-            Err(e) => {
-                reply(StatusCode::UNPROCESSABLE_ENTITY, json!({"error": e}).to_string().into_bytes(), None)
-            }
-        };
-    }
-    if path != "/mcp" {
-        return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
-    }
-    let mut new_session = None;
-    if stateful {
-        let method = serde_json::from_slice::<Message>(&body).ok().and_then(|m| m.method);
-        if method == Some("initialize") {
-            let n = sessions.next.get();
-            sessions.next.set(n + 1);
-            let id = format!("null-{n}");
-            sessions.live.borrow_mut().insert(id.clone());
-            new_session = Some(id);
-        } else if !session.is_some_and(|s| sessions.live.borrow().contains(s)) {
-            return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
-        }
-    }
-    match answer(suite, &body) {
-        Some(mut line) => {
-            line.pop(); // the stdio newline
-            reply(StatusCode::OK, line.into_bytes(), new_session)
-        }
-        None => reply(StatusCode::ACCEPTED, Vec::new(), None),
     }
 }
 
