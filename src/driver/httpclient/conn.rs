@@ -70,7 +70,7 @@ impl Conn {
         let _ = stream.set_nodelay(true);
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {e}")))?;
+            .map_err(|e| err(ErrorKind::Connect, format!("HTTP handshake: {}", chain(&e))))?;
         let conn = if spawned {
             tokio::task::spawn_local(async move {
                 let _ = conn.await;
@@ -92,7 +92,7 @@ impl Conn {
         drive(&mut self.conn, resp.into_body().collect())
             .await
             .map(|c| c.to_bytes())
-            .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+            .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {}", chain(&e))))
     }
 
     /// The hot path: a request whose URI and header values were built once, ahead of time.
@@ -167,7 +167,7 @@ impl Conn {
         };
         self.served += 1;
         // The URI for the message is rebuilt on failure only: nothing extra on the hot path.
-        result.map_err(|e| err(ErrorKind::Connect, format!("{}: {e}", again(&self.host).uri())))
+        result.map_err(|e| err(ErrorKind::Connect, format!("{}: {}", again(&self.host).uri(), chain(&e))))
     }
 }
 
@@ -177,5 +177,21 @@ pub async fn read_body(resp: Response<Incoming>) -> Result<Bytes, CallError> {
         .collect()
         .await
         .map(|c| c.to_bytes())
-        .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {e}")))
+        .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {}", chain(&e))))
+}
+
+/// An error with its causes, `: `-joined (hyper's own text, "connection error", hides the
+/// reset or refusal under it).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let t = s.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        source = s.source();
+    }
+    text
 }

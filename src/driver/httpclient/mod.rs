@@ -38,8 +38,10 @@ pub struct CallError {
 pub enum ErrorKind {
     /// Connecting, or the connection failing under a request.
     Connect,
-    /// An HTTP status other than the protocol's.
+    /// An HTTP status other than the protocol's (429 aside).
     HttpStatus,
+    /// 429 Too Many Requests: the server shed the request.
+    RateLimited,
     /// An answer that is not the protocol (bad JSON, wrong content type, no response for our id).
     ProtocolError,
     /// The tool answered with an error (isError, or a JSON-RPC error).
@@ -57,6 +59,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Connect => "connect",
             ErrorKind::HttpStatus => "http_status",
+            ErrorKind::RateLimited => "rate_limited",
             ErrorKind::ProtocolError => "protocol_error",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::WrongResult => "wrong_result",
@@ -71,6 +74,15 @@ impl ErrorKind {
             self,
             ErrorKind::Connect | ErrorKind::Timeout | ErrorKind::ProtocolError | ErrorKind::SessionExpired
         )
+    }
+}
+
+/// The counter an unexpected HTTP status goes to.
+fn status_kind(status: StatusCode) -> ErrorKind {
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        ErrorKind::RateLimited
+    } else {
+        ErrorKind::HttpStatus
     }
 }
 
@@ -384,7 +396,7 @@ impl Streamable {
             return Err(err(ErrorKind::SessionExpired, "HTTP 404 on our session"));
         }
         if status != StatusCode::OK {
-            return Err(err(ErrorKind::HttpStatus, format!("HTTP {status}: {}", preview(&body))));
+            return Err(err(status_kind(status), format!("HTTP {status}: {}", preview(&body))));
         }
         if is_json || is_sse {
             response_in(&body, is_sse, id)
@@ -478,7 +490,7 @@ impl Legacy {
         let body = self.post.read_body(resp).await?;
         if !status.is_success() {
             return Err(err(
-                ErrorKind::HttpStatus,
+                status_kind(status),
                 format!("POST {endpoint}: HTTP {status}: {}", preview(&body)),
             ));
         }

@@ -24,9 +24,10 @@ pub(super) fn failure_of(e: CallError, what: &str) -> Failure {
         ErrorKind::ToolError => FailureReason::ToolError,
         ErrorKind::WrongResult => FailureReason::WrongResult,
         ErrorKind::Connect => FailureReason::Crash,
-        ErrorKind::HttpStatus | ErrorKind::ProtocolError | ErrorKind::SessionExpired => {
-            FailureReason::ProtocolError
-        }
+        ErrorKind::HttpStatus
+        | ErrorKind::RateLimited
+        | ErrorKind::ProtocolError
+        | ErrorKind::SessionExpired => FailureReason::ProtocolError,
     };
     Failure::new(reason, format!("{what}: {}", e.detail))
 }
