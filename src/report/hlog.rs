@@ -2,8 +2,10 @@
 //! Java `HistogramLogWriter` writes it, so HdrHistogram's own tools (Java `HistogramLogReader` and
 //! `HistogramLogProcessor`, the Python and Go ports, the Rust crate's `IntervalLogIterator`) read
 //! what benchlab measured. One file per load cell (`metrics.load.latency`) and per calls histogram
-//! (`metrics.calls`), each holding the record's one histogram as one interval, its encoding the
-//! record's own bytes. Pure: records in, file names and text out; writing files is the CLI's.
+//! (`metrics.calls`), each holding the record's one histogram as one interval, and one per load
+//! time series (`metrics.load.series`, `.series.hlog`) with a line per interval; every encoding
+//! is the record's own bytes. Pure: records in, file names and text out; writing files is the
+//! CLI's.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -48,13 +50,13 @@ struct Interval<'a> {
     record: &'a Record,
     /// What the values are, for the header comment.
     what: &'static str,
-    /// The record's base64 V2 deflate encoding, written as it is stored.
-    encoded: &'a str,
-    /// The interval's start, seconds since the epoch, when the record knows it; records keep
+    /// One line per interval: its start in seconds from the log's base time, its length in
+    /// seconds when the record knows it (a load cell's window, a series' interval), and the
+    /// record's base64 V2 deflate encoding, written as it is stored.
+    lines: Vec<(f64, Option<f64>, &'a str)>,
+    /// The log's start, seconds since the epoch, when the record knows it; records keep
     /// the window's length but not its start, so today this is always `None` (0.000).
     start_epoch_s: Option<f64>,
-    /// The interval's length in seconds, when the record knows it (a load cell's window).
-    length_s: Option<f64>,
     /// The file name's suffix before `.hlog` beyond the cell and repeat (`.calls` when a record
     /// holds both kinds).
     suffix: &'static str,
@@ -74,19 +76,31 @@ pub fn hlog_files(records: &[Record]) -> Result<Vec<HlogFile>, HlogError> {
             intervals.push(Interval {
                 record: r,
                 what: "latency of the correct calls in the load window (open loop: from the intended send time)",
-                encoded: &h.histogram,
+                lines: vec![(0.0, Some(l.window_ms / 1000.0), &h.histogram)],
                 start_epoch_s: None,
-                length_s: Some(l.window_ms / 1000.0),
                 suffix: "",
+            });
+        }
+        if let Some(s) = r.metrics.load.as_ref().and_then(|l| l.series.as_ref()) {
+            let len = s.interval_ms as f64 / 1000.0;
+            intervals.push(Interval {
+                record: r,
+                what: "latency of the correct calls per interval of the load's time series (starts from the load's first due call, warm-up or ramp included)",
+                lines: s
+                    .intervals
+                    .iter()
+                    .filter_map(|i| Some((i.t_ms as f64 / 1000.0, Some(len), i.histogram.as_deref()?)))
+                    .collect(),
+                start_epoch_s: None,
+                suffix: ".series",
             });
         }
         if let Some(c) = &r.metrics.calls {
             intervals.push(Interval {
                 record: r,
                 what: "latency of the serial tool calls",
-                encoded: &c.histogram,
+                lines: vec![(0.0, None, &c.histogram)],
                 start_epoch_s: None,
-                length_s: None,
                 suffix: if load.is_some() { ".calls" } else { "" },
             });
         }
@@ -127,15 +141,9 @@ fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
 }
 
-/// The whole log of one interval, and the number of values its histogram holds.
+/// The whole log of one file, and the number of values its histograms hold.
 fn log_text(i: &Interval<'_>) -> Result<(String, u64), HlogError> {
     let r = i.record;
-    let h = decode_histogram(i.encoded).map_err(|source| HlogError {
-        seq: r.seq,
-        cell: r.cell.id.clone(),
-        what: i.what,
-        source,
-    })?;
     let mut o = String::new();
     let repeat = r.cell.repeat.map_or(String::new(), |p| format!(", repeat {} of {}", p.index + 1, p.of));
     let _ = writeln!(
@@ -170,14 +178,24 @@ fn log_text(i: &Interval<'_>) -> Result<(String, u64), HlogError> {
         o,
         "#[Values in nanoseconds; Interval_Max in milliseconds (maxValueUnitRatio {MAX_VALUE_UNIT_RATIO:.1})]"
     );
-    if i.length_s.is_none() {
+    if i.lines.iter().any(|l| l.1.is_none()) {
         o.push_str("#[Interval_Length 0.000: the record keeps no window for these calls]\n");
     }
     let _ = writeln!(o, "{LEGEND}");
-    let max = if h.is_empty() { 0.0 } else { h.max() as f64 / MAX_VALUE_UNIT_RATIO };
-    // The Java writer's "%.3f,%.3f,%.3f,%s": start relative to BaseTime, length, max, payload.
-    let _ = writeln!(o, "{:.3},{:.3},{max:.3},{}", 0.0, i.length_s.unwrap_or(0.0), i.encoded);
-    Ok((o, h.len()))
+    let mut count = 0;
+    for (at, length, encoded) in &i.lines {
+        let h = decode_histogram(encoded).map_err(|source| HlogError {
+            seq: r.seq,
+            cell: r.cell.id.clone(),
+            what: i.what,
+            source,
+        })?;
+        count += h.len();
+        let max = if h.is_empty() { 0.0 } else { h.max() as f64 / MAX_VALUE_UNIT_RATIO };
+        // The Java writer's "%.3f,%.3f,%.3f,%s": start relative to BaseTime, length, max, payload.
+        let _ = writeln!(o, "{at:.3},{:.3},{max:.3},{encoded}", length.unwrap_or(0.0));
+    }
+    Ok((o, count))
 }
 
 #[cfg(test)]
@@ -271,6 +289,47 @@ mod tests {
     }
 
     #[test]
+    fn a_time_series_is_a_log_of_its_intervals() {
+        let mut r = calls_record("null", 5, &[1_000]);
+        r.metrics.calls = None;
+        let (a, b) = (histogram(&[1_000_000, 3_000_000]), histogram(&[2_000_000]));
+        let (ea, eb) = (crate::stats::encode_histogram(&a), crate::stats::encode_histogram(&b));
+        let interval = |t_ms, ok, h: Option<&String>| crate::spec::SeriesInterval {
+            t_ms,
+            ok,
+            failed: 0,
+            histogram: h.cloned(),
+        };
+        r.metrics.load = Some(crate::spec::LoadMetrics {
+            series: Some(crate::spec::LoadSeries {
+                interval_ms: 500,
+                intervals: vec![
+                    interval(0, 2, Some(&ea)),
+                    interval(500, 0, None),
+                    interval(1000, 1, Some(&eb)),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let files = hlog_files(std::slice::from_ref(&r)).unwrap();
+        assert_eq!(files.len(), 1, "no latency histogram: the series alone");
+        assert_eq!((files[0].name.as_str(), files[0].count), ("null__serial_calls.series.hlog", 3));
+        let entries: Vec<_> =
+            IntervalLogIterator::new(files[0].text.as_bytes()).collect::<Result<_, _>>().unwrap();
+        let starts: Vec<f64> = entries
+            .iter()
+            .filter_map(|e| match e {
+                LogEntry::Interval(i) => Some(i.start_timestamp().as_secs_f64()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, [0.0, 1.0], "an interval without answers has no line");
+        let max = b.max() as f64 / 1e6;
+        assert!(files[0].text.contains(&format!("1.000,0.500,{max:.3},{eb}\n")), "{}", files[0].text);
+    }
+
+    #[test]
     fn names_carry_the_repeat_and_never_collide() {
         let mut a = calls_record("s", 0, &[1_000]);
         a.cell.repeat = Some(Repeat { index: 0, of: 2, fresh_container: false });
@@ -302,9 +361,8 @@ mod tests {
         let i = Interval {
             record: &r,
             what: "w",
-            encoded: &encoded,
+            lines: vec![(0.0, Some(2.0), &encoded)],
             start_epoch_s: Some(86_400.25),
-            length_s: Some(2.0),
             suffix: "",
         };
         let (text, count) = log_text(&i).unwrap();

@@ -150,6 +150,9 @@ pub fn markdown(records: &[Record]) -> String {
             let _ = writeln!(o, "| {} | {} |", cells.join(" | "), cell(&status_cell(r)));
         }
         o.push('\n');
+        for l in super::timeseries::soak_lines(records) {
+            let _ = writeln!(o, "{}\n", cell(&l));
+        }
     }
     history_section(&mut o, records);
     per_cell_and_rest(&mut o, records);

@@ -98,6 +98,10 @@ pub fn tables(records: &[Record]) -> String {
         out.push_str(&format!("HTTP load ({})\n", placement_text(&load)));
         out.push_str(&load_table(&load).to_string());
         out.push('\n');
+        for l in super::timeseries::soak_lines(records) {
+            out.push_str(&l);
+            out.push('\n');
+        }
     }
     if let Some(h) = history_table(records) {
         out.push('\n');

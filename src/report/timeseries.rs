@@ -90,6 +90,20 @@ fn soak_text(f: &SoakFigures, r: &Record) -> String {
     )
 }
 
+/// One line per soak record, for the text reports: `Soak ts-1.0.4-node/soak-w100: RSS slope …`.
+pub(super) fn soak_lines(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let f = r.metrics.load.as_ref()?.soak.as_ref()?;
+            let run = r.cell.repeat.map(|p| format!(" (run {})", p.index + 1)).unwrap_or_default();
+            let text = soak_text(f, r);
+            Some(format!("{}{run}: {}", r.cell.id, text.strip_prefix("Soak: ").unwrap_or(&text)))
+        })
+        .map(|l| format!("Soak {l}"))
+        .collect()
+}
+
 /// The section, or nothing when no record has a time series.
 pub(super) fn over_time_section(o: &mut String, records: &[Record]) {
     let mut cells: Vec<(&Record, &LoadSeries)> =

@@ -200,6 +200,22 @@ fn a_matrix_expands_ranges_and_axes_into_servers() {
 }
 
 #[test]
+fn a_matrix_takes_a_soak_so_a_sweep_can_find_where_a_leak_appeared() {
+    let d = with_releases(&["1.1.2", "1.2.1", "1.10.0"]);
+    let src = MATRIX.replace("api = ", "transports = [\"streamable-http\"]\napi = ").replace(
+        "kind = \"cold_start\"\nspawns = 2",
+        "kind = \"soak\"\ntool = \"add_numbers\"\nworkers = 10\nduration = \"10m\"\nleak_floor = \"2MiB/h\"",
+    );
+    let s = Scenario::parse_in(Path::new("m.toml"), src, d.path()).unwrap();
+    let cells = s.cells();
+    assert_eq!(cells.len(), 3 * 2 * 3, "3 releases x 2 runtimes x 3 repeats");
+    assert!(cells.iter().all(|c| matches!(
+        c.workload,
+        crate::spec::Workload::Soak { steady_ms: 600_000, leak_floor_bytes_per_hour: 2_097_152, .. }
+    )));
+}
+
+#[test]
 fn noise_defaults_order_and_controls() {
     let d = with_releases(&["1.1.2", "1.1.3", "1.2.1", "1.10.0"]);
     let sweep = |src: String| Scenario::parse_in(Path::new("m.toml"), src, d.path());

@@ -48,9 +48,11 @@
 
 //!
 //! The parts: `version` orders versions, `series` groups records into series and makes their
-//! points, `steps` fits the levels and finds the steps by the rule above, `text` writes what the
-//! renderers show of them (and the JSON form). The types they share are here.
+//! points, `steps` fits the levels and finds the steps by the rule above, `leaks` names where a
+//! soak's leak appeared (a slope is no level for that fit), `text` writes what the renderers show
+//! of them (and the JSON form). The types they share are here.
 
+mod leaks;
 mod series;
 mod steps;
 mod text;
@@ -68,6 +70,7 @@ use crate::stats::Interval;
 
 use super::rows::Unit;
 
+pub use leaks::{soak_lines, LeakChange, SoakPoint};
 pub use series::{histories, MIN_VERSIONS};
 pub use steps::{MIN_SEGMENT, MIN_STEP_CHANGE, NOISE_FLOOR, PENALTY_PER_LN_N};
 pub(super) use text::{arrow, change_text, point_text, step_at};
@@ -302,6 +305,10 @@ pub struct History {
     pub metrics: Vec<MetricHistory>,
     /// In version order, then metric order.
     pub steps: Vec<Step>,
+    /// Soak series: per version, its runs' RSS slopes and leak verdicts (`None` where it ran no
+    /// soak; empty for other series), and where a leak appeared or went away (`leaks`).
+    pub soak: Vec<Option<SoakPoint>>,
+    pub leak_changes: Vec<LeakChange>,
     /// When the series' records come from hosts whose speed fingerprints differ beyond noise:
     /// how (its steps may be the machines').
     pub hosts_differ: Option<String>,

@@ -243,7 +243,21 @@ pub fn histories(records: &[Record]) -> Vec<History> {
             let mut steps: Vec<Step> = metrics.iter().flat_map(|m| steps_of(m, &versions)).collect();
             steps.sort_by_key(|s| s.index);
             let hosts_differ = hosts_differ(all.values().flatten().copied());
-            History { key, label, runtime_versions, versions, failures, apis, metrics, steps, hosts_differ }
+            let soak: Vec<_> = versions.iter().map(|v| super::leaks::soak_point(&by_version[v])).collect();
+            let leak_changes = super::leaks::leak_changes(&versions, &soak);
+            History {
+                key,
+                label,
+                runtime_versions,
+                versions,
+                failures,
+                apis,
+                metrics,
+                steps,
+                soak,
+                leak_changes,
+                hosts_differ,
+            }
         })
         .collect()
 }

@@ -362,3 +362,55 @@ fn points_read_with_their_interval() {
     assert_eq!(point_text(Unit::Bytes, &p), "3.0 MiB");
     assert_eq!(change_text(0.88), "−12 %");
 }
+
+#[test]
+fn a_sweep_of_soaks_names_the_release_where_a_leak_appeared() {
+    let mut rs = Vec::new();
+    for (k, v) in ["1.0.0", "1.1.0", "1.2.0", "1.3.0"].iter().enumerate() {
+        let mut r = sample_record(&format!("ts-{v}"));
+        r.cell.server.sdk_version = v.to_string();
+        r.cell.id = format!("ts-{v}/soak");
+        r.cell.transport = crate::spec::CellTransport::StreamableHttp;
+        r.cell.workload = Workload::Soak {
+            tool: "add".into(),
+            workers: 10,
+            rate: None,
+            lifecycle: Default::default(),
+            idle_before_ms: 1000,
+            ramp_ms: 1000,
+            steady_ms: 60_000,
+            idle_after_ms: 1000,
+            interval_ms: 1000,
+            leak_floor_bytes_per_hour: 1 << 20,
+        };
+        r.metrics.cold_start = None;
+        let mib = if k >= 2 { 40.0 } else { 0.0 } * 1_048_576.0;
+        let slope =
+            stats::Slope { estimate: mib, lower: mib - 1e5, upper: mib + 1e5, n: 60, n_effective: 30.0 };
+        r.metrics.load = Some(crate::spec::LoadMetrics {
+            mode: crate::spec::LoadMode::Closed,
+            workers: 10,
+            throughput_rps: 1000.0,
+            soak: Some(crate::spec::SoakFigures {
+                rss_bytes_per_hour: Some(slope),
+                leak_floor_bytes_per_hour: 1 << 20,
+                leak: k >= 2,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        rs.push(r);
+    }
+    let hs = histories(&rs);
+    assert_eq!(hs.len(), 1);
+    let h = &hs[0];
+    assert_eq!(h.leak_changes.len(), 1, "{:?}", h.leak_changes);
+    assert_eq!(
+        (h.leak_changes[0].from_version.as_str(), h.leak_changes[0].to_version.as_str()),
+        ("1.1.0", "1.2.0")
+    );
+    let lines = control_lines(h);
+    assert!(lines[0].starts_with("LEAK APPEARS at benchlab-null 1.2.0 (1.1.0 0.00 MiB/h"), "{lines:?}");
+    assert!(lines[1].contains("1.3.0 40.00 MiB/h"), "{lines:?}");
+    assert_eq!(history_json(&rs)["series"][0]["leak_changes"][0]["to_version"], "1.2.0");
+}

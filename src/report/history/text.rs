@@ -61,7 +61,7 @@ pub fn control_text(unit: Unit, c: &super::ControlDrift) -> String {
 /// The notes under a history's table: `HOSTS DIFFER: …` when its records come from hosts of
 /// different speed, then one line per metric that had A/A controls: `A/A controls, cold start:
 /// up to +6 % — 1.1.2 +6 % (start 301 ms, middle 310 ms, end 319 ms); 1.30.0 +3 % (…)`. A step
-/// must move more than that.
+/// must move more than that. Then a soak series' leak lines (`leaks::soak_lines`).
 pub fn control_lines(h: &History) -> Vec<String> {
     let hosts = h.hosts_differ.iter().map(|d| format!("HOSTS DIFFER: {d}; a step may be the machines'"));
     let controls = h.metrics.iter().filter_map(|m| {
@@ -74,7 +74,7 @@ pub fn control_lines(h: &History) -> Vec<String> {
             each.join("; ")
         ))
     });
-    hosts.chain(controls).collect()
+    hosts.chain(controls).chain(super::soak_lines(h)).collect()
 }
 
 /// `+38 %`, `−12 %`.
@@ -195,6 +195,8 @@ pub fn history_json(records: &[Record]) -> serde_json::Value {
                 "failures": h.failures,
                 "metrics": metrics,
                 "steps": h.steps,
+                "soak": h.soak,
+                "leak_changes": h.leak_changes,
                 "hosts_differ": h.hosts_differ,
             })
         })
