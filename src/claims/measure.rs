@@ -179,7 +179,7 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
                 "{cell} recorded no RSS level after an idle phase (its record predates the idle phase, or idle_after was 0); a reading taken just after the load does not show memory given back"
             )),
         },
-        "rss_released" => released(&cell, under),
+        "rss_released" => released(&cell, under, load.and_then(|l| l.soak.as_ref())),
         "cgroup_peak" => {
             reading(under.and_then(|u| u.cgroup_peak_bytes).map(|b| b as f64), "cgroup memory peak")
         }
@@ -190,10 +190,20 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
 
 /// The share of the load's memory growth the server gave back by the end of the idle phase:
 /// (peak − level after) / (peak − idle before), from one record; a load that grew the tree by
-/// less than 4 MiB and 5 % has nothing to release, and says so.
-fn released(cell: &str, under: Option<&crate::spec::LoadMemory>) -> Measure {
+/// less than 4 MiB and 5 % has nothing to release, and says so. A soak's idle before is its
+/// level at the end of the idle phase before the load (a level, as the one after is), other
+/// loads' the reading after initialize.
+fn released(
+    cell: &str,
+    under: Option<&crate::spec::LoadMemory>,
+    soak: Option<&crate::spec::SoakFigures>,
+) -> Measure {
     let u = under.ok_or_else(|| format!("{cell} recorded no memory under load"))?;
-    let (Some(idle), Some(peak)) = (u.idle_before.as_ref(), u.peak_during.as_ref()) else {
+    let idle = match soak.and_then(|s| s.idle_before) {
+        Some(level) => Some(level.estimate),
+        None => u.idle_before.as_ref().map(|t| t.rss_bytes),
+    };
+    let (Some(idle), Some(peak)) = (idle, u.peak_during.as_ref()) else {
         return Err(format!("{cell} recorded no idle or peak RSS"));
     };
     let Some(after) = u.after_level.as_ref() else {
@@ -201,7 +211,7 @@ fn released(cell: &str, under: Option<&crate::spec::LoadMemory>) -> Measure {
             "{cell} recorded no RSS level after an idle phase (its record predates the idle phase, or idle_after was 0)"
         ));
     };
-    let (idle, peak, after) = (idle.rss_bytes as f64, peak.rss_bytes as f64, after.estimate as f64);
+    let (idle, peak, after) = (idle as f64, peak.rss_bytes as f64, after.estimate as f64);
     let growth = peak - idle;
     if growth < (4.0 * 1_048_576.0f64).max(0.05 * idle) {
         return Err(format!(
@@ -583,7 +593,7 @@ mod tests {
             ..Default::default()
         };
         // Without an idle phase there is no level after the load: not measured, not "after = peak".
-        assert!(released("c", Some(&u)).unwrap_err().contains("no RSS level after an idle phase"));
+        assert!(released("c", Some(&u), None).unwrap_err().contains("no RSS level after an idle phase"));
         let level = |m: u64| MemoryLevel {
             estimate: m << 20,
             lower: m << 20,
@@ -593,13 +603,18 @@ mod tests {
             to_ms: 30_000,
         };
         u.after_level = Some(level(50));
-        let m = released("c", Some(&u)).unwrap();
+        let m = released("c", Some(&u), None).unwrap();
         assert!((m.estimate - 0.8).abs() < 1e-9, "{m:?}");
+        // A soak's level before the load (after a minute idle) is the idle, not the reading
+        // after initialize: (90 - 50) / (90 - 30).
+        let soak = crate::spec::SoakFigures { idle_before: Some(level(30)), ..Default::default() };
+        let m = released("c", Some(&u), Some(&soak)).unwrap();
+        assert!((m.estimate - 40.0 / 60.0).abs() < 1e-9, "{m:?}");
         u.after_level = Some(level(90));
-        assert_eq!(released("c", Some(&u)).unwrap().estimate, 0.0);
+        assert_eq!(released("c", Some(&u), None).unwrap().estimate, 0.0);
         // A load that hardly grew the tree has nothing to release.
         u.peak_during = Some(mib(41));
-        assert!(released("c", Some(&u)).unwrap_err().contains("nothing to release"));
+        assert!(released("c", Some(&u), None).unwrap_err().contains("nothing to release"));
     }
 
     #[test]

@@ -62,12 +62,14 @@ fn perturbed(p: Perturb, s: Slope, threshold: f64) -> Slope {
     }
 }
 
+/// `30 min`, `90.5 min`, `24 h`.
 fn minutes(ms: u64) -> String {
+    let whole = |x: f64| if (x - x.round()).abs() < 1e-9 { format!("{x:.0}") } else { format!("{x:.1}") };
     let m = ms as f64 / 60_000.0;
     if m >= 120.0 {
-        format!("{} h", num(m / 60.0))
+        format!("{} h", whole(m / 60.0))
     } else {
-        format!("{} min", num(m))
+        format!("{} min", whole(m))
     }
 }
 
@@ -163,10 +165,16 @@ impl Ctx<'_> {
         } else {
             format!(" {} run(s) failed and are left out.", failed.len())
         };
+        let steady = minutes(runs.iter().map(|x| x.steady_ms).max().unwrap_or(0));
+        let caveat = match r.verdict {
+            Verdict::Contradicted => {
+                "growth that levels off later (a warm-up longer than the soak) is not ruled out".to_string()
+            }
+            _ => "a slower leak or one that starts later is not ruled out".to_string(),
+        };
         r.explanation = format!(
-            "RSS slope {}; {rule}: {verdict}. The claim is over {duration}; this soak's steady phase was {}, so a slower leak or one that starts later is not ruled out.{failed_text}",
+            "RSS slope {}; {rule}: {verdict}. The claim is over {duration}; this soak's steady phase was {steady}, so {caveat}.{failed_text}",
             each.join("; "),
-            minutes(runs.iter().map(|x| x.steady_ms).max().unwrap_or(0))
         );
         r
     }
