@@ -19,6 +19,9 @@ pub(super) struct Progress {
     /// A cluster's cells by state ("queued", "running"), and how many finished.
     dispatched: std::collections::BTreeMap<String, &'static str>,
     finished: usize,
+    /// Without a terminal: the phase last printed and when, so a long cell (a soak) shows a line
+    /// when its phase changes and once a minute, not nothing until it ends.
+    last_plain: Option<(String, std::time::Instant)>,
 }
 
 impl Progress {
@@ -29,6 +32,7 @@ impl Progress {
             parallel: false,
             dispatched: Default::default(),
             finished: 0,
+            last_plain: None,
         }
     }
 
@@ -99,6 +103,7 @@ impl Progress {
             },
             Event::CellStarted { index, total, cell_id, eta_s } => {
                 self.finish_bar();
+                self.last_plain = None;
                 let eta = eta_s.map(|s| format!(" (about {} left)", eta_text(s))).unwrap_or_default();
                 let msg = format!("cell {}/{total} {cell_id}{eta}", index + 1);
                 if self.tty && !self.parallel {
@@ -116,11 +121,20 @@ impl Progress {
                     eprintln!("{msg}");
                 }
             }
-            Event::CellProgress { phase, done, total, .. } => {
+            Event::CellProgress { cell_id, phase, done, total } => {
                 if let Some(b) = &self.bar {
                     b.set_length(total);
                     b.set_position(done);
                     b.set_message(phase);
+                } else if !self.tty {
+                    let due = match &self.last_plain {
+                        Some((p, at)) => *p != phase || at.elapsed() >= Duration::from_secs(60),
+                        None => true,
+                    };
+                    if due {
+                        eprintln!("  {cell_id}: {}", progress_text(&phase, done, total));
+                        self.last_plain = Some((phase, std::time::Instant::now()));
+                    }
                 }
             }
             Event::Order { order, seed, control_cells } => {
@@ -203,5 +217,33 @@ impl Progress {
     fn tally(&self) -> String {
         let n = |s: &str| self.dispatched.values().filter(|v| **v == s).count();
         format!(" · {} queued, {} running, {} done", n("queued"), n("running"), self.finished)
+    }
+}
+
+/// A cell's progress as a plain line: `load 12:00 of 30:00` for the phases counted in ms, `calls
+/// 300 of 1000` for the others.
+fn progress_text(phase: &str, done: u64, total: u64) -> String {
+    let in_ms = matches!(phase, "warmup" | "load" | "idle" | "idle before");
+    if !in_ms {
+        return format!("{phase} {done} of {total}");
+    }
+    let clock = |ms: u64| {
+        let s = ms / 1000;
+        if s >= 3600 {
+            format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+        } else {
+            format!("{}:{:02}", s / 60, s % 60)
+        }
+    };
+    format!("{phase} {} of {}", clock(done), clock(total))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plain_progress_reads_as_a_clock_for_timed_phases() {
+        assert_eq!(super::progress_text("load", 720_500, 1_800_000), "load 12:00 of 30:00");
+        assert_eq!(super::progress_text("idle", 5_000, 86_400_000), "idle 0:05 of 24:00:00");
+        assert_eq!(super::progress_text("calls", 300, 1000), "calls 300 of 1000");
     }
 }
