@@ -61,6 +61,17 @@ fn memory_series(r: &Record, s: &LoadSeries) -> Vec<Series> {
     vec![rss, idle, cgroup]
 }
 
+/// A latency axis label: `160`, `2.5`, `0.125` (as many decimals as the magnitude needs).
+fn ms_tick(y: f64) -> String {
+    if y.abs() >= 10.0 || y == 0.0 {
+        format!("{y:.0}")
+    } else if y.abs() >= 1.0 {
+        format!("{y:.1}")
+    } else {
+        format!("{y:.3}")
+    }
+}
+
 fn slope_text(s: Option<Slope>, k: f64, unit: &str) -> String {
     s.map_or("—".into(), |s| {
         format!(
@@ -123,7 +134,7 @@ pub(super) fn over_time_section(o: &mut String, records: &[Record]) {
         let window = (s.window_from_ms as f64 / 1e3, s.window_to_ms as f64 / 1e3);
         chart_or_note(
             o,
-            charts::over_time("Latency per interval", "ms", &latency_series(s), window, &|y| format!("{y:.3}")),
+            charts::over_time("Latency per interval", "ms", &latency_series(s), window, &ms_tick),
             &format!(
                 "p50 and p99 of the calls answered in each {} ms interval (those with at least 5 calls), warm-up or ramp included.",
                 s.interval_ms
