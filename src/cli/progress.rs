@@ -121,22 +121,7 @@ impl Progress {
                     eprintln!("{msg}");
                 }
             }
-            Event::CellProgress { cell_id, phase, done, total } => {
-                if let Some(b) = &self.bar {
-                    b.set_length(total);
-                    b.set_position(done);
-                    b.set_message(phase);
-                } else if !self.tty {
-                    let due = match &self.last_plain {
-                        Some((p, at)) => *p != phase || at.elapsed() >= Duration::from_secs(60),
-                        None => true,
-                    };
-                    if due {
-                        eprintln!("  {cell_id}: {}", progress_text(&phase, done, total));
-                        self.last_plain = Some((phase, std::time::Instant::now()));
-                    }
-                }
-            }
+            Event::CellProgress { cell_id, phase, done, total } => self.cell_progress(cell_id, phase, done, total),
             Event::Order { order, seed, control_cells } => {
                 let how = match seed {
                     Some(s) => format!("{} order, seed {s} (`--order-seed {s}` gives it again)", order.as_str()),
@@ -188,6 +173,25 @@ impl Progress {
                     _ => String::new(),
                 };
                 self.line(format!("  {} {status}{where_}{noisy}{eta}", record.cell.id));
+            }
+        }
+    }
+
+    /// A cell's progress: its bar on a terminal; elsewhere a line when the phase changes and once
+    /// a minute.
+    fn cell_progress(&mut self, cell_id: String, phase: String, done: u64, total: u64) {
+        if let Some(b) = &self.bar {
+            b.set_length(total);
+            b.set_position(done);
+            b.set_message(phase);
+        } else if !self.tty {
+            let due = match &self.last_plain {
+                Some((p, at)) => *p != phase || at.elapsed() >= Duration::from_secs(60),
+                None => true,
+            };
+            if due {
+                eprintln!("  {cell_id}: {}", progress_text(&phase, done, total));
+                self.last_plain = Some((phase, std::time::Instant::now()));
             }
         }
     }
