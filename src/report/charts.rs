@@ -30,6 +30,23 @@ const PALETTE: [RGBColor; 10] = [
 
 pub type ChartError = Box<dyn std::error::Error>;
 
+/// The legend every line chart draws: upper left, on a translucent white box, labels at `size`.
+fn legend<'a, DB, CT>(chart: &mut ChartContext<'a, DB, CT>, size: u32) -> Result<(), ChartError>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xBB, 0xBB, 0xBB))
+        .label_font((FONT, size))
+        .draw()?;
+    Ok(())
+}
+
 /// One bar: a label, its value, an optional interval drawn as a whisker, and the text written at
 /// its end.
 #[derive(Debug, Clone)]
@@ -217,13 +234,7 @@ pub fn percentiles(title: &str, curves: &[Curve]) -> Result<String, ChartError> 
                 .label(c.label.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart, 12)?;
         root.present()?;
     }
     Ok(inline(svg))
@@ -278,13 +289,7 @@ pub fn lines(
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart, 12)?;
         root.present()?;
     }
     Ok(inline(svg))
@@ -340,13 +345,7 @@ pub fn over_time(
                 .label(s.label.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xBB, 0xBB, 0xBB))
-            .label_font((FONT, 11))
-            .draw()?;
+        legend(&mut chart, 11)?;
         root.present()?;
     }
     Ok(inline(svg))
