@@ -44,7 +44,9 @@
 //! (31–148 µs: wake-ups on a VM), so the pipe cannot tell hosts apart and memory only grossly.
 //! Preemption (and steal, where the kernel accounts it) stays out of the CPU-timed probes: the
 //! quiet check reports those.
-//! The calibration test below prints these figures for another host.
+//! `cargo bench --bench fingerprint_aa` prints these figures for another host (an A/A run:
+//! fingerprints of one host in a row and the pairs `compare` calls different). It is a bench,
+//! not a test: on a shared host a burst of load fails any threshold now and then.
 
 use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::time::Instant;
@@ -634,50 +636,5 @@ mod tests {
             assert_eq!(p.repetitions, REPETITIONS);
         }
         assert!(!compare(&f, &f).differs);
-    }
-
-    /// An A/A check of [`threshold`]: three fingerprints of this host in a row, each probe's
-    /// min/median/max over them, and no pair that `compare` calls different (the thresholds came
-    /// from 48 such fingerprints). To recalibrate, raise the count and run it on an optimised
-    /// build: `cargo test --release --lib host::fingerprint::tests::calibration -- --nocapture`.
-    #[test]
-    fn calibration() {
-        let cpus = crate::placement::available_cpus();
-        let (a, b) = (*cpus.last().unwrap(), cpus[0]);
-        let started = Instant::now();
-        let fs: Vec<Fingerprint> = (0..3).map(|_| measure(a, b)).collect();
-        println!("{} fingerprints in {:.1} s", fs.len(), started.elapsed().as_secs_f64());
-        for f in &fs {
-            println!("{}", summary(f));
-        }
-        for name in [CPU_LOOP, MEMORY_BANDWIDTH, PIPE_PINGPONG, SPAWN] {
-            let mut v: Vec<f64> = fs.iter().filter_map(|f| f.probe(name)).map(|p| p.value).collect();
-            v.sort_unstable_by(f64::total_cmp);
-            let (min, max) = (v[0], v[v.len() - 1]);
-            let half: Vec<f64> = fs.iter().filter_map(|f| f.probe(name)).map(spread_pct).collect();
-            println!(
-                "{name}: min {} median {} max {} (max/min {:.2}); interval half-width median {:.1} %",
-                three_digits(min),
-                three_digits(median_interval(&v).0),
-                three_digits(max),
-                max / min,
-                median_interval(&half).0
-            );
-        }
-        let mut flagged = Vec::new();
-        for (i, x) in fs.iter().enumerate() {
-            for y in &fs[i + 1..] {
-                let c = compare(x, y);
-                if c.differs {
-                    flagged.push(comparison_line(&c));
-                }
-            }
-        }
-        println!(
-            "pairs called different: {} of {}: {flagged:#?}",
-            flagged.len(),
-            fs.len() * (fs.len() - 1) / 2
-        );
-        assert!(flagged.is_empty(), "one host called different from itself: {flagged:#?}");
     }
 }
