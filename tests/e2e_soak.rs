@@ -4,6 +4,8 @@
 //! slope the record carries must contain the true one (64 KiB × the calls answered per hour) and
 //! name a leak; the clean server's interval must contain zero and name none. Every load cell's
 //! time series (per-interval histograms, resources on the same clock) is checked on the way.
+//! Then two connect/disconnect cycles (10 s of load, 5 s idle): the leak is never given back, so
+//! each cycle's level after stands a cycle's leak above the one before.
 //! Fails (never skips) when no engine answers. About four minutes.
 
 mod common;
@@ -45,6 +47,9 @@ duration = "90s"
 idle_after = "10s"
 interval = "1s"
 leak_floor = "1MiB/h"
+cycles = 2
+cycle_load = "10s"
+cycle_idle = "5s"
 "#;
 
 #[test]
@@ -102,6 +107,17 @@ fn a_known_leak_is_recovered_within_its_interval_and_a_clean_server_names_none()
         assert_eq!(res["rss_bytes"].as_array().unwrap().len(), n);
         assert!(res["cpu_ns"][n - 1].as_u64() > res["cpu_ns"][0].as_u64(), "{id}: CPU time grows");
         assert!(load["soak"]["idle_before"]["estimate"].as_u64() > Some(0), "{id}");
+        let cycles = load["soak"]["cycles"].as_array().unwrap();
+        assert_eq!(cycles.len(), 2, "{id}");
+        for c in cycles {
+            // 20 calls/s for 10 s, all at once (no ramp).
+            assert!((185..=215).contains(&c["ok"].as_u64().unwrap()), "{id}: {c}");
+            assert_eq!(c["failed"], 0, "{id}: {c}");
+            assert!(
+                c["peak_rss_bytes"].as_u64() > Some(0) && c["after"]["n"].as_u64() >= Some(3),
+                "{id}: {c}"
+            );
+        }
     }
 
     let slope = |id: &str| {
@@ -121,6 +137,14 @@ fn a_known_leak_is_recovered_within_its_interval_and_a_clean_server_names_none()
     let after = by("leaky")["metrics"]["memory"]["under_load"]["after_level"]["estimate"].as_f64().unwrap();
     let before = leaky["soak"]["idle_before"]["estimate"].as_f64().unwrap();
     assert!(after - before > 0.8 * LEAK * RATE * 90.0, "{before} → {after}");
+    // Each cycle leaks 200 calls × 64 KiB more, and keeps it.
+    let mut level = after;
+    for c in leaky["soak"]["cycles"].as_array().unwrap() {
+        let next = c["after"]["estimate"].as_f64().unwrap();
+        assert!(next - level > 0.8 * LEAK * RATE * 10.0, "cycle: {level} → {next}");
+        assert!(c["peak_rss_bytes"].as_f64().unwrap() >= next - LEAK * 8.0, "{c}");
+        level = next;
+    }
 
     let (est, lo, hi) = slope("clean");
     eprintln!("clean: {est:.4e} B/h [{lo:.4e}, {hi:.4e}]");

@@ -24,8 +24,8 @@ use benchlab::record::{
 use benchlab::spec::{
     DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
     IdleSeries, Lifecycle, LoadMemory, LoadMetrics, LoadSeries, MemoryLevel, ParallelSlot, Placement, Repeat,
-    Reply, Request, ResourceSeries, SeriesInterval, ServerLaunch, Slope, SoakFigures, SourceInfo, Timeouts,
-    TreeMemory, Warmup, Workload,
+    Reply, Request, ResourceSeries, SeriesInterval, ServerLaunch, Slope, SoakCycle, SoakFigures, SourceInfo,
+    Timeouts, TreeMemory, Warmup, Workload,
 };
 use benchlab::stats::LatencySummary;
 
@@ -199,6 +199,22 @@ fn soak_figures() -> SoakFigures {
         }),
         p50_ms_per_hour: Some(slope(0.25)),
         p99_ms_per_hour: Some(slope(-0.5)),
+        cycles: vec![
+            SoakCycle {
+                ok: 6_000,
+                failed: 2,
+                peak_rss_bytes: Some(52 << 20),
+                after: Some(MemoryLevel {
+                    estimate: 40 << 20,
+                    lower: 40 << 20,
+                    upper: 41 << 20,
+                    n: 20,
+                    from_ms: 115_000,
+                    to_ms: 120_000,
+                }),
+            },
+            SoakCycle { ok: 0, failed: 6_000, peak_rss_bytes: None, after: None },
+        ],
     }
 }
 
@@ -455,6 +471,9 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 idle_after_ms: 300_000,
                 interval_ms: 1_000,
                 leak_floor_bytes_per_hour: 1 << 20,
+                cycles: 0,
+                cycle_load_ms: 0,
+                cycle_idle_ms: 0,
             },
         ),
         (
@@ -470,6 +489,9 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 idle_after_ms: 0,
                 interval_ms: 250,
                 leak_floor_bytes_per_hour: 0,
+                cycles: 5,
+                cycle_load_ms: 60_000,
+                cycle_idle_ms: 120_000,
             },
         ),
         (

@@ -436,7 +436,7 @@ impl Ctx<'_> {
             r.judged_as = "absolute (hardware matches)".into();
             let i = m.interval();
             let prefix = format!("The lab's hardware ({lab}) matches the source's. ");
-            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix, suffix: String::new() };
+            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix, suffix: basis_note(&m) };
             return self.judged(r, j);
         }
         if matches!(sel.dim(), Dim::Lines | Dim::Fraction) {
@@ -449,7 +449,7 @@ impl Ctx<'_> {
                 tol,
                 unit,
                 prefix: String::new(),
-                suffix: String::new(),
+                suffix: basis_note(&m),
             };
             return self.judged(r, j);
         }
@@ -675,5 +675,16 @@ fn verdict_min(a: Verdict, b: Verdict) -> Verdict {
         a
     } else {
         b
+    }
+}
+
+/// What a figure's interval is between, when that is not what its n says by itself.
+fn basis_note(m: &Measured) -> String {
+    match m.basis {
+        super::measure::Basis::Cycles => format!(
+            " The interval is between the {} disconnections of one server process (the soak's load and its connect/disconnect cycles), not between runs.",
+            m.n
+        ),
+        _ => String::new(),
     }
 }

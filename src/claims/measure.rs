@@ -13,6 +13,8 @@
 //! - One run of calls or an HTTP load's latency: [`stats::histogram_quantile_cis`] for quantiles;
 //!   the mean gets mean ± 1.96·sd/√n. Never flagged noisy (the CV is the distribution's shape).
 //! - Single readings (RSS, lines of code, throughput, error rate, CPU): a zero-width interval.
+//! - The share of memory released by a soak with connect/disconnect cycles: one share per
+//!   disconnection, their mean and the Student t interval between them.
 //!
 //! Ratios: two cells with two runs or more each get Welch's t on the logarithms of their runs'
 //! values ([`stats::ratio_between_runs`]), never narrower than the ratio of their within-run
@@ -45,6 +47,9 @@ pub enum Basis {
     Aggregate,
     /// A count that does not vary between runs (lines of code): exact, no interval needed.
     Exact,
+    /// The mean of a soak's disconnections (its load's and its connect/disconnect cycles'),
+    /// with the t interval between them.
+    Cycles,
 }
 
 /// A measured figure, in the metric's own unit.
@@ -192,7 +197,9 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
 /// (peak − level after) / (peak − idle before), from one record; a load that grew the tree by
 /// less than 4 MiB and 5 % has nothing to release, and says so. A soak's idle before is its
 /// level at the end of the idle phase before the load (a level, as the one after is), other
-/// loads' the reading after initialize.
+/// loads' the reading after initialize. A soak with connect/disconnect cycles gives one share
+/// per disconnection (its load's and each cycle's, all against the idle level before any
+/// client): their mean, with the Student t interval between them (see [`between_cycles`]).
 fn released(
     cell: &str,
     under: Option<&crate::spec::LoadMemory>,
@@ -211,17 +218,85 @@ fn released(
             "{cell} recorded no RSS level after an idle phase (its record predates the idle phase, or idle_after was 0)"
         ));
     };
-    let (idle, peak, after) = (idle as f64, peak.rss_bytes as f64, after.estimate as f64);
+    let first = share_released(cell, idle, peak.rss_bytes, after.estimate, "load");
+    let cycles = soak.map_or(&[][..], |s| &s.cycles[..]);
+    if cycles.is_empty() {
+        return reading(cell, Some(first?), "share of the load's growth released");
+    }
+    let mut shares = Vec::new();
+    let mut skipped = Vec::new();
+    let all = std::iter::once(first).chain(cycles.iter().enumerate().map(|(k, c)| {
+        match (c.peak_rss_bytes, &c.after) {
+            (Some(peak), Some(after)) => {
+                share_released(cell, idle, peak, after.estimate, &format!("cycle {}", k + 1))
+            }
+            _ => Err(format!("{cell}'s cycle {} recorded no peak or level after", k + 1)),
+        }
+    }));
+    for s in all {
+        match s {
+            Ok(v) => shares.push(v),
+            Err(e) => skipped.push(e),
+        }
+    }
+    between_cycles(cell, &shares, &skipped)
+}
+
+/// One disconnection's share released: (peak − after) / (peak − idle), or why there is nothing
+/// to release (a growth under 4 MiB and 5 % of the idle level).
+fn share_released(cell: &str, idle: u64, peak: u64, after: u64, what: &str) -> Result<f64, String> {
+    let (idle, peak, after) = (idle as f64, peak as f64, after as f64);
     let growth = peak - idle;
     if growth < (4.0 * 1_048_576.0f64).max(0.05 * idle) {
         return Err(format!(
-            "{cell}'s load grew the server tree by only {:.1} MiB (idle {:.1} MiB, peak {:.1} MiB): there is nothing to release",
+            "{cell}'s {what} grew the server tree by only {:.1} MiB (idle {:.1} MiB, peak {:.1} MiB): there is nothing to release",
             growth / 1_048_576.0,
             idle / 1_048_576.0,
             peak / 1_048_576.0
         ));
     }
-    reading(cell, Some((peak - after) / growth), "share of the load's growth released")
+    Ok((peak - after) / growth)
+}
+
+/// The shares released at a soak's disconnections (its load's and its cycles'): their mean and
+/// the 95 % Student t interval of it (shares near 0 or 1 are not log-normal, so not
+/// `stats::between_runs`). The disconnections are of one server process, so the interval says
+/// how that process gives memory back, not how another run's would. Fewer than two shares is a
+/// reading with no interval; shares left out (nothing to release) are named.
+fn between_cycles(cell: &str, shares: &[f64], skipped: &[String]) -> Measure {
+    let left_out = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} left out: {})", skipped.len(), skipped.join("; "))
+    };
+    match shares.len() {
+        0 => return Err(format!("{cell} has no disconnection with memory to release{left_out}")),
+        1 => {
+            return reading(cell, Some(shares[0]), "share of the load's growth released").map(|m| Measured {
+                undecidable: Some(format!("{cell}'s share released is one disconnection's{left_out}")),
+                ..m
+            })
+        }
+        _ => {}
+    }
+    let n = shares.len();
+    let mean = shares.iter().sum::<f64>() / n as f64;
+    let var = shares.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = stats::t_975(n - 1) * (var / n as f64).sqrt();
+    Ok(Measured {
+        estimate: mean,
+        ci: Some(Interval { estimate: mean, lower: mean - half, upper: mean + half, confidence: CONFIDENCE }),
+        n: n as u64,
+        repeats: 1,
+        within: None,
+        noisy_runs: 0,
+        cv: None,
+        noisy: false,
+        basis: Basis::Cycles,
+        cells: vec![cell.to_string()],
+        undecidable: None,
+        resample: shares.to_vec(),
+    })
 }
 
 /// A statistic of one run's cold-start or tools/list samples, bootstrapped when there are enough.

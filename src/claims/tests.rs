@@ -311,6 +311,9 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
             idle_after_ms: 300_000,
             interval_ms: 1_000,
             leak_floor_bytes_per_hour: 1 << 20,
+            cycles: 0,
+            cycle_load_ms: 0,
+            cycle_idle_ms: 0,
         };
         let slope = Slope {
             estimate: (lower + upper) / 2.0 * MIB,
@@ -347,4 +350,75 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
     let st = none.self_test.clone().unwrap();
     assert_eq!((st.doubled, st.status), (Verdict::Contradicted, SelfTestStatus::CanFail));
     assert!(a.cannot_fail().is_empty());
+}
+
+#[test]
+fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has_none() {
+    use crate::spec::{LoadMemory, LoadMetrics, MemoryLevel, SoakCycle, SoakFigures, TreeMemory};
+    const MIB: u64 = 1 << 20;
+    let level = |mib: u64| MemoryLevel {
+        estimate: mib * MIB,
+        lower: mib * MIB,
+        upper: mib * MIB,
+        n: 20,
+        from_ms: 0,
+        to_ms: 5_000,
+    };
+    // Idle at 50 MiB; the load peaks at 80 MiB, then each disconnection leaves `afters[k]` MiB
+    // (the load's first, then the cycles', each cycle peaking at `peak` MiB).
+    let soak_run = |id: &str, afters: &[u64], peak: u64| {
+        let mut r = sample_record(id);
+        r.cell.server.id = id.into();
+        r.metrics.memory.under_load = Some(LoadMemory {
+            peak_during: Some(TreeMemory { rss_bytes: 80 * MIB, hwm_bytes: 80 * MIB, processes: 1 }),
+            after_level: Some(level(afters[0])),
+            ..Default::default()
+        });
+        let cycles = afters[1..]
+            .iter()
+            .map(|a| SoakCycle {
+                ok: 100,
+                failed: 0,
+                peak_rss_bytes: Some(peak * MIB),
+                after: Some(level(*a)),
+            })
+            .collect();
+        r.metrics.load = Some(LoadMetrics {
+            soak: Some(SoakFigures { idle_before: Some(level(50)), cycles, ..Default::default() }),
+            ..Default::default()
+        });
+        r
+    };
+    let records = [
+        // Back to 50-52 MiB every time: 93-100 % released.
+        soak_run("a", &[50, 51, 50, 52, 50], 80),
+        // Never given back: 0 % each time, and the cycles' peaks sit on what the load kept.
+        soak_run("b", &[80, 82, 81, 82, 80], 82),
+        // The load's share alone.
+        soak_run("z", &[50], 80),
+    ];
+    let claim = |cell: &str| {
+        format!("kind = \"absolute\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"rss_released\" }}\nvalue = 100\nunit = \"%\"")
+    };
+    let (ca, cb, cz) = (claim("a"), claim("b"), claim("z"));
+    let a = run(&[("clean", ca.as_str()), ("kept", &cb), ("once", &cz)], &records);
+    assert_eq!(verdict(&a, "clean"), Verdict::Reproduced);
+    assert_eq!(verdict(&a, "kept"), Verdict::Contradicted);
+    assert_eq!(verdict(&a, "once"), Verdict::Inconclusive, "one disconnection is one reading");
+    let clean = a.results.iter().find(|r| r.id == "clean").unwrap();
+    assert_eq!(clean.n, Some(5));
+    let i = clean.interval.unwrap();
+    // Shares 1, 29/30, 1, 28/30, 1: mean 0.98, sd 0.0298, t(4) = 2.776.
+    assert!((i.estimate - 0.98).abs() < 1e-9, "{i:?}");
+    assert!((i.upper - i.estimate - 2.776 * 0.029_814 / 5f64.sqrt()).abs() < 1e-4, "{i:?}");
+    assert!(a.cannot_fail().is_empty(), "{:?}", a.cannot_fail());
+    // A cycle whose load grew nothing (peak at the idle level) is left out, not counted as 0.
+    let flat = soak_run("a", &[50, 51, 50, 52, 50, 50], 80);
+    let mut flat = flat;
+    if let Some(s) = flat.metrics.load.as_mut().and_then(|l| l.soak.as_mut()) {
+        s.cycles[4].peak_rss_bytes = Some(51 * MIB);
+    }
+    let a = run(&[("clean", ca.as_str())], &[flat, records[1].clone(), records[2].clone()]);
+    let clean = a.results.iter().find(|r| r.id == "clean").unwrap();
+    assert_eq!((clean.verdict, clean.n), (Verdict::Reproduced, Some(5)));
 }

@@ -227,7 +227,8 @@ impl Progress {
 /// A cell's progress as a plain line: `load 12:00 of 30:00` for the phases counted in ms, `calls
 /// 300 of 1000` for the others.
 fn progress_text(phase: &str, done: u64, total: u64) -> String {
-    let in_ms = matches!(phase, "warmup" | "load" | "idle" | "idle before");
+    // A soak's cycles prefix theirs: `cycle 2/5 load`, `cycle 2/5 idle`.
+    let in_ms = matches!(phase.rsplit(' ').next(), Some("warmup" | "load" | "idle" | "before"));
     if !in_ms {
         return format!("{phase} {done} of {total}");
     }
@@ -248,6 +249,7 @@ mod tests {
     fn plain_progress_reads_as_a_clock_for_timed_phases() {
         assert_eq!(super::progress_text("load", 720_500, 1_800_000), "load 12:00 of 30:00");
         assert_eq!(super::progress_text("idle", 5_000, 86_400_000), "idle 0:05 of 24:00:00");
+        assert_eq!(super::progress_text("cycle 2/5 idle", 61_000, 120_000), "cycle 2/5 idle 1:01 of 2:00");
         assert_eq!(super::progress_text("calls", 300, 1000), "calls 300 of 1000");
     }
 }

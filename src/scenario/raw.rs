@@ -187,6 +187,11 @@ pub(super) struct RawWorkload {
     pub(super) ramp: Option<Spanned<String>>,
     pub(super) interval: Option<Spanned<String>>,
     pub(super) leak_floor: Option<Spanned<String>>,
+    /// `soak`: connect/disconnect cycles after its idle phase, each a load of `cycle_load`
+    /// (default "60s") and an idle phase of `cycle_idle` (default: `idle_after`).
+    pub(super) cycles: Option<Spanned<u32>>,
+    pub(super) cycle_load: Option<Spanned<String>>,
+    pub(super) cycle_idle: Option<Spanned<String>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }

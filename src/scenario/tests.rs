@@ -368,6 +368,9 @@ fn a_soak_reads_its_phases_with_defaults_and_refuses_what_does_not_fit() {
             idle_after_ms: 30_000,
             interval_ms: 1_000,
             leak_floor_bytes_per_hour: 1 << 20,
+            cycles: 0,
+            cycle_load_ms: 0,
+            cycle_idle_ms: 0,
         }
     );
     assert_eq!(s.cells()[0].id(), "null/soak");
@@ -402,4 +405,43 @@ fn a_soak_reads_its_phases_with_defaults_and_refuses_what_does_not_fit() {
     // The soak's own keys belong to no other workload.
     let e = parse(&GOOD.replace("calls = 100", "calls = 100\nramp = \"1s\"")).unwrap_err().to_string();
     assert!(e.contains("`ramp` does not belong to a serial_calls workload"), "{e}");
+}
+
+#[test]
+fn a_soaks_cycles_take_their_idle_phase_from_idle_after_and_refuse_what_does_not_fit() {
+    let cycles_of = |extra: &str| match parse(&soak(&format!("workers = 4\nduration = \"1m\"\n{extra}")))
+        .unwrap()
+        .cells()[0]
+        .workload
+    {
+        Workload::Soak { cycles, cycle_load_ms, cycle_idle_ms, .. } => (cycles, cycle_load_ms, cycle_idle_ms),
+        ref w => panic!("{w:?}"),
+    };
+    assert_eq!(cycles_of(""), (0, 0, 0));
+    assert_eq!(cycles_of("cycles = 5\nidle_after = \"2m\""), (5, 60_000, 120_000));
+    assert_eq!(cycles_of("cycles = 3\ncycle_load = \"30s\"\ncycle_idle = \"90s\""), (3, 30_000, 90_000));
+    // The cycles count in the time limit and the estimate.
+    let w = &parse(&soak(
+        "workers = 4\nduration = \"1m\"\ncycles = 2\ncycle_load = \"30s\"\ncycle_idle = \"90s\"",
+    ))
+    .unwrap()
+    .cells()[0]
+        .workload;
+    assert_eq!(w.cycles_ms(), 240_000);
+    let plain = &parse(&soak("workers = 4\nduration = \"1m\"")).unwrap().cells()[0].workload;
+    assert_eq!(
+        w.time_limit(&Default::default()) - plain.time_limit(&Default::default()),
+        std::time::Duration::from_millis(264_000)
+    );
+    for (extra, says) in [
+        ("cycles = 0", "from 1 to 1000"),
+        ("cycle_load = \"30s\"", "without `cycles`"),
+        ("cycles = 2\ncycle_load = \"0s\"", "at least \"1s\""),
+        ("cycles = 2\ncycle_idle = \"later\"", "`cycle_idle`"),
+    ] {
+        let e = parse(&soak(&format!("workers = 2\nduration = \"1m\"\n{extra}"))).unwrap_err().to_string();
+        assert!(e.contains(says), "{extra}: {e}");
+    }
+    let e = parse(&GOOD.replace("calls = 100", "calls = 100\ncycles = 2")).unwrap_err().to_string();
+    assert!(e.contains("`cycles` does not belong to a serial_calls workload"), "{e}");
 }

@@ -44,9 +44,12 @@ impl RawWorkload {
                 ("ramp", &self.ramp),
                 ("interval", &self.interval),
                 ("leak_floor", &self.leak_floor),
+                ("cycle_load", &self.cycle_load),
+                ("cycle_idle", &self.cycle_idle),
             ] {
                 self.stray(name, span_of(v))?;
             }
+            self.stray("cycles", span_of(&self.cycles))?;
         }
         Ok(typed)
     }
@@ -113,6 +116,8 @@ impl RawWorkload {
                 crate::text::parse_memory(per_hour).map_err(|m| (f.span(), m))?
             }
         };
+        let idle_after_ms = self.idle_after()?;
+        let (cycles, cycle_load_ms, cycle_idle_ms) = self.cycles(idle_after_ms)?;
         Ok(vec![(
             Workload::Soak {
                 tool: self.tool_name()?,
@@ -122,12 +127,52 @@ impl RawWorkload {
                 idle_before_ms: dur("idle_before", &self.idle_before, 30_000)?,
                 ramp_ms: dur("ramp", &self.ramp, 30_000)?,
                 steady_ms,
-                idle_after_ms: self.idle_after()?,
+                idle_after_ms,
                 interval_ms,
                 leak_floor_bytes_per_hour,
+                cycles,
+                cycle_load_ms,
+                cycle_idle_ms,
             },
             String::new(),
         )])
+    }
+
+    /// A soak's connect/disconnect cycles: their count, each one's load and idle phase, ms (all
+    /// zero without `cycles`). Each cycle's idle phase defaults to the soak's `idle_after`.
+    fn cycles(&self, idle_after_ms: u64) -> Result<(u32, u64, u64), SpanErr> {
+        let Some(n) = &self.cycles else {
+            for (key, v) in [("cycle_load", &self.cycle_load), ("cycle_idle", &self.cycle_idle)] {
+                if let Some(sp) = span_of(v) {
+                    return Err((
+                        sp,
+                        format!("`{key}` without `cycles` (how many connect/disconnect cycles, e.g. 5)"),
+                    ));
+                }
+            }
+            return Ok((0, 0, 0));
+        };
+        if !(1..=1_000).contains(n.get_ref()) {
+            return Err((
+                n.span(),
+                "`cycles` is a count of connect/disconnect cycles, from 1 to 1000".into(),
+            ));
+        }
+        let dur = |key: &str, v: &Option<Spanned<String>>, default: u64| -> Result<u64, SpanErr> {
+            v.as_ref().map_or(Ok(default), |t| {
+                parse_duration_ms(t.get_ref()).map_err(|m| (t.span(), format!("`{key}`: {m}")))
+            })
+        };
+        let load = dur("cycle_load", &self.cycle_load, 60_000)?;
+        let idle = dur("cycle_idle", &self.cycle_idle, idle_after_ms)?;
+        if load < 1_000 || idle < 1_000 {
+            let sp = if load < 1_000 { span_of(&self.cycle_load) } else { span_of(&self.cycle_idle) };
+            return Err((
+                sp.unwrap_or(n.span()),
+                "a cycle's `cycle_load` and `cycle_idle` are at least \"1s\" (the idle phase reads a level at its end)".into(),
+            ));
+        }
+        Ok((*n.get_ref(), load, idle))
     }
 
     fn cold_start(&self) -> Result<Typed, SpanErr> {

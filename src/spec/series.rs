@@ -79,6 +79,23 @@ pub struct SoakFigures {
     /// the intervals with at least `MIN_CALLS_FOR_DRIFT` correct calls).
     pub p50_ms_per_hour: Option<Slope>,
     pub p99_ms_per_hour: Option<Slope>,
+    /// The connect/disconnect cycles after the idle phase, in order (the workload's `cycles`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycles: Vec<SoakCycle>,
+}
+
+/// One connect/disconnect cycle of a soak: the clients connected again (all at once) and loaded
+/// the server for the workload's `cycle_load_ms`, then left for its `cycle_idle_ms`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoakCycle {
+    /// Calls answered correctly and calls failed in the cycle's load.
+    pub ok: u64,
+    pub failed: u64,
+    /// The highest RSS of the server tree the sampler read during the cycle's load.
+    pub peak_rss_bytes: Option<u64>,
+    /// The RSS level at the end of the cycle's idle phase (the clients gone).
+    pub after: Option<MemoryLevel>,
 }
 
 /// An interval's percentile enters the drift fit only when this many calls completed in it.

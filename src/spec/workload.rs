@@ -69,7 +69,9 @@ pub enum Workload {
     /// over it for the leak slope), then `idle_after_ms` with every client gone. Closed loop of
     /// `workers` virtual users, or with `rate`, an open loop over `workers` connections. Every
     /// `interval_ms` the series takes a histogram and a resource sample. A leak is named only
-    /// when the slope's interval lies above `leak_floor_bytes_per_hour`.
+    /// when the slope's interval lies above `leak_floor_bytes_per_hour`. Then, `cycles` times,
+    /// the clients connect again (all at once) and load for `cycle_load_ms`, and leave for
+    /// `cycle_idle_ms`: each cycle gives one more share of memory given back (0: no cycles).
     Soak {
         tool: String,
         workers: u32,
@@ -82,7 +84,18 @@ pub enum Workload {
         idle_after_ms: u64,
         interval_ms: u64,
         leak_floor_bytes_per_hour: u64,
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        cycles: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cycle_load_ms: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cycle_idle_ms: u64,
     },
+}
+
+/// For `skip_serializing_if`: a zero count that stands for "absent" in stored shapes.
+pub(crate) fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// For `skip_serializing_if`: a zero that stands for "absent" in stored shapes.
@@ -210,6 +223,17 @@ impl Workload {
             _ => 0,
         }
     }
+
+    /// A soak's connect/disconnect cycles after its idle phase, ms: their loads and idle
+    /// phases together (0 without cycles, and for every other workload).
+    pub fn cycles_ms(&self) -> u64 {
+        match self {
+            Workload::Soak { cycles, cycle_load_ms, cycle_idle_ms, .. } => {
+                u64::from(*cycles) * (cycle_load_ms + cycle_idle_ms)
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// How long a server of some family and runtime takes: to start (spawn to initialized) and per
@@ -232,7 +256,9 @@ impl Workload {
             }
             // The idle phase samples through the shim (two round trips per 250 ms): its own
             // length plus a tenth covers slow reads.
-            w => per_session + w.load_time_ms() + w.idle_after_ms() * 11 / 10 + 2 * t.call_ms,
+            w => {
+                per_session + w.load_time_ms() + (w.idle_after_ms() + w.cycles_ms()) * 11 / 10 + 2 * t.call_ms
+            }
         };
         // A bound against typos; a soak may run a day and its idle phases.
         let cap_h = if matches!(self, Workload::Soak { .. }) { 27 } else { 6 };
@@ -251,7 +277,9 @@ impl Workload {
             Workload::SerialCalls { warmup, calls, .. } => {
                 session + (warmup.expected() + u64::from(*calls)) as f64 * pace.call_s
             }
-            w => session + (w.load_ms(Warmup::expected) + w.idle_after_ms()) as f64 / 1e3 + 1.0,
+            w => {
+                session + (w.load_ms(Warmup::expected) + w.idle_after_ms() + w.cycles_ms()) as f64 / 1e3 + 1.0
+            }
         }
     }
 }

@@ -229,32 +229,7 @@ fn run_spawned(
     let idle = shim.memory(pid)?;
     out.memory_after_initialize = Some(idle.clone());
     let soak_before = soak::idle_before(spec, shim, pid, progress)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut sampler_thread = None;
-    let mut sampler_err = None;
-    // The first call starts the sampler; a warm-up rule calls again when it moves the window.
-    let edges = Arc::new(Mutex::new((started, started, started)));
-    let mut on_window = |origin: Instant, warm_end: Instant, end: Instant| {
-        *edges.lock().unwrap_or_else(PoisonError::into_inner) = (origin, warm_end, end);
-        if sampler_thread.is_some() || sampler_err.is_some() {
-            return;
-        }
-        match shim.try_clone() {
-            Ok(s) => {
-                let (st, e, every) = (stop.clone(), edges.clone(), plan.interval);
-                sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, e, every, st)));
-            }
-            Err(f) => sampler_err = Some(f),
-        }
-    };
-    let result = drive(&plan, suite, progress, &mut on_window);
-    // `drive` returns once its runtime, and with it every connection, is gone.
-    let closed_at = Instant::now();
-    stop.store(true, Ordering::Relaxed);
-    let sampled = sampler_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
-    if let Some(f) = sampler_err {
-        return Err(f);
-    }
+    let (result, sampled, closed_at) = load_with_sampler(&plan, suite, shim, pid, progress)?;
     let mut m = result?;
     if let Some(series) = m.series.as_mut() {
         series.resources = sampled.resources;
@@ -282,6 +257,11 @@ fn run_spawned(
     }
     out.memory_end = mem.after.clone();
     out.load_memory = Some(mem);
+    if !sampled.died && died_idle.is_none() && no_success.is_none() {
+        if let Some(soak) = out.load.as_mut().and_then(|l| l.soak.as_mut()) {
+            soak::cycles(spec, &plan, suite, shim, pid, &mut soak.cycles, progress)?;
+        }
+    }
     if sampled.died {
         let when =
             sampled.died_at_ms.map(|t| format!(" ({:.1} s into it)", t as f64 / 1e3)).unwrap_or_default();
@@ -296,6 +276,46 @@ fn run_spawned(
     match no_success {
         Some(f) => Err(f),
         None => Ok(()),
+    }
+}
+
+/// Drives a load with the sampler thread beside it (started when the load sets its window),
+/// and returns the load's result, what the sampler saw, and the instant every connection was
+/// closed. Only a sampler that could not start is an error here.
+fn load_with_sampler(
+    plan: &LoadPlan,
+    suite: Suite,
+    shim: &mut ShimClient,
+    pid: u32,
+    progress: &mut Progress,
+) -> Result<(Result<crate::spec::LoadMetrics, Failure>, sampler::Sampled, Instant), Failure> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sampler_thread = None;
+    let mut sampler_err = None;
+    // The first call starts the sampler; a warm-up rule calls again when it moves the window.
+    let now = Instant::now();
+    let edges = Arc::new(Mutex::new((now, now, now)));
+    let mut on_window = |origin: Instant, warm_end: Instant, end: Instant| {
+        *edges.lock().unwrap_or_else(PoisonError::into_inner) = (origin, warm_end, end);
+        if sampler_thread.is_some() || sampler_err.is_some() {
+            return;
+        }
+        match shim.try_clone() {
+            Ok(s) => {
+                let (st, e, every) = (stop.clone(), edges.clone(), plan.interval);
+                sampler_thread = Some(std::thread::spawn(move || sampler(s, pid, e, every, st)));
+            }
+            Err(f) => sampler_err = Some(f),
+        }
+    };
+    let result = drive(plan, suite, progress, &mut on_window);
+    // `drive` returns once its runtime, and with it every connection, is gone.
+    let closed_at = Instant::now();
+    stop.store(true, Ordering::Relaxed);
+    let sampled = sampler_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
+    match sampler_err {
+        Some(f) => Err(f),
+        None => Ok((result, sampled, closed_at)),
     }
 }
 

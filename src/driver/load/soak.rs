@@ -1,14 +1,18 @@
 //! A soak's own parts around the load: the idle phase before it (no client yet: the level memory
 //! starts from) and its figures after it, fitted over the steady phase of the load's series (the
-//! leak slope of RSS and cgroup usage, latency drift), with the leak named against the floor.
+//! leak slope of RSS and cgroup usage, latency drift), with the leak named against the floor;
+//! and the connect/disconnect cycles after its idle phase (each a load and an idle phase, the
+//! peak and the level after recorded).
 
 use std::time::{Duration, Instant};
 
-use crate::driver::load::idle;
+use crate::driver::load::{idle, load_with_sampler, LoadPlan};
 use crate::driver::stdio::ShimClient;
 use crate::driver::workload::Progress;
+use crate::mcp::suite::Suite;
 use crate::spec::{DriverSpec, Failure, FailureReason, LoadMetrics, MemoryLevel, SoakFigures, Workload};
 use crate::spec::{LoadSeries, MIN_CALLS_FOR_DRIFT};
+use crate::spec::{SoakCycle, Warmup};
 use crate::stats::{self, theil_sen, Slope};
 
 const MS_PER_HOUR: f64 = 3_600_000.0;
@@ -35,6 +39,56 @@ pub(super) fn idle_before(
         ));
     }
     Ok(Some(phase.levels(idle_before_ms).0))
+}
+
+/// The soak's connect/disconnect cycles, after its idle phase: each time, the plan's clients
+/// connect at once (no ramp, no warm-up) and load the server for `cycle_load_ms`, then every
+/// connection closes and an idle phase of `cycle_idle_ms` reads the level memory comes back to.
+/// Each cycle is pushed to `done` as it ends, so a server that dies in cycle 3 keeps cycles 1
+/// and 2; the death is the error. Nothing for other workloads or a soak without cycles.
+pub(super) fn cycles(
+    spec: &DriverSpec,
+    plan: &LoadPlan,
+    suite: Suite,
+    shim: &mut ShimClient,
+    pid: u32,
+    done: &mut Vec<SoakCycle>,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    let Workload::Soak { cycles, cycle_load_ms, cycle_idle_ms, .. } = spec.workload else {
+        return Ok(());
+    };
+    let plan = LoadPlan {
+        warmup: Warmup::Fixed(0),
+        ramp: Duration::ZERO,
+        duration: Duration::from_millis(cycle_load_ms),
+        ..plan.clone()
+    };
+    for k in 1..=cycles {
+        let label = format!("cycle {k}/{cycles}");
+        let crash = |what: String| Failure::new(FailureReason::Crash, format!("the server exited {what}"));
+        let (result, sampled, closed_at) = load_with_sampler(&plan, suite, shim, pid, &mut |phase, d, t| {
+            progress(&format!("{label} {phase}"), d, t)
+        })?;
+        if sampled.died {
+            return Err(crash(format!("during the load of connect/disconnect {label}")));
+        }
+        let m = result.map_err(|f| Failure { detail: format!("{label}: {}", f.detail), ..f })?;
+        let phase =
+            idle::idle_phase(shim, pid, closed_at, Duration::from_millis(cycle_idle_ms), &mut |_, d, t| {
+                progress(&format!("{label} idle"), d, t)
+            });
+        if let Some(ms) = phase.died_at_ms {
+            return Err(crash(format!("while idle after connect/disconnect {label} ({ms} ms into it)")));
+        }
+        done.push(SoakCycle {
+            ok: m.ok,
+            failed: m.failed,
+            peak_rss_bytes: sampled.peak.map(|p| p.rss_bytes),
+            after: phase.levels(cycle_idle_ms).0,
+        });
+    }
+    Ok(())
 }
 
 /// The soak's figures from the load (its series) and the idle level before it (the level after

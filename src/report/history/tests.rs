@@ -382,6 +382,9 @@ fn a_sweep_of_soaks_names_the_release_where_a_leak_appeared() {
             idle_after_ms: 1000,
             interval_ms: 1000,
             leak_floor_bytes_per_hour: 1 << 20,
+            cycles: 0,
+            cycle_load_ms: 0,
+            cycle_idle_ms: 0,
         };
         r.metrics.cold_start = None;
         let mib = if k >= 2 { 40.0 } else { 0.0 } * 1_048_576.0;
