@@ -7,7 +7,7 @@
 
 mod runs;
 pub mod slope;
-pub use runs::{between_runs, hull, ratio_between_runs, seeded_shuffle, t_975};
+pub use runs::{between_runs, hull, mean_interval, ratio_between_runs, seeded_shuffle, t_975};
 pub use slope::{theil_sen, Slope};
 
 use std::time::Duration;

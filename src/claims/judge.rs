@@ -255,7 +255,9 @@ impl Ctx<'_> {
         let noisy = ms.iter().any(|m| m.noisy);
         let n: u64 = ms.iter().map(|m| m.n).sum();
         let single = i.lower == i.upper;
-        let measured = if single && ms.iter().all(|m| m.repeats <= 1) {
+        let measured = if single && ms.iter().all(|m| m.basis == super::measure::Basis::Cycles) {
+            format!("{} (every one of the {n} disconnections gives the same value)", show(i.estimate, unit))
+        } else if single && ms.iter().all(|m| m.repeats <= 1) {
             format!("{} (one reading)", show(i.estimate, unit))
         } else if single {
             format!("{} (every repeat gives the same value)", show(i.estimate, unit))

@@ -279,14 +279,12 @@ fn between_cycles(cell: &str, shares: &[f64], skipped: &[String]) -> Measure {
         }
         _ => {}
     }
-    let n = shares.len();
-    let mean = shares.iter().sum::<f64>() / n as f64;
-    let var = shares.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = stats::t_975(n - 1) * (var / n as f64).sqrt();
+    let i = stats::mean_interval(shares)
+        .ok_or_else(|| format!("{cell}'s shares released are not all finite: {shares:?}"))?;
     Ok(Measured {
-        estimate: mean,
-        ci: Some(Interval { estimate: mean, lower: mean - half, upper: mean + half, confidence: CONFIDENCE }),
-        n: n as u64,
+        estimate: i.estimate,
+        ci: Some(i),
+        n: shares.len() as u64,
         repeats: 1,
         within: None,
         noisy_runs: 0,

@@ -17,7 +17,15 @@ fn claimed_text(r: &ClaimResult) -> String {
 
 fn measured_text(r: &ClaimResult) -> String {
     match (r.measured, &r.interval) {
-        (Some(m), Some(i)) => format!("{} [{}–{}]", show(m, &r.unit), num(i.lower), num(i.upper)),
+        (Some(m), Some(i)) => {
+            // The bounds in the unit `show` gives the estimate (a share in %, bytes in MiB).
+            let scale = match r.unit.as_str() {
+                "fraction" => 100.0,
+                "bytes" => 1.0 / 1_048_576.0,
+                _ => 1.0,
+            };
+            format!("{} [{}–{}]", show(m, &r.unit), num(i.lower * scale), num(i.upper * scale))
+        }
         (Some(m), None) => show(m, &r.unit),
         _ => "—".into(),
     }
@@ -119,7 +127,7 @@ fn self_test_line(a: &Audit) -> String {
     )
 }
 
-const RULES: &str = "Intervals are {conf}%: for a cell that ran two or more times, between runs (Student t on the logarithms of the runs' values, never narrower than the runs' pooled within-run interval, which is shown beside it), and a ratio of two such cells by Welch's t; otherwise bootstrap intervals within one run. A figure is reproduced when its whole interval lies within the claim's tolerance band ([v/(1+t), v·(1+t)]), contradicted when the whole interval lies outside it, inconclusive when it straddles an edge. A figure with no between-run interval (one reading, or one run's histogram) gets no verdict: inconclusive, whatever its value. A noisy figure (coefficient of variation over {cv}%) has its interval widened by 1 + CV on each side and is judged by the same rule. Absolute figures from other hardware are judged by the ratio they imply to the reference figure named in the claim. A claim whose condition the lab did not reproduce is not_measured. Self-test: every claim is judged again with its figure halved and doubled (an ordering reversed, an outcome flipped); one that stays reproduced both ways cannot fail, and makes `verify` fail.";
+const RULES: &str = "Intervals are {conf}%: for a cell that ran two or more times, between runs (Student t on the logarithms of the runs' values, never narrower than the runs' pooled within-run interval, which is shown beside it), and a ratio of two such cells by Welch's t; otherwise bootstrap intervals within one run. A figure is reproduced when its whole interval lies within the claim's tolerance band ([v/(1+t), v·(1+t)]), contradicted when the whole interval lies outside it, inconclusive when it straddles an edge. A figure with no between-run interval (one reading, or one run's histogram) gets no verdict: inconclusive, whatever its value. A soak's share of memory released after its clients left, with connect/disconnect cycles, is the mean over its disconnections with the Student t interval between them (one server process: not between runs). A noisy figure (coefficient of variation over {cv}%) has its interval widened by 1 + CV on each side and is judged by the same rule. Absolute figures from other hardware are judged by the ratio they imply to the reference figure named in the claim. A claim whose condition the lab did not reproduce is not_measured. Self-test: every claim is judged again with its figure halved and doubled (an ordering reversed, an outcome flipped); one that stays reproduced both ways cannot fail, and makes `verify` fail.";
 
 /// The summary an auditor reads first: what reproduced, what did not, and on what evidence.
 fn summary(o: &mut String, a: &Audit) {

@@ -412,6 +412,11 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
     assert!((i.estimate - 0.98).abs() < 1e-9, "{i:?}");
     assert!((i.upper - i.estimate - 2.776 * 0.029_814 / 5f64.sqrt()).abs() < 1e-4, "{i:?}");
     assert!(a.cannot_fail().is_empty(), "{:?}", a.cannot_fail());
+    // The bounds read in the estimate's unit: a share in %.
+    let md = render::markdown(&a);
+    assert!(md.contains("98.0% [94.3–102]"), "{md}");
+    let kept = a.results.iter().find(|r| r.id == "kept").unwrap();
+    assert!(!kept.explanation.contains("one reading"), "{}", kept.explanation);
     // A cycle whose load grew nothing (peak at the idle level) is left out, not counted as 0.
     let flat = soak_run("a", &[50, 51, 50, 52, 50, 50], 80);
     let mut flat = flat;

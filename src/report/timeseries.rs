@@ -89,7 +89,7 @@ fn soak_text(f: &SoakFigures, r: &Record) -> String {
     let lvl = |l: Option<crate::spec::MemoryLevel>| {
         l.map_or("—".into(), |l| format!("{:.1} MiB", l.estimate as f64 / MIB))
     };
-    format!(
+    let mut text = format!(
         "Soak: RSS slope {} over the steady phase — {} (floor {:.1} MiB/h). Idle level {} before the load, {} after it. Latency drift: p50 {}, p99 {}.",
         slope_text(f.rss_bytes_per_hour, 1.0 / MIB, "MiB/h"),
         if f.leak { "a leak is named" } else { "no leak named" },
@@ -98,7 +98,29 @@ fn soak_text(f: &SoakFigures, r: &Record) -> String {
         lvl(after),
         slope_text(f.p50_ms_per_hour, 1.0, "ms/h"),
         slope_text(f.p99_ms_per_hour, 1.0, "ms/h"),
-    )
+    );
+    if !f.cycles.is_empty() {
+        let mib = |b: Option<u64>| b.map_or("—".into(), |b| format!("{:.1}", b as f64 / MIB));
+        let each: Vec<String> = f
+            .cycles
+            .iter()
+            .map(|c| {
+                let failed = if c.failed > 0 { format!(", {} failed", c.failed) } else { String::new() };
+                format!(
+                    "{} → {} MiB ({} calls{failed})",
+                    mib(c.peak_rss_bytes),
+                    mib(c.after.map(|l| l.estimate)),
+                    c.ok
+                )
+            })
+            .collect();
+        text.push_str(&format!(
+            " {} connect/disconnect cycles, peak → level after: {}.",
+            f.cycles.len(),
+            each.join(", ")
+        ));
+    }
+    text
 }
 
 /// One line per soak record, for the text reports: `Soak ts-1.0.4-node/soak-w100: RSS slope …`.

@@ -22,6 +22,13 @@ fn span_of<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
     v.as_ref().map(|t| t.span())
 }
 
+/// A soak's duration key written as text (`"60s"`), or its default when absent.
+fn text_duration(key: &str, v: &Option<Spanned<String>>, default: u64) -> Result<u64, SpanErr> {
+    v.as_ref().map_or(Ok(default), |t| {
+        parse_duration_ms(t.get_ref()).map_err(|m| (t.span(), format!("`{key}`: {m}")))
+    })
+}
+
 impl RawWorkload {
     /// The typed workloads (one per worker count of a sweep, with the suffix for its cell id),
     /// or the span and message of what is wrong.
@@ -93,12 +100,7 @@ impl RawWorkload {
                 "a soak's `duration` is at least \"10s\" (a slope needs points)".into(),
             ));
         }
-        let dur = |key: &str, v: &Option<Spanned<String>>, default: u64| -> Result<u64, SpanErr> {
-            v.as_ref().map_or(Ok(default), |t| {
-                parse_duration_ms(t.get_ref()).map_err(|m| (t.span(), format!("`{key}`: {m}")))
-            })
-        };
-        let interval_ms = dur("interval", &self.interval, DEFAULT_SERIES_INTERVAL_MS)?;
+        let interval_ms = text_duration("interval", &self.interval, DEFAULT_SERIES_INTERVAL_MS)?;
         if !(100..=3_600_000).contains(&interval_ms) || interval_ms * 10 > steady_ms {
             let sp = span_of(&self.interval).unwrap_or(self.kind.span());
             return Err((
@@ -124,8 +126,8 @@ impl RawWorkload {
                 workers,
                 rate,
                 lifecycle: self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default(),
-                idle_before_ms: dur("idle_before", &self.idle_before, 30_000)?,
-                ramp_ms: dur("ramp", &self.ramp, 30_000)?,
+                idle_before_ms: text_duration("idle_before", &self.idle_before, 30_000)?,
+                ramp_ms: text_duration("ramp", &self.ramp, 30_000)?,
                 steady_ms,
                 idle_after_ms,
                 interval_ms,
@@ -158,13 +160,8 @@ impl RawWorkload {
                 "`cycles` is a count of connect/disconnect cycles, from 1 to 1000".into(),
             ));
         }
-        let dur = |key: &str, v: &Option<Spanned<String>>, default: u64| -> Result<u64, SpanErr> {
-            v.as_ref().map_or(Ok(default), |t| {
-                parse_duration_ms(t.get_ref()).map_err(|m| (t.span(), format!("`{key}`: {m}")))
-            })
-        };
-        let load = dur("cycle_load", &self.cycle_load, 60_000)?;
-        let idle = dur("cycle_idle", &self.cycle_idle, idle_after_ms)?;
+        let load = text_duration("cycle_load", &self.cycle_load, 60_000)?;
+        let idle = text_duration("cycle_idle", &self.cycle_idle, idle_after_ms)?;
         if load < 1_000 || idle < 1_000 {
             let sp = if load < 1_000 { span_of(&self.cycle_load) } else { span_of(&self.cycle_idle) };
             return Err((

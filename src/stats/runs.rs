@@ -41,6 +41,20 @@ pub fn between_runs(values: &[f64]) -> Option<Interval> {
     Some(Interval { estimate, lower, upper, confidence: 0.95 })
 }
 
+/// The 95 % Student t interval of the mean of `values`, on the values themselves (for figures
+/// that are not log-normal, such as shares that sit at 0 or 1); the estimate is the mean. None
+/// for fewer than two values or one that is not finite.
+pub fn mean_interval(values: &[f64]) -> Option<Interval> {
+    if values.len() < 2 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t_975(n - 1) * (var / n as f64).sqrt();
+    Some(Interval { estimate: mean, lower: mean - half, upper: mean + half, confidence: 0.95 })
+}
+
 /// The 95 % interval of the ratio b / a of two sets of runs (one value per run, at least two
 /// each): Welch's t on the difference of the logarithms' means (Welch–Satterthwaite degrees of
 /// freedom), back-transformed; the estimate is the ratio of the runs' geometric means. None when
@@ -136,5 +150,19 @@ mod tests {
         let mut c: Vec<u32> = (0..50).collect();
         seeded_shuffle(&mut c, 8);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn the_mean_interval_is_students_t_on_the_values_and_holds_zero() {
+        // Mean 0.5, variance 1/3 (n − 1), t(3) = 3.182: half-width 3.182 × √(1/3 / 4).
+        let i = mean_interval(&[0.0, 0.0, 1.0, 1.0]).unwrap();
+        let half = 3.182 * (1.0f64 / 12.0).sqrt();
+        assert_eq!(i.estimate, 0.5);
+        assert!((i.upper - (0.5 + half)).abs() < 1e-12 && (i.lower - (0.5 - half)).abs() < 1e-12, "{i:?}");
+        // Identical values: a zero-width interval; zero is a value like any other.
+        let z = mean_interval(&[0.0, 0.0, 0.0]).unwrap();
+        assert_eq!((z.lower, z.estimate, z.upper), (0.0, 0.0, 0.0));
+        assert_eq!(mean_interval(&[1.0]), None);
+        assert_eq!(mean_interval(&[1.0, f64::NAN]), None);
     }
 }
