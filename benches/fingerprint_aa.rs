@@ -15,6 +15,12 @@ use benchlab::host::fingerprint::{
 };
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary without it (a
+    // debug build, beside other tests): an A/A timing run means nothing there.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benches/fingerprint_aa: a benchmark; run it with `cargo bench --bench fingerprint_aa`");
+        return;
+    }
     let n: usize = std::env::var("BENCH_FINGERPRINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(12).max(2);
     let cpus = benchlab::placement::available_cpus();
     let (a, b) = (*cpus.last().expect("a CPU"), cpus[0]);
