@@ -31,13 +31,10 @@ pub fn between_runs(values: &[f64]) -> Option<Interval> {
     if values.len() < 2 || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
         return None;
     }
-    let n = values.len();
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t_975(n - 1) * (var / n as f64).sqrt();
+    let l = mean_interval(&logs)?;
     let estimate = super::median(&mut values.to_vec());
-    let (lower, upper) = ((mean - half).exp().min(estimate), (mean + half).exp().max(estimate));
+    let (lower, upper) = (l.lower.exp().min(estimate), l.upper.exp().max(estimate));
     Some(Interval { estimate, lower, upper, confidence: 0.95 })
 }
 
