@@ -93,6 +93,8 @@ fn main() {
             duration_ms: ms(secs),
             lifecycle: Lifecycle::Session,
             idle_after_ms: 0,
+            mix: Vec::new(),
+            session_calls: 0,
         };
         let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
         let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _, _| {}).expect("drive");

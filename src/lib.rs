@@ -19,6 +19,7 @@ pub mod recipe;
 pub mod record;
 pub mod report;
 pub mod scenario;
+pub mod services;
 pub mod shim;
 pub mod spec;
 pub mod stats;

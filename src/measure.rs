@@ -356,6 +356,7 @@ impl Session<'_> {
             workload,
             timeouts: self.timeouts,
             ungated: self.ungated.clone(),
+            services: Vec::new(),
         }
     }
 

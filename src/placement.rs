@@ -119,7 +119,21 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
         shared: spec.mode == PlacementMode::Shared,
         memory_limit_bytes: spec.memory.0,
         parallel: None,
+        services_cpus: None,
+        services_share_driver: false,
     })
+}
+
+/// Gives a cell's backing services their CPUs: the highest CPU given to neither the server nor
+/// the driver, else the driver's own (on a small host they share them, and the placement says
+/// so). A service is I/O for the server, so sharing the driver's CPUs keeps the server's alone.
+pub fn with_services(p: Placement, available: &[u32]) -> Placement {
+    let taken: Vec<u32> =
+        [&p.server_cpus, &p.driver_cpus].iter().flat_map(|l| parse_cpu_list(l).unwrap_or_default()).collect();
+    match available.iter().rev().find(|c| !taken.contains(c)) {
+        Some(c) => Placement { services_cpus: Some(c.to_string()), services_share_driver: false, ..p },
+        None => Placement { services_cpus: Some(p.driver_cpus.clone()), services_share_driver: true, ..p },
+    }
 }
 
 /// The physical core of each logical CPU (`topology/core_id` within its package); CPUs whose
@@ -186,6 +200,8 @@ pub fn slots_with(
                 shared: spec.mode == PlacementMode::Shared,
                 memory_limit_bytes: spec.memory.0,
                 parallel: None,
+                services_cpus: None,
+                services_share_driver: false,
             }
         })
         .collect()

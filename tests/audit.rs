@@ -33,6 +33,8 @@ fn record(i: usize) -> Record {
         shared: i % 4 == 3,
         memory_limit_bytes: 512 << 20,
         parallel: (i % 5 == 4).then_some(benchlab::spec::ParallelSlot { slot: (i % 2) as u32, slots: 2 }),
+        services_cpus: None,
+        services_share_driver: false,
     };
     let summary = LatencySummary {
         count: 3 + i as u64,
@@ -87,6 +89,7 @@ fn record(i: usize) -> Record {
             expect: if failed { Expect::Failure } else { Expect::Success },
             http: None,
             repeat: (i % 4 == 1).then_some(Repeat { index: 1, of: 3, fresh_container: true }),
+            services: Vec::new(),
         },
         metrics: Metrics {
             cold_start: (!serial).then(|| SampleMetric {
@@ -141,7 +144,10 @@ fn record(i: usize) -> Record {
                 warmup: None,
                 series: None,
                 soak: None,
+                steps: Default::default(),
+                iterations: None,
             }),
+            services: Vec::new(),
         },
         observed: Observed {
             protocol_version: Some("2025-06-18".into()),
@@ -181,6 +187,7 @@ fn record(i: usize) -> Record {
             scenario_sha256: sha256_hex(SCENARIO.as_bytes()),
             deviations: if i == 4 { vec!["runtime 3.12.3 asked, 3.11.2 used".into()] } else { vec![] },
             sandbox: None,
+            services: Vec::new(),
         },
         env_hash: String::new(),
         prev_hash: None,

@@ -225,6 +225,8 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
         duration_ms: 2000,
         lifecycle: Lifecycle::Session,
         idle_after_ms: 0,
+        mix: Vec::new(),
+        session_calls: 0,
     };
     r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: false });
     let mut h = stats::latency_histogram();

@@ -173,6 +173,7 @@ fn weekly_spec(server: ServerLaunch, workload: Workload) -> DriverSpec {
         workload,
         timeouts: Timeouts::default(),
         ungated: None,
+        services: Vec::new(),
     }
 }
 

@@ -252,6 +252,8 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         warmup: None,
         series: None,
         soak: None,
+        steps: BTreeMap::new(),
+        iterations: None,
     });
     r.metrics.memory.after_initialize = tree(15);
     // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the
@@ -288,6 +290,8 @@ fn concurrency(workers: u32) -> Workload {
         duration_ms: 2000,
         lifecycle: Lifecycle::Session,
         idle_after_ms: 30_000,
+        mix: Vec::new(),
+        session_calls: 0,
     }
 }
 

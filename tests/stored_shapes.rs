@@ -86,6 +86,8 @@ fn placement() -> Placement {
         shared: false,
         memory_limit_bytes: 1 << 30,
         parallel: Some(ParallelSlot { slot: 1, slots: 2 }),
+        services_cpus: None,
+        services_share_driver: false,
     }
 }
 
@@ -160,6 +162,8 @@ fn load_metrics() -> LoadMetrics {
         warmup: None,
         series: Some(load_series()),
         soak: Some(soak_figures()),
+        steps: BTreeMap::new(),
+        iterations: None,
     }
 }
 
@@ -264,6 +268,7 @@ fn environment() -> Environment {
             pids_limit: Some(1024),
             network: "none".into(),
         }),
+        services: Vec::new(),
     }
 }
 
@@ -305,6 +310,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             expect,
             http: Some(http_target()),
             repeat: Some(Repeat { index: 1, of: 3, fresh_container: true }),
+            services: Vec::new(),
         },
         metrics: Metrics {
             cold_start: Some(SampleMetric {
@@ -329,6 +335,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 under_load: Some(load_memory()),
             },
             load: Some(load_metrics()),
+            services: Vec::new(),
         },
         observed: Observed {
             protocol_version: Some("2025-06-18".into()),
@@ -434,6 +441,8 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 duration_ms: 5_000,
                 lifecycle: Lifecycle::Session,
                 idle_after_ms: 30_000,
+                mix: Vec::new(),
+                session_calls: 0,
             },
         ),
         (
@@ -445,6 +454,24 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 duration_ms: 2_000,
                 lifecycle: Lifecycle::PerCall,
                 idle_after_ms: 0,
+                mix: Vec::new(),
+                session_calls: 0,
+            },
+        ),
+        (
+            "workload_concurrency_iteration_mix",
+            Workload::Concurrency {
+                tool: "mix".into(),
+                workers: 10,
+                warmup_ms: Warmup::Fixed(1_000),
+                duration_ms: 10_000,
+                lifecycle: Lifecycle::Iteration,
+                idle_after_ms: 0,
+                mix: vec![
+                    benchlab::spec::MixEntry { tool: "get_cart".into(), weight: 3 },
+                    benchlab::spec::MixEntry { tool: "search_products".into(), weight: 1 },
+                ],
+                session_calls: 5,
             },
         ),
         (
@@ -600,6 +627,62 @@ fn small_enums_and_cell_parts() {
     pin_eq("source_info", &SourceInfo { file: "servers/a.py".into(), sha256: "6".repeat(64), loc: 12 });
     pin_eq("load_metrics", &load_metrics());
     pin_eq("load_memory", &load_memory());
+    // An iteration load keeps each step's histogram and the iterations completed.
+    let step = load_metrics().latency.unwrap();
+    pin_eq(
+        "load_metrics_steps",
+        &LoadMetrics {
+            steps: [("initialize".to_string(), step.clone()), ("session".to_string(), step)]
+                .into_iter()
+                .collect(),
+            iterations: Some(40),
+            series: None,
+            soak: None,
+            ..load_metrics()
+        },
+    );
+    // Backing services: the scenario's spec, the placement that gives them CPUs, what the driver
+    // and backend report, and what the record and its environment keep.
+    let redis = benchlab::spec::ServiceSpec {
+        name: "redis".into(),
+        kind: benchlab::spec::ServiceKind::Redis,
+        seed: 7,
+        fault: None,
+    };
+    let api = benchlab::spec::ServiceSpec {
+        name: "api".into(),
+        kind: benchlab::spec::ServiceKind::Api,
+        seed: 7,
+        fault: Some("exit@40".into()),
+    };
+    pin_eq("service_specs", &vec![redis, api]);
+    pin_eq(
+        "placement_with_services",
+        &Placement { services_cpus: Some("1".into()), services_share_driver: true, ..placement() },
+    );
+    pin_eq(
+        "service_metrics",
+        &vec![benchlab::record::ServiceMetrics {
+            name: "redis".into(),
+            ready_ms: Some(12.5),
+            seed_sha256: Some("7".repeat(64)),
+            items: Some(161),
+            cpu_s: Some(0.25),
+            window_s: Some(5.0),
+            memory_peak_bytes: Some(9 << 20),
+            memory_end_bytes: Some(8 << 20),
+            exited: Some(3),
+        }],
+    );
+    pin_eq(
+        "service_manifests",
+        &vec![benchlab::record::manifest::ServiceManifest {
+            name: "redis".into(),
+            kind: benchlab::spec::ServiceKind::Redis,
+            image_id: "sha256:abc".into(),
+            version: "5:7.0.15-1~deb12u10".into(),
+        }],
+    );
 }
 
 #[test]
@@ -625,6 +708,7 @@ fn driver_outcome() -> DriverOutcome {
         load: Some(load_metrics()),
         load_memory: Some(load_memory()),
         warmup: None,
+        services: Vec::new(),
     }
 }
 
@@ -642,6 +726,7 @@ fn driver_wire_messages() {
         workload: Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(10), calls: 100 },
         timeouts: Timeouts::default(),
         ungated: Some(json!({"a": 1, "b": 2})),
+        services: Vec::new(),
     };
     pin("driver_spec", &spec);
     pin("driver_spec_gated_stdio", &DriverSpec { http: None, ungated: None, ..spec });

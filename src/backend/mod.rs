@@ -211,6 +211,10 @@ pub struct CellOutcome {
     /// Set by a cluster's worker: the speed fingerprint of the node that ran the cell.
     #[serde(default)]
     pub fingerprint: Option<crate::host::Fingerprint>,
+    /// The backing services as the backend saw them: image, version, CPU and memory over the
+    /// driver's window, and an exit before the cell's end.
+    #[serde(default)]
+    pub services: Vec<crate::spec::ServiceUsage>,
 }
 
 /// Where a cluster ran a cell: its dispatch (node, job ids, CPUs, attempts) and, when a worker
@@ -299,6 +303,8 @@ pub struct Admission<'a> {
     pub placement: &'a Placement,
     /// A generous bound on the whole cell.
     pub time_limit: std::time::Duration,
+    /// The backing services the cell starts beside its server.
+    pub services: &'a [crate::spec::ServiceSpec],
 }
 
 /// One place cells can run. See the module documentation.

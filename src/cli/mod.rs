@@ -29,6 +29,7 @@ mod progress;
 mod report;
 mod run;
 mod schema;
+mod service_api;
 mod shim;
 mod status;
 mod verify;
@@ -148,6 +149,18 @@ pub enum Command {
     /// The built-in floor server: MCP over stdio, or streamable HTTP (JSON replies) with a plain
     /// REST route per tool, with the least work a correct server can do.
     NullServer(null_server::NullServerArgs),
+    /// The lab's API service, a backing service of `shop` cells: the shop's catalogue and prices
+    /// over HTTP/1.1 (JSON, keep-alive) on 127.0.0.1, generated from a seed (docs/TOOLS-shop.md).
+    ///
+    /// Routes: GET /health → {ok, seed, seed_sha256, products}; GET /search?q=<text>&limit=<n>
+    /// → {results: [{id, name, price_cents}], count}: products whose name or category contains q,
+    /// case-insensitively, by id (limit 10 by default, at most 50); GET /items/<id> → {id, name,
+    /// category, price_cents}, 404 when unknown; POST /price with {items: [{id, qty}]} →
+    /// {subtotal_cents, tax_cents, total_cents} (8 % tax, half up to a cent), 400 on a bad body or
+    /// an unknown id. Anything else is 404.
+    ///
+    /// Example: benchlab service-api --port 8901 --seed 1
+    ServiceApi(service_api::ServiceApiArgs),
     /// Where a run on a Slurm cluster stands: each cell queued, running (node, CPUs, attempt) or
     /// done, with its job's Slurm state, beside the records written so far.
     ///
@@ -204,6 +217,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Build(args) => build::run(args),
         Command::Lock(args) => lock::run(args),
         Command::NullServer(args) => null_server::run(args),
+        Command::ServiceApi(args) => service_api::run(args),
         Command::Status(args) => status::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Schema => schema::run(),

@@ -5,6 +5,7 @@ use crate::spec::{DriverEvent, DriverOutcome, DriverSpec};
 
 pub mod httpclient;
 pub mod load;
+pub mod services;
 pub mod stdio;
 pub mod workload;
 

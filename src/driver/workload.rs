@@ -33,6 +33,12 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
             ),
         };
         let mut shim = ShimClient::connect(&spec.lab_dir, Duration::from_secs(30))?;
+        // Services first: a server may connect to them as it starts.
+        out.services = crate::driver::services::ready_all(spec)?;
+        let suite = match (suite, spec.services.first()) {
+            (Some(s), Some(service)) => Some(s.with_seed(service.seed)),
+            (s, _) => s,
+        };
         let r = match (&spec.workload, suite) {
             (Workload::ColdStart { spawns }, _) => {
                 cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)

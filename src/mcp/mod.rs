@@ -2,6 +2,7 @@
 //! It owns no socket and no process; framing is one message per line (stdio) here, HTTP later.
 
 pub mod pyliteral;
+pub mod shop;
 pub mod sse;
 pub mod suite;
 pub mod transport;

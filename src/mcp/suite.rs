@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use super::shop;
+
 /// A named suite of tools every server under test implements with the same semantics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suite {
@@ -17,6 +19,9 @@ pub enum Suite {
     /// it. They disagree on arguments out of range (only the TypeScript one refuses a negative
     /// amount), so the gate checks a valid call only.
     Tax,
+    /// Issue 20's suite (docs/TOOLS-shop.md): checkout, get_cart, get_stock, search_products,
+    /// doing real I/O against the cell's Redis and the lab's API service, both seeded from `seed`.
+    Shop { seed: u64 },
 }
 
 /// An expected value that matches whatever the server put there (timestamps, measured times):
@@ -37,7 +42,9 @@ pub enum Expected {
 }
 
 impl Suite {
-    pub const ALL: &'static [Suite] = &[Suite::Weekly, Suite::Pulse, Suite::Bench, Suite::Tax];
+    /// Every suite (Shop with its default seed).
+    pub const ALL: &'static [Suite] =
+        &[Suite::Weekly, Suite::Pulse, Suite::Bench, Suite::Tax, Suite::Shop { seed: shop::DEFAULT_SEED }];
 
     pub fn from_name(name: &str) -> Option<Suite> {
         match name {
@@ -45,6 +52,7 @@ impl Suite {
             "pulse" => Some(Suite::Pulse),
             "bench" => Some(Suite::Bench),
             "tax" => Some(Suite::Tax),
+            "shop" => Some(Suite::Shop { seed: shop::DEFAULT_SEED }),
             _ => None,
         }
     }
@@ -55,7 +63,22 @@ impl Suite {
             Suite::Pulse => "pulse",
             Suite::Bench => "bench",
             Suite::Tax => "tax",
+            Suite::Shop { .. } => "shop",
         }
+    }
+
+    /// The suite with its data seeded from `seed` (the shop's); other suites have no data.
+    pub fn with_seed(self, seed: u64) -> Suite {
+        match self {
+            Suite::Shop { .. } => Suite::Shop { seed },
+            other => other,
+        }
+    }
+
+    /// Whether the suite's tools need the cell's backing services (Redis, the lab's API): its
+    /// answers are then not `evaluate`'s, and its gate writes to them.
+    pub fn needs_services(self) -> bool {
+        matches!(self, Suite::Shop { .. })
     }
 
     /// The tool names `tools/list` must list, exactly.
@@ -65,6 +88,7 @@ impl Suite {
             Suite::Pulse => &["calculate_tax", "checksum"],
             Suite::Bench => &["echo", "fibonacci", "json_transform", "async_sleep", "payload_echo"],
             Suite::Tax => &["calculate_tax"],
+            Suite::Shop { .. } => &["checkout", "get_cart", "get_stock", "search_products"],
         }
     }
 
@@ -84,6 +108,7 @@ impl Suite {
                 ("checksum", json!({"values": []}), Error),
             ],
             Suite::Tax => vec![("calculate_tax", json!({"amount": 100}), V(json!(8.0)))],
+            Suite::Shop { seed } => shop::gate(seed),
             Suite::Bench => self
                 .tools()
                 .iter()
@@ -99,6 +124,7 @@ impl Suite {
     /// answer from a cache) and the value a correct server returns.
     pub fn call(self, tool: &str, i: u64) -> Option<(Value, Value)> {
         match (self, tool) {
+            (Suite::Shop { seed }, _) => shop::call(seed, tool, i),
             (Suite::Weekly, "add_numbers") => {
                 let a = i as i64;
                 let b = 1_000 - (i as i64 % 997);
@@ -155,6 +181,7 @@ impl Suite {
     /// the floor does the same work a real server must (parse, compute, answer).
     pub fn evaluate(self, tool: &str, args: &Value) -> Result<Value, String> {
         match (self, tool) {
+            (Suite::Shop { .. }, _) => Err("the shop suite's tools need its services".into()),
             (Suite::Weekly, "add_numbers") => {
                 let a = args.get("a").and_then(Value::as_i64);
                 let b = args.get("b").and_then(Value::as_i64);
@@ -250,6 +277,7 @@ impl Suite {
     /// JSON Schemas of the suite's tools, as `tools/list` shows them.
     pub fn tool_schemas(self) -> Vec<Value> {
         match self {
+            Suite::Shop { .. } => shop::tool_schemas(),
             Suite::Pulse => vec![
                 tool_schema(
                     "calculate_tax",
@@ -476,7 +504,8 @@ mod tests {
 
     #[test]
     fn generated_calls_agree_with_evaluation() {
-        for suite in Suite::ALL {
+        // The shop's answers come from its services (mcp::shop's tests check them on a model).
+        for suite in Suite::ALL.iter().filter(|s| !s.needs_services()) {
             for tool in suite.tools() {
                 for i in [0u64, 1, 2, 11, 12, 996, 997, 10_000] {
                     let (args, expected) = suite.call(tool, i).unwrap();
@@ -504,6 +533,20 @@ mod tests {
                 s.tool_schemas().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
             assert_eq!(names, s.tools());
         }
+    }
+
+    #[test]
+    fn the_shop_is_named_seeded_and_answered_by_its_services() {
+        let shop = Suite::from_name("shop").unwrap();
+        assert_eq!(shop, Suite::Shop { seed: shop::DEFAULT_SEED });
+        assert_eq!(shop.name(), "shop");
+        assert_eq!(shop.with_seed(9), Suite::Shop { seed: 9 });
+        assert_eq!(Suite::Weekly.with_seed(9), Suite::Weekly);
+        assert!(shop.needs_services() && !Suite::Weekly.needs_services());
+        assert!(shop.evaluate("get_cart", &json!({"user": "u01"})).unwrap_err().contains("services"));
+        assert_eq!(shop.with_seed(9).gate(), shop::gate(9));
+        assert_eq!(shop.call("get_cart", 3), shop::call(shop::DEFAULT_SEED, "get_cart", 3));
+        assert!(shop.call("checkout", 0).is_none());
     }
 
     #[test]

@@ -14,12 +14,17 @@
 //! stream or a JSON body), `drop_session` (404 on every session's tools/call, as a server that
 //! forgets sessions does) and `exit` (the process exits). The floor path reads one atomic when no
 //! fault is set.
+//!
+//! `shop_wrong` (the `shop` suite, any transport): get_cart and checkout answer a total_cents one
+//! cent too high from the first call, so the lab's gate must fail the server.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Bytes leaked per tools/call (0: no leak).
 static LEAK_PER_CALL: AtomicUsize = AtomicUsize::new(0);
+/// `shop_wrong` is installed.
+static SHOP_WRONG: AtomicBool = AtomicBool::new(false);
 /// The HTTP fault, when one is installed, and the tools/call requests it lets through.
 static HTTP_FAULT: OnceLock<(HttpFault, u64)> = OnceLock::new();
 /// tools/call requests seen so far (counted only while an HTTP fault is installed).
@@ -32,6 +37,8 @@ pub enum Fault {
     Leak { bytes: usize },
     /// Over HTTP, from tools/call number `after + 1` on.
     Http { fault: HttpFault, after: u64 },
+    /// The shop's get_cart and checkout answer total_cents + 1.
+    ShopWrong,
 }
 
 /// What the HTTP server does once a fault strikes.
@@ -47,7 +54,7 @@ pub enum HttpFault {
     Exit,
 }
 
-const KNOWN: &str = "leak:<bytes>, refuse, reset, status:<code>, sse_stall, bad_sse, bad_json, drop_session, exit (the HTTP ones take @<calls> to let that many tools/call through first)";
+const KNOWN: &str = "leak:<bytes>, shop_wrong, refuse, reset, status:<code>, sse_stall, bad_sse, bad_json, drop_session, exit (the HTTP ones take @<calls> to let that many tools/call through first)";
 
 impl Fault {
     /// Parses `<kind>[:<arg>][@<calls>]`; the error says what is accepted.
@@ -76,6 +83,12 @@ impl Fault {
                     .filter(|b| *b > 0)
                     .ok_or_else(|| format!("fault {s:?}: leak takes the bytes per call, e.g. leak:65536"))?;
                 return Ok(Fault::Leak { bytes });
+            }
+            "shop_wrong" => {
+                if arg.is_some() || after.is_some() {
+                    return Err(format!("fault {s:?}: shop_wrong takes no argument and no @"));
+                }
+                return Ok(Fault::ShopWrong);
             }
             "refuse" => no_arg(HttpFault::Refuse)?,
             "reset" => no_arg(HttpFault::Reset)?,
@@ -107,8 +120,14 @@ impl Fault {
             Fault::Http { fault, after } => {
                 let _ = HTTP_FAULT.set((fault, after));
             }
+            Fault::ShopWrong => SHOP_WRONG.store(true, Ordering::Relaxed),
         }
     }
+}
+
+/// Whether `shop_wrong` is installed.
+pub fn shop_wrong() -> bool {
+    SHOP_WRONG.load(Ordering::Relaxed)
 }
 
 /// The installed HTTP fault, if any (one load on the floor path).
@@ -234,6 +253,11 @@ mod tests {
         assert!(Fault::parse("leak:0").is_err());
         assert!(Fault::parse("stall").unwrap_err().contains("unknown fault"));
         assert!(Fault::parse("leak:4096@3").is_err());
+        assert_eq!(Fault::parse("shop_wrong"), Ok(Fault::ShopWrong));
+        assert!(!Fault::ShopWrong.is_http());
+        assert!(Fault::parse("shop_wrong@3").unwrap_err().contains("no @"));
+        assert!(Fault::parse("shop_wrong:1").is_err());
+        assert!(Fault::parse("nope").unwrap_err().contains("shop_wrong"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
 use super::fault::{self, FaultBody, HttpFault};
-use super::{answer, Message};
+use super::{answer, Message, Tools};
 use crate::mcp::suite::Suite;
 
 type Body = Either<Full<Bytes>, FaultBody>;
@@ -26,7 +26,7 @@ pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-        let state = Rc::new(State::default());
+        let state = Rc::new(State::new(suite));
         loop {
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => accepted?,
@@ -37,9 +37,7 @@ pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()
             let state = state.clone();
             let service = hyper::service::service_fn(move |req| {
                 let state = state.clone();
-                async move {
-                    Ok::<_, std::convert::Infallible>(http_answer(suite, stateful, &state, fd, req).await)
-                }
+                async move { Ok::<_, std::convert::Infallible>(http_answer(stateful, &state, fd, req).await) }
             });
             tokio::task::spawn_local(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -54,12 +52,25 @@ pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()
 }
 
 /// The stateful mode's sessions (the ids handed out and not yet deleted, and the next number),
-/// and the `refuse` fault's signal to the accept loop.
-#[derive(Default)]
+/// the `refuse` fault's signal to the accept loop, and what answers tools (the shop's service
+/// clients, kept for the process: their blocking loopback I/O runs on this one thread, which
+/// is acceptable for the floor server).
 struct State {
     live: RefCell<HashSet<String>>,
     next: Cell<u64>,
     refuse: tokio::sync::Notify,
+    tools: RefCell<Tools>,
+}
+
+impl State {
+    fn new(suite: Suite) -> State {
+        State {
+            live: RefCell::default(),
+            next: Cell::default(),
+            refuse: tokio::sync::Notify::default(),
+            tools: RefCell::new(Tools::new(suite)),
+        }
+    }
 }
 
 fn reply(status: StatusCode, body: Vec<u8>, session: Option<String>) -> Response<Body> {
@@ -71,7 +82,6 @@ fn reply(status: StatusCode, body: Vec<u8>, session: Option<String>) -> Response
 }
 
 async fn http_answer(
-    suite: Suite,
     stateful: bool,
     state: &State,
     fd: RawFd,
@@ -93,7 +103,7 @@ async fn http_answer(
         return reply(StatusCode::METHOD_NOT_ALLOWED, b"{}".to_vec(), None);
     }
     if let Some(tool) = path.strip_prefix("/api/") {
-        return rest_answer(suite, tool, &body);
+        return rest_answer(&mut state.tools.borrow_mut(), tool, &body);
     }
     if path != "/mcp" {
         return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
@@ -121,7 +131,7 @@ async fn http_answer(
             return r;
         }
     }
-    let mut r = match answer(suite, &body) {
+    let mut r = match answer(&mut state.tools.borrow_mut(), &body) {
         Some(mut line) => {
             line.pop(); // the stdio newline
             reply(StatusCode::OK, line.into_bytes(), new_session)
@@ -136,7 +146,7 @@ async fn http_answer(
 }
 
 /// `POST /api/<tool>`: the arguments object in, the value out.
-fn rest_answer(suite: Suite, tool: &str, body: &[u8]) -> Response<Body> {
+fn rest_answer(tools: &mut Tools, tool: &str, body: &[u8]) -> Response<Body> {
     let args: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
@@ -147,7 +157,7 @@ fn rest_answer(suite: Suite, tool: &str, body: &[u8]) -> Response<Body> {
             )
         }
     };
-    match suite.evaluate(tool, &args) {
+    match tools.call(tool, &args) {
         Ok(v) => reply(StatusCode::OK, v.to_string().into_bytes(), None),
         Err(e) => reply(StatusCode::UNPROCESSABLE_ENTITY, json!({"error": e}).to_string().into_bytes(), None),
     }

@@ -3,10 +3,12 @@
 //! tools/list and the suite's tools with the least work a correct server can do. It is measured
 //! like any other cell, so its figures are the harness's own overhead. This file answers the
 //! protocol and serves stdio; `http` serves HTTP; `fault`: the faults it can be told to have, for
-//! the lab's own tests.
+//! the lab's own tests; `shop`: the `shop` suite's tools, which do real I/O against the cell's
+//! services.
 
 pub mod fault;
 mod http;
+pub mod shop;
 
 pub use http::serve_http;
 
@@ -28,8 +30,35 @@ pub(crate) struct Message<'a> {
     params: Option<Value>,
 }
 
+/// What answers tools/call: the suite's pure evaluation, or for the shop its service clients
+/// (kept for the process by the stdio loop or the HTTP server that owns this).
+pub struct Tools {
+    suite: Suite,
+    shop: Option<shop::ShopTools>,
+}
+
+impl Tools {
+    pub fn new(suite: Suite) -> Tools {
+        let shop = suite.needs_services().then(|| shop::ShopTools::from_env(fault::shop_wrong()));
+        Tools { suite, shop }
+    }
+
+    pub fn suite(&self) -> Suite {
+        self.suite
+    }
+
+    /// One tool's value, or the error text of an `isError` result.
+    pub fn call(&mut self, tool: &str, args: &Value) -> Result<Value, String> {
+        match &mut self.shop {
+            Some(shop) => shop.call(tool, args),
+            None => self.suite.evaluate(tool, args),
+        }
+    }
+}
+
 /// Answers one incoming line; `None` for notifications and anything that needs no answer.
-pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
+pub fn answer(tools: &mut Tools, line: &[u8]) -> Option<String> {
+    let suite = tools.suite;
     let msg: Message = match serde_json::from_slice(line) {
         Ok(m) => m,
         Err(e) => {
@@ -69,7 +98,7 @@ pub fn answer(suite: Suite, line: &[u8]) -> Option<String> {
             out.push_str(r#"{"jsonrpc":"2.0","id":"#);
             out.push_str(id);
             out.push_str(r#","result":{"content":[{"type":"text","text":"#);
-            match suite.evaluate(name, &args) {
+            match tools.call(name, &args) {
                 Ok(v) => {
                     let text = match &v {
                         Value::String(s) => serde_json::to_string(s),
@@ -105,6 +134,7 @@ fn error_line(id: &str, code: i64, message: &str) -> String {
 
 /// Serves stdin/stdout until end of input.
 pub fn serve(suite: Suite) -> std::io::Result<()> {
+    let mut tools = Tools::new(suite);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
@@ -119,7 +149,7 @@ pub fn serve(suite: Suite) -> std::io::Result<()> {
         if trimmed.is_empty() {
             continue;
         }
-        if let Some(reply) = answer(suite, trimmed) {
+        if let Some(reply) = answer(&mut tools, trimmed) {
             output.write_all(reply.as_bytes())?;
             output.flush()?;
         }
@@ -133,7 +163,8 @@ mod tests {
     use crate::mcp::{parse_incoming, tool_value, Incoming};
 
     fn result_of(line: &str) -> Value {
-        match parse_incoming(answer(Suite::Weekly, line.as_bytes()).unwrap().trim_end().as_bytes()).unwrap() {
+        let reply = answer(&mut Tools::new(Suite::Weekly), line.as_bytes()).unwrap();
+        match parse_incoming(reply.trim_end().as_bytes()).unwrap() {
             Incoming::Response { outcome: Ok(v), .. } => v,
             other => panic!("unexpected {other:?}"),
         }
@@ -143,15 +174,20 @@ mod tests {
     fn answers_the_handshake_and_the_suite() {
         let init = result_of(&crate::mcp::request_line(1, "initialize", &crate::mcp::initialize_params()));
         assert_eq!(init["protocolVersion"], crate::mcp::OFFERED_PROTOCOL_VERSION);
-        assert!(answer(Suite::Weekly, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
+        let weekly = &mut Tools::new(Suite::Weekly);
+        assert!(answer(weekly, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
         for suite in Suite::ALL {
-            let list = answer(*suite, br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).unwrap();
+            let tools = &mut Tools::new(*suite);
+            let list = answer(tools, br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).unwrap();
             let list: Value = serde_json::from_str(&list).unwrap();
             assert_eq!(crate::mcp::tool_names(&list["result"]), suite.tools());
+            if suite.needs_services() {
+                continue; // `shop`'s tests run its gate against its services
+            }
             for (tool, args, expected) in suite.gate() {
                 let line =
                     crate::mcp::request_line(9, "tools/call", &crate::mcp::tools_call_params(tool, &args));
-                let reply: Value = serde_json::from_str(&answer(*suite, line.as_bytes()).unwrap()).unwrap();
+                let reply: Value = serde_json::from_str(&answer(tools, line.as_bytes()).unwrap()).unwrap();
                 match expected {
                     Expected::Value(v) => {
                         assert!(crate::mcp::values_match(&v, &tool_value(&reply["result"]).unwrap()))
@@ -168,8 +204,11 @@ mod tests {
 
     #[test]
     fn keeps_string_ids_and_refuses_unknown_methods() {
-        let reply =
-            answer(Suite::Weekly, br#"{"jsonrpc":"2.0","id":"abc","method":"resources/list"}"#).unwrap();
+        let reply = answer(
+            &mut Tools::new(Suite::Weekly),
+            br#"{"jsonrpc":"2.0","id":"abc","method":"resources/list"}"#,
+        )
+        .unwrap();
         assert!(reply.contains(r#""id":"abc""#) && reply.contains("-32601"));
     }
 }

@@ -10,7 +10,7 @@ use crate::backend::{Admission, Backend, BackendKind};
 use crate::placement;
 use crate::recipe::{ImagePlan, RecipeBook, ServerWant, WantField};
 use crate::scenario::{Bytecode, EngineKind, Scenario};
-use crate::spec::{CellJob, DriverSpec, Expect, Placement, Sandbox, Timeouts};
+use crate::spec::{CellJob, DriverSpec, Expect, Placement, Sandbox, ServiceJob, ServiceSpec, Timeouts};
 
 /// A cell resolved against recipes and placement.
 #[derive(Debug, Clone)]
@@ -45,29 +45,47 @@ pub struct PlannedCell {
     /// Its place in the run's order, and whether it is an A/A control (set when the run is
     /// ordered).
     pub schedule: Option<crate::record::Schedule>,
+    /// The backing services started beside its server, each with its image.
+    pub services: Vec<(ServiceSpec, ImagePlan)>,
 }
 
 impl PlannedCell {
     /// What a backend needs to run this cell (the driver's `lab_dir` is the backend's to set).
     pub fn job(&self, run_id: &str, index: usize, benchlab_exe: &Path) -> CellJob {
+        let mut server = self.image.launch.clone();
+        server.env.extend(self.services.iter().map(|(s, _)| s.kind.server_env()));
+        let services_cpus =
+            self.placement.services_cpus.clone().unwrap_or_else(|| self.placement.driver_cpus.clone());
         CellJob {
             run_id: run_id.to_string(),
             cell_id: self.id.clone(),
             index,
             driver: DriverSpec {
                 lab_dir: PathBuf::new(),
-                server: self.image.launch.clone(),
+                server,
                 http: self.image.http.clone(),
                 suite: self.suite.clone(),
                 workload: self.workload.clone(),
                 timeouts: self.timeouts,
                 ungated: None,
+                services: self.services.iter().map(|(s, _)| s.clone()).collect(),
             },
             placement: self.placement.clone(),
             sandbox: self.sandbox.clone(),
             labels: Default::default(),
             benchlab_exe: benchlab_exe.to_path_buf(),
             require_quiet_s: None,
+            // The image is the plan's reference until the scheduler names the prepared one.
+            services: self
+                .services
+                .iter()
+                .map(|(spec, image)| ServiceJob {
+                    spec: spec.clone(),
+                    image: image.base.reference(),
+                    cpus: services_cpus.clone(),
+                    memory_limit_bytes: self.placement.memory_limit_bytes,
+                })
+                .collect(),
         }
     }
 
@@ -113,6 +131,7 @@ pub async fn admit<B: Backend>(
             recipes,
             placement: &c.placement,
             time_limit: c.workload.time_limit(&c.timeouts),
+            services: &c.services.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
         };
         backends[index].admit(a, &mut c.image, &mut c.deviations).await?;
     }
@@ -124,8 +143,10 @@ pub async fn admit<B: Backend>(
 pub fn distinct_images(cells: &[PlannedCell]) -> Vec<(usize, ImagePlan)> {
     let mut distinct: Vec<(usize, ImagePlan)> = Vec::new();
     for c in cells {
-        if !distinct.iter().any(|(b, d)| *b == c.backend && d.same_image(&c.image)) {
-            distinct.push((c.backend, c.image.clone()));
+        for image in std::iter::once(&c.image).chain(c.services.iter().map(|(_, i)| i)) {
+            if !distinct.iter().any(|(b, d)| *b == c.backend && d.same_image(image)) {
+                distinct.push((c.backend, image.clone()));
+            }
         }
     }
     distinct
@@ -134,6 +155,11 @@ pub fn distinct_images(cells: &[PlannedCell]) -> Vec<(usize, ImagePlan)> {
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
 pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<Vec<PlannedCell>, RunError> {
     let placement = placement::choose(&scenario.placement, cpus)?;
+    let with_services = |p: Placement| match scenario.services.is_empty() {
+        true => p,
+        false => placement::with_services(p, cpus),
+    };
+    let placement = with_services(placement);
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
@@ -143,6 +169,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 &crate::spec::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
                 cpus,
             )
+            .map(with_services)
             .map_err(|e| scenario.error_at(mode.span(), e.to_string()))?,
             _ => placement.clone(),
         };
@@ -210,6 +237,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             deviations: Vec::new(),
             backend: 0,
             schedule: None,
+            services: scenario.services.iter().map(|s| (s.clone(), ImagePlan::service(s))).collect(),
         });
     }
     Ok(out)

@@ -8,9 +8,11 @@ use crate::backend::{CellOutcome, Prepared};
 use crate::recipe::RuntimeKind;
 use crate::record::manifest::{
     BenchlabManifest, EngineManifest, Environment, HostManifest, ImageManifest, RuntimeManifest,
+    ServiceManifest,
 };
+use crate::record::ServiceMetrics;
 use crate::record::{Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status};
-use crate::spec::{CellTransport, HistogramMetric, Sandbox};
+use crate::spec::{CellTransport, HistogramMetric, Sandbox, ServiceReady, ServiceUsage};
 use crate::stats;
 
 /// The parts of the environment shared by every cell of a run.
@@ -107,6 +109,44 @@ fn calls_metric(outcome: &crate::spec::DriverOutcome) -> Option<HistogramMetric>
     })
 }
 
+/// The services' part of the environment: each one the backend ran, with its image and version.
+fn service_manifests(cell: &PlannedCell, ran: &[ServiceUsage]) -> Vec<ServiceManifest> {
+    cell.services
+        .iter()
+        .filter_map(|(spec, _)| {
+            let r = ran.iter().find(|u| u.name == spec.name)?;
+            Some(ServiceManifest {
+                name: spec.name.clone(),
+                kind: spec.kind,
+                image_id: r.image_id.clone(),
+                version: r.version.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Each service's figures: the driver's readying and seeding beside the backend's usage.
+fn service_metrics(cell: &PlannedCell, ready: &[ServiceReady], ran: &[ServiceUsage]) -> Vec<ServiceMetrics> {
+    cell.services
+        .iter()
+        .map(|(spec, _)| {
+            let r = ready.iter().find(|r| r.name == spec.name);
+            let u = ran.iter().find(|u| u.name == spec.name).cloned().unwrap_or_default();
+            ServiceMetrics {
+                name: spec.name.clone(),
+                ready_ms: r.map(|r| r.ready_ms),
+                seed_sha256: r.map(|r| r.seed_sha256.clone()),
+                items: r.map(|r| r.items),
+                cpu_s: u.cpu_s,
+                window_s: u.window_s,
+                memory_peak_bytes: u.memory_peak_bytes,
+                memory_end_bytes: u.memory_end_bytes,
+                exited: u.exited,
+            }
+        })
+        .collect()
+}
+
 /// The record of one cell from its outcome: what was measured, and the environment it ran in
 /// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
 /// Its hashes and sequence number are the store's to fill.
@@ -125,6 +165,7 @@ pub fn build_record(
         ran_on,
         quiet,
         fingerprint,
+        services,
     } = cell_outcome;
     let fingerprint = fingerprint.or_else(|| ctx.fingerprint.clone());
     let host_check =
@@ -162,6 +203,7 @@ pub fn build_record(
         scenario_sha256: ctx.scenario_sha256.clone(),
         deviations: cell.deviations.clone(),
         sandbox: Some(sandbox_manifest(&sandbox)),
+        services: service_manifests(cell, &services),
     };
     environment.deviations.extend(derived_deviations(cell, &environment));
     let failure = failure_override.or(outcome.failure.clone());
@@ -197,6 +239,7 @@ pub fn build_record(
             expect: cell.expect,
             http: cell.image.http.clone(),
             repeat: cell.repeat,
+            services: cell.services.iter().map(|(s, _)| s.clone()).collect(),
         },
         metrics: Metrics {
             cold_start: samples(&outcome.cold_start_ns),
@@ -208,6 +251,7 @@ pub fn build_record(
                 under_load: outcome.load_memory,
             },
             load: outcome.load,
+            services: service_metrics(cell, &outcome.services, &services),
         },
         observed: Observed {
             protocol_version: outcome.protocol_version,

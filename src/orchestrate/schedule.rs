@@ -338,8 +338,11 @@ impl<B: Backend> Scheduler<'_, B> {
         let started = Instant::now();
         let mut cell = cell.clone();
         if let Some(p) = self.slots.get(slot).filter(|_| self.slots.len() > 1) {
+            let services_cpus = cell.placement.services_cpus.as_ref().map(|_| p.driver_cpus.clone());
             cell.placement = Placement {
                 parallel: Some(ParallelSlot { slot: slot as u32, slots: self.slots.len() as u32 }),
+                services_share_driver: services_cpus.is_some(),
+                services_cpus,
                 ..p.clone()
             };
         }
@@ -348,10 +351,14 @@ impl<B: Backend> Scheduler<'_, B> {
             .iter()
             .find(|(b, p, _)| *b == cell.backend && p.same_image(&cell.image))
             .expect("every cell's image is prepared");
-        let job = CellJob {
+        let mut job = CellJob {
             require_quiet_s: self.require_quiet_s,
             ..cell.job(&self.ctx.run_id, index, self.benchlab_exe)
         };
+        for (service, (_, plan)) in job.services.iter_mut().zip(&cell.services) {
+            let found = self.images.iter().find(|(b, p, _)| *b == cell.backend && p.same_image(plan));
+            service.image = found.expect("every service's image is prepared").2.id.clone();
+        }
         let cell_id = cell.id.clone();
         let mut on_event = |e: CellEvent| match e {
             CellEvent::Driver(DriverEvent::Progress { phase, done, total }) => {

@@ -42,6 +42,9 @@ pub struct PlanView {
     pub parallel_slots: usize,
     /// How the run measures against noise: its order, its repeats and its A/A controls.
     pub noise: NoisePlan,
+    /// The backing services every cell starts beside its server, and where they run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub services: Option<String>,
 }
 
 /// The cost of a run's noise model: every cell `repeats` times, plus the control cells.
@@ -123,7 +126,30 @@ impl PlanView {
             control_cells: cells.iter().filter(|c| control(c)).count(),
             single_pass_seconds: single_pass / slots,
         };
+        let services = cells.first().filter(|c| !c.services.is_empty()).map(|c| {
+            let names: Vec<String> = c
+                .services
+                .iter()
+                .map(|(s, _)| match s.name == s.kind.as_str() {
+                    true => s.name.clone(),
+                    false => format!("{} ({})", s.name, s.kind.as_str()),
+                })
+                .collect();
+            let p = &c.placement;
+            format!(
+                "{}, seed {}, started fresh and seeded for every cell, on CPU {}{}",
+                names.join(", "),
+                c.services[0].0.seed,
+                p.services_cpus.as_deref().unwrap_or("?"),
+                if p.services_share_driver {
+                    " (the driver's: this host has no CPU left for them)"
+                } else {
+                    ""
+                }
+            )
+        });
         PlanView {
+            services,
             noise,
             scenario: scenario.name.clone(),
             cells: cells.len(),
@@ -176,6 +202,9 @@ impl PlanView {
             count(ImageState::Build) + count(ImageState::BuildWithBase),
             if unknown > 0 { format!(", {unknown} unknown (no engine answered)") } else { String::new() }
         ));
+        if let Some(s) = &self.services {
+            out.push_str(&format!("services: {s}\n"));
+        }
         let n = &self.noise;
         let controls = match n.control_cells {
             0 => "no A/A controls".to_string(),

@@ -116,6 +116,25 @@ impl ImagePlan {
         })
     }
 
+    /// A backing service's image: a bare Debian bookworm base with the service's packages (the
+    /// API service runs the lab's own binary, so it needs none), made like any base.
+    pub fn service(spec: &crate::spec::ServiceSpec) -> ImagePlan {
+        let kind = spec.kind;
+        ImagePlan {
+            family: format!("service-{}", kind.as_str()),
+            version: "bookworm".into(),
+            api: "service".into(),
+            runtime_name: "debian-bookworm".into(),
+            runtime_kind: RuntimeKind::Native,
+            base: BaseSource::bootstrap("bookworm", kind.packages()),
+            fetch_base: None,
+            launch: ServerLaunch { argv: spec.argv(LAB_BINARY), env: Vec::new(), cwd: None },
+            http: None,
+            source: None,
+            build: None,
+        }
+    }
+
     /// The Dockerfile with its bases and launcher filled in.
     pub fn dockerfile(&self, base_ref: &str, fetch_base_ref: &str) -> Option<String> {
         self.build.as_ref().map(|b| {

@@ -113,6 +113,23 @@ pub struct Environment {
     /// (those containers ran with the engine's defaults plus `--network none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxManifest>,
+    /// The backing services' images and versions (absent for cells without services, so
+    /// earlier records keep their hash).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceManifest>,
+}
+
+/// A backing service as it ran: what image, which version of its program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceManifest {
+    pub name: String,
+    pub kind: crate::spec::ServiceKind,
+    /// The engine's image id.
+    pub image_id: String,
+    /// Its program's installed version (`redis-server`'s Debian version; the lab's own for the
+    /// API service).
+    pub version: String,
 }
 
 impl Environment {

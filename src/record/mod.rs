@@ -87,6 +87,9 @@ pub struct Cell {
     /// Which run of a repeated cell this record is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<Repeat>,
+    /// The backing services beside the server (`[[service]]`): kind, name, seed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<crate::spec::ServiceSpec>,
 }
 
 /// A latency metric from individual samples (cold starts, first tools/list).
@@ -120,6 +123,34 @@ pub struct Metrics {
     /// HTTP load workloads only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadMetrics>,
+    /// Each backing service: how it was readied and seeded, and its own CPU and memory over
+    /// the cell, beside the server's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceMetrics>,
+}
+
+/// One backing service's figures in a cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceMetrics {
+    pub name: String,
+    /// From the driver's first probe to the service's first good answer, in milliseconds.
+    pub ready_ms: Option<f64>,
+    /// sha256 of the data set seeded into it before the gate (one per cell: every cell starts
+    /// from the same pristine data).
+    pub seed_sha256: Option<String>,
+    /// Keys (Redis) or products (the API) it held after seeding.
+    pub items: Option<u64>,
+    /// CPU seconds over the driver's window and the window's length; their ratio is its share
+    /// of one CPU.
+    pub cpu_s: Option<f64>,
+    pub window_s: Option<f64>,
+    /// Its cgroup's memory high-water mark and its usage at the end of the window, in bytes.
+    pub memory_peak_bytes: Option<u64>,
+    pub memory_end_bytes: Option<u64>,
+    /// Its exit code, when it exited before the cell ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<i64>,
 }
 
 /// What the server said about itself and how it ended.
@@ -238,6 +269,8 @@ pub(crate) mod tests {
             shared: false,
             memory_limit_bytes: 1 << 30,
             parallel: None,
+            services_cpus: None,
+            services_share_driver: false,
         };
         let summary = LatencySummary {
             count: 3,
@@ -276,6 +309,7 @@ pub(crate) mod tests {
                 expect: Expect::Success,
                 http: None,
                 repeat: None,
+                services: vec![],
             },
             metrics: Metrics {
                 cold_start: Some(SampleMetric {
@@ -290,6 +324,7 @@ pub(crate) mod tests {
                     under_load: None,
                 },
                 load: None,
+                services: vec![],
             },
             observed: Observed {
                 protocol_version: Some("2025-11-25".into()),
@@ -329,6 +364,7 @@ pub(crate) mod tests {
                 scenario_sha256: "2".repeat(64),
                 deviations: vec![],
                 sandbox: None,
+                services: vec![],
             },
             env_hash: String::new(),
             prev_hash: None,

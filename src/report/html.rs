@@ -252,6 +252,20 @@ pub fn html(records: &[Record]) -> String {
     if !load_rows.is_empty() {
         load_section(&mut o, records, &load_rows);
     }
+    let steps = super::steps::step_lines(records);
+    if !steps.is_empty() {
+        o.push_str("<h2>Steps</h2>\n");
+        for l in steps {
+            let _ = writeln!(o, "<p>{}</p>", esc(&l));
+        }
+    }
+    let services = super::services::service_lines(records);
+    if !services.is_empty() {
+        o.push_str("<h2>Backing services</h2>\n");
+        for l in services {
+            let _ = writeln!(o, "<p>{}</p>", esc(&l));
+        }
+    }
     if stdio {
         stdio_charts(&mut o, records, &rows);
     }

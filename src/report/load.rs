@@ -126,16 +126,27 @@ pub fn load_rows(records: &[Record]) -> Vec<LoadRow> {
     records.iter().filter(|r| is_load(r)).map(load_row).collect()
 }
 
+/// The tool a load calls, or its mix (`get_cart×3 + search_products×1`).
+fn tool_text(w: &Workload) -> String {
+    match w {
+        Workload::Concurrency { mix, .. } if !mix.is_empty() => {
+            mix.iter().map(|m| format!("{}×{}", m.tool, m.weight)).collect::<Vec<_>>().join(" + ")
+        }
+        w => w.tool().unwrap_or("").to_string(),
+    }
+}
+
 fn load_row(r: &Record) -> LoadRow {
     let s = &r.cell.server;
     let (mut workers, mut connections, mut target_rps, mut lifecycle) = (0, 0, None, None);
-    let tool = r.cell.workload.tool().unwrap_or("").to_string();
+    let tool = tool_text(&r.cell.workload);
     match &r.cell.workload {
-        Workload::Concurrency { workers: w, lifecycle: l, .. } => {
+        Workload::Concurrency { workers: w, lifecycle: l, session_calls, .. } => {
             (workers, connections) = (*w, *w);
             lifecycle = Some(match l {
                 Lifecycle::Session => "session".to_string(),
                 Lifecycle::PerCall => "per_call".to_string(),
+                Lifecycle::Iteration => format!("iteration of {session_calls} calls"),
             });
         }
         Workload::HttpApi { workers: w, .. } => (workers, connections) = (*w, *w),

@@ -154,6 +154,9 @@ pub fn markdown(records: &[Record]) -> String {
             let _ = writeln!(o, "{}\n", cell(&l));
         }
     }
+    for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
+        let _ = writeln!(o, "{}\n", cell(&l));
+    }
     history_section(&mut o, records);
     per_cell_and_rest(&mut o, records);
     o

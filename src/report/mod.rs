@@ -16,6 +16,8 @@ mod html;
 mod load;
 mod markdown;
 mod rows;
+mod services;
+mod steps;
 mod table;
 mod timeseries;
 mod units;

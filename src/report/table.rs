@@ -103,6 +103,10 @@ pub fn tables(records: &[Record]) -> String {
             out.push('\n');
         }
     }
+    for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     if let Some(h) = history_table(records) {
         out.push('\n');
         out.push_str(&h);

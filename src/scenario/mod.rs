@@ -6,6 +6,7 @@
 
 mod matrix;
 mod raw;
+mod services;
 mod validate;
 mod workload;
 
@@ -45,6 +46,8 @@ pub struct Scenario {
     pub only: Vec<String>,
     /// What the reproduced source states (`[source]`; empty for other scenarios).
     pub stated: SourceStatement,
+    /// Backing services every cell gets beside its server (`[[service]]`).
+    pub services: Vec<crate::spec::ServiceSpec>,
 }
 
 /// A scenario problem, located in its file.
@@ -112,6 +115,7 @@ impl Scenario {
             servers,
             matrices,
             workloads,
+            services,
             repeats,
             order,
             controls,
@@ -161,6 +165,7 @@ impl Scenario {
             controls: Vec::new(),
             only: Vec::new(),
             stated,
+            services: Vec::new(),
             source,
         };
         for m in &matrices {
@@ -203,6 +208,7 @@ impl Scenario {
         for raw_w in &workloads {
             s.add_workload(raw_w)?;
         }
+        s.add_services(&services, suite.span())?;
         Ok(s)
     }
 

@@ -139,6 +139,9 @@ pub(super) struct RawScenario {
     pub(super) matrices: Vec<RawMatrix>,
     #[serde(rename = "workload", default)]
     pub(super) workloads: Vec<Spanned<RawWorkload>>,
+    /// Backing services every cell gets beside its server (`[[service]]`).
+    #[serde(rename = "service", default)]
+    pub(super) services: Vec<Spanned<RawService>>,
     /// Every cell runs this many times (records share the cell id, numbered by `repeat`).
     /// Absent: 3 for a sweep (a matrix over a release range) or a reproduction (`[source]` or
     /// `[[claim]]`), else 1.
@@ -178,6 +181,10 @@ pub(super) struct RawWorkload {
     pub(super) rate: Option<Spanned<u64>>,
     pub(super) connections: Option<Spanned<u32>>,
     pub(super) lifecycle: Option<Spanned<Lifecycle>>,
+    /// `concurrency`: a weighted mix of tools instead of `tool` (`{ get_cart = 3, search_products = 1 }`).
+    pub(super) mix: Option<Spanned<BTreeMap<String, u32>>>,
+    /// `concurrency` with `lifecycle = "iteration"`: the tool calls of each session (default 5).
+    pub(super) session_calls: Option<Spanned<u32>>,
     /// Load workloads: how long to keep sampling the server's memory after every connection
     /// closed (`"30s"` when absent, `"0s"` for none).
     pub(super) idle_after: Option<Spanned<toml::Value>>,
@@ -194,6 +201,17 @@ pub(super) struct RawWorkload {
     pub(super) cycle_idle: Option<Spanned<String>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
+}
+
+/// A backing service as written: `kind` (`redis` or `api`), an optional `name`, the data set's
+/// `seed` and, for the lab's own tests, a `fault`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawService {
+    pub(super) kind: Spanned<String>,
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) seed: Option<Spanned<u64>>,
+    pub(super) fault: Option<Spanned<String>>,
 }
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);

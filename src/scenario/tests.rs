@@ -445,3 +445,29 @@ fn a_soaks_cycles_take_their_idle_phase_from_idle_after_and_refuse_what_does_not
     let e = parse(&GOOD.replace("calls = 100", "calls = 100\ncycles = 2")).unwrap_err().to_string();
     assert!(e.contains("`cycles` does not belong to a serial_calls workload"), "{e}");
 }
+
+#[test]
+fn a_mix_and_iterations_parse_and_bad_ones_are_refused_at_their_key() {
+    let head = "name = \"m\"\nsuite = \"weekly\"\n[[server]]\nid = \"h\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n[[workload]]\nkind = \"concurrency\"\nworkers = 2\nduration = \"1s\"\n";
+    let s =
+        parse(&format!("{head}lifecycle = \"iteration\"\nmix = {{ echo = 2, add_numbers = 1 }}\n")).unwrap();
+    match &s.workloads[0] {
+        Workload::Concurrency { tool, mix, session_calls, lifecycle, .. } => {
+            assert_eq!(tool, "mix");
+            assert_eq!(mix.len(), 2);
+            assert_eq!(*session_calls, 5, "the default");
+            assert_eq!(*lifecycle, crate::spec::Lifecycle::Iteration);
+        }
+        w => panic!("{w:?}"),
+    }
+    let err = |tail: &str| parse(&format!("{head}{tail}")).expect_err("refused").to_string();
+    assert!(err("tool = \"echo\"\nmix = { echo = 1 }\n").contains("`tool` and `mix` exclude each other"));
+    assert!(err("mix = { echo = 0 }\n").contains("a weight from 1 to 1000"));
+    assert!(err("mix = { nope = 1 }\n").contains("has no tool \"nope\""));
+    assert!(err("tool = \"echo\"\nsession_calls = 3\n")
+        .contains("`session_calls` belongs only to a workload with lifecycle = \"iteration\""));
+    assert!(err("tool = \"echo\"\nlifecycle = \"iteration\"\nsession_calls = 0\n")
+        .contains("`session_calls` is from 1 to 10000"));
+    let e = err("tool = \"echo\"\nsession_calls = 3\n");
+    assert!(e.contains("m.toml:") || e.contains("t.toml:"), "{e}");
+}

@@ -116,12 +116,16 @@ impl Scenario {
         }
         let only = raw.servers.as_ref();
         let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.get_ref().contains(x.id.get_ref()));
-        if let Some(tool) = w.get_ref().tool() {
+        for tool in w.get_ref().tools() {
             for srv in self.servers.iter().filter(runs_on) {
                 let suite = srv.suite.as_deref().and_then(Suite::from_name).unwrap_or(suite);
                 if suite.call(tool, 0).is_none() {
                     return Err(self.error_at(
-                        raw.tool.as_ref().map_or(w.span(), |t| t.span()),
+                        raw.tool
+                            .as_ref()
+                            .map(|t| t.span())
+                            .or(raw.mix.as_ref().map(|m| m.span()))
+                            .unwrap_or(w.span()),
                         format!(
                             "{}: suite {} (of server {:?}) has no tool {tool:?} (it has {})",
                             w.get_ref().kind(),

@@ -9,7 +9,9 @@ use serde::{de, Deserialize, Deserializer};
 use toml::Spanned;
 
 use super::raw::{RawWorkload, SpanErr};
-use crate::spec::{StableRule, Warmup, Workload, DEFAULT_IDLE_AFTER_MS, DEFAULT_SERIES_INTERVAL_MS};
+use crate::spec::{
+    Lifecycle, MixEntry, StableRule, Warmup, Workload, DEFAULT_IDLE_AFTER_MS, DEFAULT_SERIES_INTERVAL_MS,
+};
 
 /// A soak's leak floor when the scenario does not state one: 1 MiB per hour.
 pub const DEFAULT_LEAK_FLOOR: u64 = 1 << 20;
@@ -67,6 +69,11 @@ impl RawWorkload {
     fn soak(&self) -> Result<Typed, SpanErr> {
         self.load_only()?;
         self.stray("warmup", span_of(&self.warmup))?;
+        self.stray("mix", span_of(&self.mix))?;
+        self.stray("session_calls", span_of(&self.session_calls))?;
+        if let Some(l) = self.lifecycle.as_ref().filter(|l| *l.get_ref() == Lifecycle::Iteration) {
+            return Err((l.span(), "a soak keeps its sessions (\"session\") or renews them per call (\"per_call\"); \"iteration\" is for concurrency".into()));
+        }
         let rate = self.rate.as_ref().map(|r| *r.get_ref());
         if let Some(r) = &self.rate {
             if !(1..=10_000_000).contains(r.get_ref()) {
@@ -208,8 +215,8 @@ impl RawWorkload {
         }
         let (warmup_ms, duration_ms) = self.load_time()?;
         let idle_after_ms = self.idle_after()?;
-        let tool = self.tool_name()?;
         let lifecycle = self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default();
+        let (tool, mix, session_calls) = self.mix_and_sessions(http_api, lifecycle)?;
         Ok(self
             .worker_counts()?
             .into_iter()
@@ -224,6 +231,8 @@ impl RawWorkload {
                         duration_ms,
                         lifecycle,
                         idle_after_ms,
+                        mix: mix.clone(),
+                        session_calls,
                     }
                 };
                 (w, format!("-w{workers}"))
@@ -231,10 +240,62 @@ impl RawWorkload {
             .collect())
     }
 
+    /// A closed loop's `tool` or `mix` (one of them), and its iterations' calls.
+    fn mix_and_sessions(
+        &self,
+        http_api: bool,
+        lifecycle: Lifecycle,
+    ) -> Result<(String, Vec<MixEntry>, u32), SpanErr> {
+        if http_api {
+            self.stray("mix", span_of(&self.mix))?;
+        }
+        let iteration = lifecycle == Lifecycle::Iteration;
+        if !iteration {
+            self.stray_unless("session_calls", span_of(&self.session_calls), "lifecycle = \"iteration\"")?;
+        }
+        let session_calls = match &self.session_calls {
+            Some(n) if !(1..=10_000).contains(n.get_ref()) => {
+                return Err((n.span(), "`session_calls` is from 1 to 10000".into()))
+            }
+            Some(n) => *n.get_ref(),
+            None if iteration => 5,
+            None => 0,
+        };
+        let Some(mix) = &self.mix else {
+            return Ok((self.tool_name()?, Vec::new(), session_calls));
+        };
+        if let Some(t) = &self.tool {
+            return Err((t.span(), "`tool` and `mix` exclude each other: a mix names its tools".into()));
+        }
+        if mix.get_ref().is_empty() || mix.get_ref().values().any(|w| !(1..=1000).contains(w)) {
+            return Err((
+                mix.span(),
+                "`mix` maps each tool to a weight from 1 to 1000, e.g. { get_cart = 3, search_products = 1 }"
+                    .into(),
+            ));
+        }
+        let entries = mix
+            .get_ref()
+            .iter()
+            .map(|(tool, weight)| MixEntry { tool: tool.clone(), weight: *weight })
+            .collect();
+        Ok(("mix".into(), entries, session_calls))
+    }
+
+    /// Refuses a key that belongs only with another key's value.
+    fn stray_unless(&self, name: &str, span: Option<Range<usize>>, with: &str) -> Result<(), SpanErr> {
+        match span {
+            Some(sp) => Err((sp, format!("`{name}` belongs only to a workload with {with}"))),
+            None => Ok(()),
+        }
+    }
+
     fn open_loop(&self) -> Result<Typed, SpanErr> {
         self.load_only()?;
         self.stray("workers", span_of(&self.workers))?;
         self.stray("lifecycle", span_of(&self.lifecycle))?;
+        self.stray("mix", span_of(&self.mix))?;
+        self.stray("session_calls", span_of(&self.session_calls))?;
         let (warmup_ms, duration_ms) = self.load_time()?;
         let idle_after_ms = self.idle_after()?;
         let rate = self.rate.as_ref().ok_or_else(|| {
@@ -373,6 +434,8 @@ impl RawWorkload {
             ("rate", self.rate.as_ref().map(|t| t.span())),
             ("connections", self.connections.as_ref().map(|t| t.span())),
             ("lifecycle", self.lifecycle.as_ref().map(|t| t.span())),
+            ("mix", self.mix.as_ref().map(|t| t.span())),
+            ("session_calls", self.session_calls.as_ref().map(|t| t.span())),
             ("idle_after", self.idle_after.as_ref().map(|t| t.span())),
         ];
         for (name, span) in spans {

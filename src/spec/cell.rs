@@ -128,6 +128,13 @@ pub struct Placement {
     /// share no physical core.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<ParallelSlot>,
+    /// cpuset of the cell's backing services (`[[service]]`); absent when it has none. The
+    /// driver's own CPUs when the host has none left over: they then share them, and
+    /// `services_share_driver` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services_cpus: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub services_share_driver: bool,
 }
 
 /// Which of a `--parallel` run's CPU slots a cell ran in.

@@ -8,6 +8,7 @@ pub mod cell;
 
 pub mod outcome;
 pub mod series;
+pub mod service;
 pub mod source;
 pub mod wire;
 
@@ -17,6 +18,7 @@ pub use cell::*;
 
 pub use outcome::*;
 pub use series::*;
+pub use service::*;
 pub use source::*;
 pub use wire::*;
 

@@ -32,6 +32,9 @@ pub enum FailureReason {
     /// `--require-quiet`: the host stayed loud on the cell's CPUs for the whole wait allowed, so
     /// the cell was not run (the detail names the readings).
     NoisyHost,
+    /// A backing service (`[[service]]`) was not ready in time, could not be seeded, or exited
+    /// during the cell (the detail names it).
+    Service,
 }
 
 impl FailureReason {
@@ -47,6 +50,7 @@ impl FailureReason {
             FailureReason::EngineError => "engine_error",
             FailureReason::NodeFail => "node_fail",
             FailureReason::NoisyHost => "noisy_host",
+            FailureReason::Service => "service",
         }
     }
 }
@@ -262,6 +266,14 @@ pub struct LoadMetrics {
     pub driver_cpu_cores: Option<f64>,
     /// A few of the first error messages, for the reader (not counted anywhere).
     pub error_examples: Vec<String>,
+    /// Per step, the latency of its correct completions in the window: under a mix, each tool;
+    /// under `lifecycle = "iteration"`, also `initialize`, `tools/list` and `session` (a whole
+    /// iteration, opened to closed). Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub steps: BTreeMap<String, HistogramMetric>,
+    /// `lifecycle = "iteration"`: iterations completed (every step correct) in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
     /// The load over time: per-interval latency and counts, the server's resources on the same
     /// clock. Absent in records written before the series existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

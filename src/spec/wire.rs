@@ -28,6 +28,10 @@ pub struct DriverSpec {
     /// suite is then only a label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ungated: Option<serde_json::Value>,
+    /// Backing services on the cell's loopback: the driver waits for each, empties and seeds it
+    /// before the gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<crate::spec::ServiceSpec>,
 }
 
 /// What the driver measured, successful or not; a failure keeps what was measured before it.
@@ -55,6 +59,9 @@ pub struct DriverOutcome {
     /// HTTP load workloads: throughput, latency, errors; memory before, during and after.
     pub load: Option<LoadMetrics>,
     pub load_memory: Option<LoadMemory>,
+    /// The backing services the driver readied and seeded, in the spec's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<crate::spec::ServiceReady>,
 }
 
 /// One line of the driver's output.
@@ -160,6 +167,9 @@ pub struct CellJob {
     /// the cell starts; still loud then, the cell fails as `noisy_host` (its backend checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_quiet_s: Option<u64>,
+    /// Backing services to start beside the server, in its network namespace, before the driver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<crate::spec::ServiceJob>,
 }
 
 impl CellJob {

@@ -38,6 +38,13 @@ pub enum Workload {
         /// 0 = none. Absent (0) in records written before it existed, and when turned off.
         #[serde(default, skip_serializing_if = "is_zero")]
         idle_after_ms: u64,
+        /// A weighted mix of tools instead of one (`tool` is then "mix"): calls follow a fixed
+        /// interleaving of the tools in proportion to their weights. Empty: `tool` alone.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mix: Vec<MixEntry>,
+        /// `lifecycle = "iteration"`: the tool calls of one iteration (session).
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        session_calls: u32,
     },
     /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
     /// latency measured from its intended send time (corrected for coordinated omission); then
@@ -115,6 +122,36 @@ pub enum Lifecycle {
     Session,
     /// A fresh initialize (and session) before every call.
     PerCall,
+    /// As load tools such as k6 drive MCP servers: each iteration of a virtual user opens a
+    /// session (initialize, initialized, tools/list), makes `session_calls` calls of the mix and
+    /// closes it; every step (initialize, tools/list, each tool, the whole session) is timed.
+    Iteration,
+}
+
+/// One tool of a workload's mix and its weight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixEntry {
+    pub tool: String,
+    pub weight: u32,
+}
+
+/// The tool of each call slot of a mix, in order: a smooth weighted round robin (each tool as
+/// evenly spread as its weight allows), one cycle of `sum(weights)` slots, the same for every run.
+pub fn mix_cycle(mix: &[MixEntry]) -> Vec<&str> {
+    let total: i64 = mix.iter().map(|m| i64::from(m.weight)).sum();
+    let mut current = vec![0i64; mix.len()];
+    let mut out = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        for (c, m) in current.iter_mut().zip(mix) {
+            *c += i64::from(m.weight);
+        }
+        let best =
+            (0..mix.len()).max_by_key(|&i| (current[i], std::cmp::Reverse(i))).expect("a mix has tools");
+        current[best] -= total;
+        out.push(mix[best].tool.as_str());
+    }
+    out
 }
 
 impl Workload {
@@ -141,6 +178,16 @@ impl Workload {
     }
 
     /// The tool a workload calls, if it calls one.
+    /// Every tool the workload calls: its mix's, or its one tool.
+    pub fn tools(&self) -> Vec<&str> {
+        match self {
+            Workload::Concurrency { mix, .. } if !mix.is_empty() => {
+                mix.iter().map(|m| m.tool.as_str()).collect()
+            }
+            w => w.tool().into_iter().collect(),
+        }
+    }
+
     pub fn tool(&self) -> Option<&str> {
         match self {
             Workload::ColdStart { .. } => None,
@@ -288,6 +335,20 @@ impl Workload {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_mix_cycle_spreads_each_tool_by_its_weight() {
+        let m = |t: &str, w| MixEntry { tool: t.into(), weight: w };
+        let three = [m("a", 3), m("b", 1), m("c", 1)];
+        let cycle = mix_cycle(&three);
+        assert_eq!(cycle, ["a", "b", "a", "c", "a"]);
+        assert_eq!(mix_cycle(&[m("x", 2)]), ["x", "x"]);
+        let two = [m("a", 7), m("b", 5)];
+        let big = mix_cycle(&two);
+        assert_eq!(big.iter().filter(|t| **t == "a").count(), 7);
+        // Never more than one call of the lighter tool in a row.
+        assert!(!big.windows(2).any(|w| w == ["b", "b"]));
+    }
+
     fn load(idle_after_ms: u64) -> Workload {
         Workload::Concurrency {
             tool: "echo".into(),
@@ -296,6 +357,8 @@ mod tests {
             duration_ms: 10_000,
             lifecycle: Lifecycle::Session,
             idle_after_ms,
+            mix: Vec::new(),
+            session_calls: 0,
         }
     }
 

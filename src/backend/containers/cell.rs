@@ -5,6 +5,7 @@
 //! both containers and the volume are removed. Around it, the quiet-host check (`host::quiet`):
 //! a probe before anything is created (with `--require-quiet`, a wait that may refuse the cell)
 //! and a window from the driver's start to its end, the two containers being the cell's own.
+//! Backing services (`services`) start between the two, in the server's network namespace.
 //! What is measured is the driver's business.
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,12 +15,13 @@ use std::time::Duration;
 
 use super::engine::{ContainerSpec, Engine, Mount, Network, OutputLine, LABEL_RUN};
 use super::owners::{owner_token, LABEL_OWNER};
+use super::services;
 use crate::backend::link::DriverLink;
 use crate::backend::{CellOutcome, EngineError, ImageFacts, Prepared};
 use crate::host::quiet::{Own, QuietCheck};
 use crate::recipe::{base, IMAGE_MANIFEST_PATH, LAB_BINARY};
 use crate::record::manifest::{parse_dpkg_list, Package, RuntimeManifest};
-use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, FailureReason};
+use crate::spec::{CellJob, DriverEvent, DriverOutcome, Failure, FailureReason, ServiceUsage};
 
 /// Runs one cell and removes its containers and volume, whatever happened.
 pub async fn run<E: Engine>(
@@ -55,7 +57,7 @@ pub async fn run<E: Engine>(
     let _ = engine.remove_volume(&volume).await;
     let facts = facts_of();
     let mut outcome = match result {
-        Ok((driver, oom)) => {
+        Ok((driver, oom, services)) => {
             let failure = oom.then(|| {
                 // What the driver saw (a crash, usually, with the server's stderr) stays in the
                 // detail: the kernel's kill is the cause, not the whole story.
@@ -69,11 +71,13 @@ pub async fn run<E: Engine>(
                     ),
                 )
             });
+            let failure = failure.or_else(|| service_failure(&services, &driver));
             CellOutcome {
                 driver,
                 failure,
                 facts,
                 sandbox: Some(job.sandbox.clone()),
+                services,
                 ..CellOutcome::default()
             }
         }
@@ -81,6 +85,22 @@ pub async fn run<E: Engine>(
     };
     outcome.quiet = Some(check.finish());
     outcome
+}
+
+/// A service that exited before the cell ended fails it, whatever the driver saw (which stays
+/// in the detail: a server's errors are usually the service's absence).
+fn service_failure(services: &[ServiceUsage], driver: &DriverOutcome) -> Option<Failure> {
+    let gone: Vec<String> = services
+        .iter()
+        .filter_map(|s| {
+            s.exited.map(|code| format!("service {:?} exited with code {code} during the cell", s.name))
+        })
+        .collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let seen = driver.failure.as_ref().map(|f| format!("; the driver saw {f}")).unwrap_or_default();
+    Some(Failure::new(FailureReason::Service, format!("{}{seen}", gone.join("; "))))
 }
 
 /// A short, stable token of a run id for container names.
@@ -108,7 +128,7 @@ impl<E: Engine> Cell<'_, E> {
         check: &mut QuietCheck,
         image_facts: &Mutex<HashMap<String, ImageFacts>>,
         on_event: &mut (dyn FnMut(DriverEvent) + Send),
-    ) -> Result<(DriverOutcome, bool), EngineError> {
+    ) -> Result<(DriverOutcome, bool, Vec<ServiceUsage>), EngineError> {
         let (engine, job) = (self.engine, self.job);
         let mut labels = BTreeMap::new();
         labels.insert(LABEL_RUN.to_string(), job.run_id.clone());
@@ -135,6 +155,9 @@ impl<E: Engine> Cell<'_, E> {
             image_facts.lock().expect("not poisoned").insert(self.image.id.clone(), facts);
         }
         engine.start(&server).await?;
+        let services =
+            services::start(engine, &job.services, self.name, &server, &labels, &job.benchlab_exe, created)
+                .await?;
 
         let mut spec = job.driver.clone();
         spec.lab_dir = "/lab".into();
@@ -152,7 +175,10 @@ impl<E: Engine> Cell<'_, E> {
         created.push(driver.clone());
         engine.start(&driver).await?;
         // Opened once both run, so the engine's work of starting them is not counted as noise.
-        check.cell_started(Own::cgroups_containing(vec![server.clone(), driver.clone()])).await;
+        let mut own = vec![server.clone(), driver.clone()];
+        own.extend(services.iter().map(|s| s.id.clone()));
+        check.cell_started(Own::cgroups_containing(own)).await;
+        let window = services::open(&services, Path::new("/"));
 
         let mut link = DriverLink::new(on_event);
         let mut on_line = |line| match line {
@@ -173,12 +199,14 @@ impl<E: Engine> Cell<'_, E> {
                 ))
             }
         }
+        // Read before anything is removed: an exited service has no cgroup left to read.
+        let services = services::close(engine, services, window, Path::new("/")).await;
         let driver_exit = engine.wait(&driver).await?;
         // The shim exits after the driver's shutdown request; give it a moment, then read its state.
         let server_exit = tokio::time::timeout(Duration::from_secs(10), engine.wait(&server)).await;
         let oom = matches!(server_exit, Ok(Ok(s)) if s.oom_killed);
         match link.finish() {
-            Ok(o) => Ok((o, oom)),
+            Ok(o) => Ok((o, oom, services)),
             Err(tail) => Err(EngineError::op(
                 "run driver for",
                 &job.cell_id,

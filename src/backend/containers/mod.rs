@@ -9,6 +9,7 @@ pub mod engine;
 pub mod fake;
 pub mod images;
 pub mod owners;
+pub mod services;
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -59,6 +59,13 @@ impl Backend for NativeBackend {
                     .into(),
             });
         }
+        if !a.services.is_empty() {
+            return Err(EngineError::Refused {
+                cell: a.cell_id.to_string(),
+                detail: "the native engine starts no backing services ([[service]]); use --engine docker"
+                    .into(),
+            });
+        }
         if a.want.no_bytecode {
             // The native cache installs once and is reused: after a first start wrote the
             // bytecode, no later cell would start without it.

@@ -236,6 +236,8 @@ mod tests {
             shared,
             memory_limit_bytes: 1 << 30,
             parallel: None,
+            services_cpus: None,
+            services_share_driver: false,
         }
     }
 

@@ -1,10 +1,11 @@
 //! The closed loop (`concurrency`, `http_api`): every virtual user calls back to back on its own
 //! connection until the window ends (a soak's ramp starts them one by one). What a call is and
-//! what is counted is `worker`'s.
+//! what is counted is `worker`'s. `iteration_worker`: a session per iteration, each step timed.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::driver::httpclient::{CallError, ErrorKind};
 use crate::driver::load::worker::{Client, Shared, WorkerStats};
 use crate::spec::Lifecycle;
 
@@ -46,11 +47,15 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
         // reopened after an error is not part of it).
         let t_call = if per_call || !fresh { t0 } else { Instant::now() };
         let r = sh.call(c, i, &mut st.counts).await;
+        let tool = &sh.slot(i).tool;
         i += 1;
         let done = Instant::now();
         sh.tick(done, done - t_call, &r);
         if done >= sh.warm_end() && done <= sh.end() {
             st.account(done, done - t_call, &r);
+            if sh.per_tool && r.is_ok() {
+                st.step(tool, done - t_call);
+            }
         } else {
             sh.warming_call(done, done - t_call, &r);
         }
@@ -65,6 +70,95 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
     }
     if let Some(Client::Mcp(m)) = client {
         m.close(&mut st.counts).await;
+    }
+    st
+}
+
+/// Iterations (`lifecycle = "iteration"`), as load tools like k6 drive MCP servers: each opens a
+/// session (initialize and initialized, on a fresh connection), lists the tools, makes the
+/// iteration's calls of the mix and closes the session; each step is timed on its own, and the
+/// whole iteration too when every step was correct. A failed step is counted by its kind (the
+/// calls' error counts and rate include it) and ends the iteration. Only steps that complete in
+/// the window count; an iteration the window's end cuts short is not counted whole.
+pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> WorkerStats {
+    let mut st = WorkerStats::new();
+    tokio::time::sleep_until(start.into()).await;
+    let calls = u64::from(sh.session_calls.max(1));
+    let mut i = w * calls;
+    let in_window = |sh: &Shared, t: Instant| t >= sh.warm_end() && t <= sh.end();
+    while Instant::now() < sh.end() {
+        let t0 = Instant::now();
+        let mut client = match sh.open(&mut st.counts).await {
+            Ok(c) => c,
+            Err(e) => {
+                let done = Instant::now();
+                if in_window(&sh, done) {
+                    st.account(done, done - t0, &Err(e));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        st.sessions += 1;
+        let opened = Instant::now();
+        if in_window(&sh, opened) {
+            st.step("initialize", opened - t0);
+        }
+        let mut whole = match &mut client {
+            Client::Mcp(m) => match m.request("tools/list", "{}", sh.call_limit, &mut st.counts).await {
+                Ok(Ok(_)) => {
+                    let done = Instant::now();
+                    if in_window(&sh, done) {
+                        st.step("tools/list", done - opened);
+                    }
+                    true
+                }
+                failed => {
+                    let done = Instant::now();
+                    let e = match failed {
+                        Err(e) => e,
+                        Ok(Err(rpc)) => CallError {
+                            kind: ErrorKind::ProtocolError,
+                            detail: format!("tools/list: JSON-RPC error {} {}", rpc.code, rpc.message),
+                        },
+                        Ok(Ok(_)) => unreachable!("matched above"),
+                    };
+                    if in_window(&sh, done) {
+                        st.account(done, done - opened, &Err(e));
+                    }
+                    false
+                }
+            },
+            Client::Rest(_) => false,
+        };
+        for _ in 0..calls {
+            if !whole {
+                break;
+            }
+            let t_call = Instant::now();
+            let r = sh.call(&mut client, i, &mut st.counts).await;
+            let tool = &sh.slot(i).tool;
+            i += 1;
+            let done = Instant::now();
+            sh.tick(done, done - t_call, &r);
+            if in_window(&sh, done) {
+                st.account(done, done - t_call, &r);
+                if r.is_ok() {
+                    st.step(tool, done - t_call);
+                }
+            } else {
+                sh.warming_call(done, done - t_call, &r);
+            }
+            whole = r.is_ok();
+        }
+        if let Client::Mcp(m) = client {
+            m.close(&mut st.counts).await;
+        }
+        let done = Instant::now();
+        if whole && in_window(&sh, t0) && done <= sh.end() {
+            st.step("session", done - t0);
+            st.iterations += 1;
+        }
     }
     st
 }

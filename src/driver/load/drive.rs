@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::driver::httpclient::Counts;
-use crate::driver::load::closed::closed_worker;
+use crate::driver::load::closed::{closed_worker, iteration_worker};
 use crate::driver::load::gate::failure_of;
 use crate::driver::load::open::{open_worker, Schedule};
 use crate::driver::load::series::Intervals;
@@ -20,7 +20,7 @@ use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
 use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics};
-use crate::spec::{LoadMode, LoadSeries};
+use crate::spec::{Lifecycle, LoadMode, LoadSeries};
 use crate::stats;
 
 pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSet), Failure> {
@@ -136,7 +136,10 @@ fn spawn_workers(
         None => (0..u64::from(plan.workers))
             .map(|w| {
                 let start = t_start + plan.ramp.mul_f64(w as f64 / f64::from(plan.workers.max(1)));
-                tokio::task::spawn_local(closed_worker(sh.clone(), w, start))
+                match plan.lifecycle {
+                    Lifecycle::Iteration => tokio::task::spawn_local(iteration_worker(sh.clone(), w, start)),
+                    _ => tokio::task::spawn_local(closed_worker(sh.clone(), w, start)),
+                }
             })
             .collect(),
         Some(r) => {
@@ -177,8 +180,14 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
         ..Default::default()
     };
     let (mut taken, mut late) = (0u64, 0u64);
+    let mut steps: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> = Default::default();
+    let mut iterations = 0;
     for s in stats {
         let _ = hist.add(&s.hist);
+        for (name, h) in &s.steps {
+            let _ = steps.entry(name.clone()).or_insert_with(stats::latency_histogram).add(h);
+        }
+        iterations += s.iterations;
         m.ok += s.ok;
         for (k, v) in &s.errors {
             *m.errors.entry(k.to_string()).or_default() += v;
@@ -209,11 +218,16 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
         m.late = Some(late);
         m.dropped = Some(slots.saturating_sub(taken));
     }
-    m.latency = stats::summarize(&hist).map(|summary| HistogramMetric {
-        summary,
-        histogram: stats::encode_histogram(&hist),
-        warmup: None,
-    });
+    let metric = |h: &hdrhistogram::Histogram<u64>| {
+        stats::summarize(h).map(|summary| HistogramMetric {
+            summary,
+            histogram: stats::encode_histogram(h),
+            warmup: None,
+        })
+    };
+    m.latency = metric(&hist);
+    m.steps = steps.iter().filter_map(|(k, h)| Some((k.clone(), metric(h)?))).collect();
+    m.iterations = (plan.lifecycle == Lifecycle::Iteration).then_some(iterations);
     m
 }
 

@@ -81,6 +81,7 @@ pub(super) async fn gate(
                     )
                 })?;
                 let p = Prepared {
+                    tool: tool.to_string(),
                     params_json: params,
                     rest: Bytes::new(),
                     args: args.clone(),
@@ -113,6 +114,7 @@ pub(super) async fn gate(
                 .await
                 .map_err(|e| failure_of(e, "REST gate"))?;
             let p = Prepared {
+                tool: tool.to_string(),
                 params_json: String::new(),
                 rest: body,
                 args: args.clone(),

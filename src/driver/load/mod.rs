@@ -120,12 +120,20 @@ pub struct LoadPlan {
     pub ramp: Duration,
     /// The time series' interval.
     pub interval: Duration,
+    /// A weighted mix of tools instead of `tool` (empty: `tool`).
+    pub mix: Vec<crate::spec::MixEntry>,
+    /// `lifecycle = "iteration"`: the calls of each iteration.
+    pub session_calls: u32,
 }
 
 impl LoadPlan {
     pub fn new(workload: &Workload, target: HttpTarget, call_limit: Duration) -> Result<LoadPlan, Failure> {
         let ms = Duration::from_millis;
         let mut ramp = Duration::ZERO;
+        let (mix, session_calls) = match workload {
+            Workload::Concurrency { mix, session_calls, .. } => (mix.clone(), *session_calls),
+            _ => (Vec::new(), 0),
+        };
         let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
             Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle, .. } => {
                 (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
@@ -165,21 +173,32 @@ impl LoadPlan {
             call_limit,
             ramp,
             interval: ms(workload.series_interval_ms().max(1)),
+            mix,
+            session_calls,
         })
     }
 
     fn prepared(&self, suite: Suite) -> Result<Vec<Prepared>, Failure> {
         let style = self.target.api_style.unwrap_or_default();
-        (0..PREPARED)
+        // A mix: its cycle of slots, repeated to at least PREPARED slots (whole cycles, so every
+        // tool keeps its weight).
+        let cycle: Vec<&str> = match self.mix.is_empty() {
+            true => vec![self.tool.as_str()],
+            false => crate::spec::mix_cycle(&self.mix),
+        };
+        let n = (cycle.len() as u64) * PREPARED.div_ceil(cycle.len() as u64);
+        (0..n)
             .map(|i| {
-                let (args, expected) = suite.call(&self.tool, i).ok_or_else(|| {
+                let tool = cycle[(i % cycle.len() as u64) as usize];
+                let (args, expected) = suite.call(tool, i).ok_or_else(|| {
                     Failure::new(
                         FailureReason::EngineError,
-                        format!("suite {} has no tool {:?}", suite.name(), self.tool),
+                        format!("suite {} has no tool {tool:?}", suite.name()),
                     )
                 })?;
                 Ok(Prepared {
-                    params_json: mcp::tools_call_params(&self.tool, &args).to_string(),
+                    tool: tool.to_string(),
+                    params_json: mcp::tools_call_params(tool, &args).to_string(),
                     rest: rest_body(style, &args),
                     args,
                     expected,
@@ -193,10 +212,11 @@ impl LoadPlan {
         let now = Instant::now();
         Shared {
             target: self.target.clone(),
-            tool: self.tool.clone(),
             rest: self.rest,
             lifecycle: self.lifecycle,
             prepared,
+            per_tool: !self.mix.is_empty() || self.lifecycle == Lifecycle::Iteration,
+            session_calls: self.session_calls,
             call_limit: self.call_limit,
             warm_end: Cell::new(now),
             end: Cell::new(now),

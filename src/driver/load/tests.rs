@@ -32,6 +32,8 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         call_limit: Duration::from_secs(1),
         ramp: Duration::ZERO,
         interval: Duration::from_secs(1),
+        mix: Vec::new(),
+        session_calls: 0,
     }
 }
 

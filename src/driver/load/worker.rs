@@ -22,6 +22,8 @@ pub(super) const PREPARED: u64 = 16;
 
 /// One prepared call: its bodies, and the answer a correct server gives.
 pub(super) struct Prepared {
+    /// The tool it calls (a mix's slots call different tools).
+    pub(super) tool: String,
     pub(super) params_json: String,
     pub(super) rest: Bytes,
     pub(super) args: Value,
@@ -63,10 +65,14 @@ impl Prepared {
 /// What every worker shares (single-threaded: `Rc`).
 pub(super) struct Shared {
     pub(super) target: HttpTarget,
-    pub(super) tool: String,
     pub(super) rest: bool,
     pub(super) lifecycle: Lifecycle,
+    /// The calls cycled through, in order (a mix's slots interleave its tools).
     pub(super) prepared: Vec<Prepared>,
+    /// Whether each tool's latency is kept apart (`LoadMetrics::steps`): a mix, or iterations.
+    pub(super) per_tool: bool,
+    /// `lifecycle = "iteration"`: the calls of one iteration.
+    pub(super) session_calls: u32,
     pub(super) call_limit: Duration,
     /// The measured window's start and end. Set before the workers start; under a warm-up rule
     /// they are the latest they can be (the cap) until the rule ends warm-up and moves them
@@ -129,27 +135,31 @@ impl Shared {
         }
     }
 
+    /// The i-th call's prepared slot.
+    pub(super) fn slot(&self, i: u64) -> &Prepared {
+        &self.prepared[(i % self.prepared.len() as u64) as usize]
+    }
+
     pub(super) async fn call(
         &self,
         client: &mut Client,
         i: u64,
         counts: &mut Counts,
     ) -> Result<(), CallError> {
-        let p = &self.prepared[(i % PREPARED) as usize];
+        let p = self.slot(i);
         match client {
             Client::Mcp(c) => {
                 let out = c.request("tools/call", &p.params_json, self.call_limit, counts).await?;
                 let raw = out.map_err(|e| CallError {
                     kind: ErrorKind::ToolError,
-                    detail: format!("{} {}: JSON-RPC error {} {}", self.tool, p.args, e.code, e.message),
+                    detail: format!("{} {}: JSON-RPC error {} {}", p.tool, p.args, e.code, e.message),
                 })?;
-                p.check(&self.tool, &raw, true)
+                p.check(&p.tool, &raw, true)
             }
             Client::Rest(c) => {
-                let raw =
-                    crate::driver::httpclient::timed(self.call_limit, c.call(&self.tool, &p.rest, counts))
-                        .await?;
-                p.check(&self.tool, &raw, false)
+                let raw = crate::driver::httpclient::timed(self.call_limit, c.call(&p.tool, &p.rest, counts))
+                    .await?;
+                p.check(&p.tool, &raw, false)
             }
         }
     }
@@ -169,6 +179,10 @@ pub(super) struct WorkerStats {
     pub(super) late: u64,
     /// When the last call counted in the window completed (the measured window's end).
     pub(super) last_done: Option<Instant>,
+    /// Per step (a mix's tools; an iteration's steps), its correct completions' latency.
+    pub(super) steps: BTreeMap<String, Histogram<u64>>,
+    /// Iterations completed in the window.
+    pub(super) iterations: u64,
 }
 
 impl WorkerStats {
@@ -183,7 +197,17 @@ impl WorkerStats {
             taken: 0,
             late: 0,
             last_done: None,
+            steps: BTreeMap::new(),
+            iterations: 0,
         }
+    }
+
+    /// One correct completion of a step.
+    pub(super) fn step(&mut self, name: &str, latency: Duration) {
+        if !self.steps.contains_key(name) {
+            self.steps.insert(name.to_string(), stats::latency_histogram());
+        }
+        stats::record(self.steps.get_mut(name).expect("inserted"), latency);
     }
 
     /// Counts a call of the window that completed at `done` after `latency`.

@@ -318,6 +318,8 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
                 duration_ms: 1000,
                 lifecycle: Default::default(),
                 idle_after_ms: 0,
+                mix: Vec::new(),
+                session_calls: 0,
             };
             r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: true });
             let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);

@@ -1,0 +1,192 @@
+//! A cell's backing services in containers: each in its own container on the services' cpuset,
+//! memory-limited and sandboxed, joined to the server's network namespace (the cell's loopback,
+//! no egress); what it is (image id, its program's installed version); its CPU time and memory
+//! from its cgroup over the driver's window; and whether it was still running at the end. The
+//! driver readies and seeds them; removing them is the cell's business (they are in `created`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::engine::{ContainerSpec, Engine, Mount, Network};
+use crate::backend::EngineError;
+use crate::recipe::{base, LAB_BINARY};
+use crate::record::manifest::parse_dpkg_list;
+use crate::spec::{Sandbox, ServiceJob, ServiceUsage};
+
+/// A service container that was started.
+pub struct Started {
+    pub id: String,
+    usage: ServiceUsage,
+}
+
+/// Creates and starts every service of `job` in the network namespace of `server`; each
+/// container made is pushed to `created` (so the cell removes it whatever happens).
+pub async fn start<E: Engine>(
+    engine: &E,
+    services: &[ServiceJob],
+    cell_name: &str,
+    server: &str,
+    labels: &BTreeMap<String, String>,
+    lab_exe: &Path,
+    created: &mut Vec<String>,
+) -> Result<Vec<Started>, EngineError> {
+    let mut out = Vec::new();
+    for s in services {
+        let sandbox = Sandbox::hardened();
+        let spec = ContainerSpec {
+            name: format!("{cell_name}-service-{}", s.spec.name),
+            image: s.image.clone(),
+            cmd: s.spec.argv(LAB_BINARY),
+            env: sandbox.environment(),
+            labels: labels.clone(),
+            cpuset: s.cpus.clone(),
+            memory: Some(s.memory_limit_bytes),
+            network: Network::Container(server.to_string()),
+            mounts: vec![Mount::Bind {
+                source: lab_exe.to_path_buf(),
+                target: LAB_BINARY.into(),
+                read_only: true,
+            }],
+            sandbox,
+        };
+        let id = engine.create_container(&spec).await?;
+        created.push(id.clone());
+        let version = match s.spec.kind.version_package() {
+            Some(package) => {
+                let list = engine.read_file(&id, base::DPKG_LIST_PATH).await?.unwrap_or_default();
+                parse_dpkg_list(&String::from_utf8_lossy(&list))
+                    .into_iter()
+                    .find(|p| p.name == package)
+                    .map(|p| p.version)
+                    .ok_or_else(|| {
+                        EngineError::op("inspect", &s.image, format!("the image has no {package} package"))
+                    })?
+            }
+            None => env!("CARGO_PKG_VERSION").to_string(),
+        };
+        engine.start(&id).await?;
+        let usage = ServiceUsage {
+            name: s.spec.name.clone(),
+            image_id: s.image.clone(),
+            version,
+            ..ServiceUsage::default()
+        };
+        out.push(Started { id, usage });
+    }
+    Ok(out)
+}
+
+/// Readings of the services' cgroups at the driver's start, to subtract at its end.
+pub struct Window {
+    started: Instant,
+    cpu_ns: Vec<Option<u64>>,
+}
+
+/// Reads every service's CPU time now (the window's start).
+pub fn open(services: &[Started], root: &Path) -> Window {
+    Window { started: Instant::now(), cpu_ns: services.iter().map(|s| read(root, &s.id).cpu_ns).collect() }
+}
+
+/// Closes the window: each service's CPU over it and its memory, read before anything is
+/// removed; then whether each is still running (an exit is a failure of the cell).
+pub async fn close<E: Engine>(
+    engine: &E,
+    services: Vec<Started>,
+    window: Window,
+    root: &Path,
+) -> Vec<ServiceUsage> {
+    let window_s = window.started.elapsed().as_secs_f64();
+    let mut out = Vec::new();
+    for (s, before) in services.into_iter().zip(window.cpu_ns) {
+        let now = read(root, &s.id);
+        let mut usage = ServiceUsage {
+            cpu_s: before.zip(now.cpu_ns).map(|(a, b)| b.saturating_sub(a) as f64 / 1e9),
+            window_s: Some(window_s),
+            memory_peak_bytes: now.memory_peak,
+            memory_end_bytes: now.memory,
+            ..s.usage
+        };
+        // Still running: waiting on it times out at once.
+        if let Ok(Ok(state)) = tokio::time::timeout(Duration::from_millis(200), engine.wait(&s.id)).await {
+            usage.exited = Some(state.code);
+        }
+        out.push(usage);
+    }
+    out
+}
+
+/// One reading of a container's cgroup (v1: cpuacct and memory controllers; v2: the unified
+/// tree), under `root` (`/` in production, a fixture folder in tests). A container that has
+/// exited has no cgroup left: every field is None.
+#[derive(Debug, Default, PartialEq)]
+struct Reading {
+    cpu_ns: Option<u64>,
+    memory: Option<u64>,
+    memory_peak: Option<u64>,
+}
+
+fn read(root: &Path, id: &str) -> Reading {
+    let num = |p: PathBuf| std::fs::read_to_string(p).ok().and_then(|t| t.trim().parse::<u64>().ok());
+    let v1 = |controller: &str| {
+        [format!("docker/{id}"), format!("system.slice/docker-{id}.scope")]
+            .into_iter()
+            .map(|rel| root.join("sys/fs/cgroup").join(controller).join(rel))
+            .find(|p| p.is_dir())
+    };
+    if let (Some(cpu), Some(mem)) = (v1("cpuacct"), v1("memory")) {
+        return Reading {
+            cpu_ns: num(cpu.join("cpuacct.usage")),
+            memory: num(mem.join("memory.usage_in_bytes")),
+            memory_peak: num(mem.join("memory.max_usage_in_bytes")),
+        };
+    }
+    // cgroup v2 (untested on this lab's host, which mounts v1 only).
+    let v2 = [format!("system.slice/docker-{id}.scope"), format!("docker/{id}")]
+        .into_iter()
+        .map(|rel| root.join("sys/fs/cgroup").join(rel))
+        .find(|p| p.join("cpu.stat").is_file());
+    match v2 {
+        Some(dir) => Reading {
+            cpu_ns: std::fs::read_to_string(dir.join("cpu.stat")).ok().and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(|us| us * 1000)
+            }),
+            memory: num(dir.join("memory.current")),
+            memory_peak: num(dir.join("memory.peak")),
+        },
+        None => Reading::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cgroup_v1_and_v2_and_nothing_for_a_gone_container() {
+        let root = tempfile::tempdir().unwrap();
+        let cg = root.path().join("sys/fs/cgroup");
+        std::fs::create_dir_all(cg.join("cpuacct/docker/abc")).unwrap();
+        std::fs::create_dir_all(cg.join("memory/docker/abc")).unwrap();
+        std::fs::write(cg.join("cpuacct/docker/abc/cpuacct.usage"), "1500000000\n").unwrap();
+        std::fs::write(cg.join("memory/docker/abc/memory.usage_in_bytes"), "4096\n").unwrap();
+        std::fs::write(cg.join("memory/docker/abc/memory.max_usage_in_bytes"), "8192\n").unwrap();
+        assert_eq!(
+            read(root.path(), "abc"),
+            Reading { cpu_ns: Some(1_500_000_000), memory: Some(4096), memory_peak: Some(8192) }
+        );
+        assert_eq!(read(root.path(), "gone"), Reading::default());
+        let v2 = cg.join("system.slice/docker-def.scope");
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(v2.join("cpu.stat"), "usage_usec 250\nuser_usec 200\n").unwrap();
+        std::fs::write(v2.join("memory.current"), "100\n").unwrap();
+        std::fs::write(v2.join("memory.peak"), "300\n").unwrap();
+        assert_eq!(
+            read(root.path(), "def"),
+            Reading { cpu_ns: Some(250_000), memory: Some(100), memory_peak: Some(300) }
+        );
+    }
+}

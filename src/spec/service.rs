@@ -1,0 +1,190 @@
+//! Backing services beside a cell's server (`[[service]]`): what a scenario asks for, what a
+//! backend starts, what the driver readies and seeds, and what a record keeps of each (its image
+//! and version, the seed's hash, its CPU and memory over the cell). Pure serde types, no I/O.
+
+use serde::{Deserialize, Serialize};
+
+/// The services the lab can start. A closed set: each has its image, port and readiness probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceKind {
+    /// Debian's `redis-server`: a key-value store on 127.0.0.1:6379, no persistence.
+    Redis,
+    /// The lab's own HTTP API (`benchlab service-api`): a product catalogue from a seed.
+    Api,
+}
+
+/// Redis's port on the cell's loopback.
+pub const REDIS_PORT: u16 = 6379;
+/// The API service's port on the cell's loopback.
+pub const API_PORT: u16 = 8901;
+/// The variables that tell a server under test where the services are.
+pub const ENV_REDIS_URL: &str = "BENCHLAB_REDIS_URL";
+pub const ENV_API_URL: &str = "BENCHLAB_API_URL";
+
+impl ServiceKind {
+    pub const ALL: &'static [ServiceKind] = &[ServiceKind::Redis, ServiceKind::Api];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceKind::Redis => "redis",
+            ServiceKind::Api => "api",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ServiceKind> {
+        ServiceKind::ALL.iter().copied().find(|k| k.as_str() == name)
+    }
+
+    pub fn port(self) -> u16 {
+        match self {
+            ServiceKind::Redis => REDIS_PORT,
+            ServiceKind::Api => API_PORT,
+        }
+    }
+
+    /// The Debian packages its image adds to a bare base (the API runs the lab's own binary).
+    pub fn packages(self) -> &'static [&'static str] {
+        match self {
+            ServiceKind::Redis => &["redis-server"],
+            ServiceKind::Api => &[],
+        }
+    }
+
+    /// The package whose installed version is the service's version (None: the lab's binary).
+    pub fn version_package(self) -> Option<&'static str> {
+        match self {
+            ServiceKind::Redis => Some("redis-server"),
+            ServiceKind::Api => None,
+        }
+    }
+
+    /// The environment variable that tells the server where the service is, and its value.
+    pub fn server_env(self) -> (String, String) {
+        match self {
+            ServiceKind::Redis => (ENV_REDIS_URL.into(), format!("redis://127.0.0.1:{REDIS_PORT}/0")),
+            ServiceKind::Api => (ENV_API_URL.into(), format!("http://127.0.0.1:{API_PORT}")),
+        }
+    }
+}
+
+/// One `[[service]]` of a scenario, as every cell of it gets it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceSpec {
+    /// The scenario's name for it (its kind unless named).
+    pub name: String,
+    pub kind: ServiceKind,
+    /// The data set's seed: the same seed gives the same catalogue, keys and answers.
+    pub seed: u64,
+    /// A fault on purpose, for the lab's own tests (the API's `exit@<requests>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+}
+
+impl ServiceSpec {
+    /// The command its container runs (`lab_binary`: where the lab's binary is mounted).
+    pub fn argv(&self, lab_binary: &str) -> Vec<String> {
+        match self.kind {
+            // No persistence, no protected mode (loopback of the cell only), one database is
+            // enough; the server's own defaults otherwise.
+            ServiceKind::Redis => [
+                "/usr/bin/redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &REDIS_PORT.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+                "--dir",
+                "/tmp",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            ServiceKind::Api => {
+                let mut v: Vec<String> = vec![
+                    lab_binary.into(),
+                    "service-api".into(),
+                    "--port".into(),
+                    API_PORT.to_string(),
+                    "--seed".into(),
+                    self.seed.to_string(),
+                ];
+                if let Some(f) = &self.fault {
+                    v.extend(["--fault".into(), f.clone()]);
+                }
+                v
+            }
+        }
+    }
+}
+
+/// One service as a backend starts it for a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceJob {
+    pub spec: ServiceSpec,
+    /// The engine's image (id or reference), prepared like a server's.
+    pub image: String,
+    /// The CPUs it runs on.
+    pub cpus: String,
+    /// Its memory limit in bytes.
+    pub memory_limit_bytes: u64,
+}
+
+/// What the driver did to ready a service before the gate: waited for it, emptied it and seeded
+/// it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceReady {
+    pub name: String,
+    /// From the driver's first probe to the service's first good answer, in milliseconds.
+    pub ready_ms: f64,
+    /// sha256 of the data set the service holds after seeding (`mcp::shop::seed_sha256`).
+    pub seed_sha256: String,
+    /// Keys in the store after seeding (Redis), or products served (the API).
+    pub items: u64,
+}
+
+/// What the backend saw of a service over the cell: its CPU time and memory from its cgroup,
+/// and whether it was still running at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceUsage {
+    pub name: String,
+    /// The engine's image id it ran from, and the version of its program as installed there
+    /// (`redis-server`'s Debian version; the lab's own version for the API service).
+    pub image_id: String,
+    pub version: String,
+    /// CPU seconds over the driver's window (start to end).
+    pub cpu_s: Option<f64>,
+    /// The window's length in seconds.
+    pub window_s: Option<f64>,
+    /// The cgroup's memory high-water mark, and its usage at the end, in bytes.
+    pub memory_peak_bytes: Option<u64>,
+    pub memory_end_bytes: Option<u64>,
+    /// Its exit code when it had exited before the cell ended (a failure of the cell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_argv_names_the_seed_and_fault() {
+        for k in ServiceKind::ALL {
+            assert_eq!(ServiceKind::from_name(k.as_str()), Some(*k));
+        }
+        let api =
+            ServiceSpec { name: "api".into(), kind: ServiceKind::Api, seed: 7, fault: Some("exit@5".into()) };
+        let argv = api.argv("/benchlab/benchlab");
+        assert_eq!(argv[1], "service-api");
+        assert!(argv.windows(2).any(|w| w == ["--seed", "7"]));
+        assert!(argv.windows(2).any(|w| w == ["--fault", "exit@5"]));
+        let redis = ServiceSpec { name: "kv".into(), kind: ServiceKind::Redis, seed: 1, fault: None };
+        assert!(redis.argv("/x").windows(2).any(|w| w == ["--port", "6379"]));
+    }
+}
