@@ -136,6 +136,41 @@ pub fn with_services(p: Placement, available: &[u32]) -> Placement {
     }
 }
 
+/// Sizes a cell's server cpuset to its `workers` (one CPU each) when the host has them: the
+/// highest CPUs, the driver on the highest one left (split), or beside them (shared). A host
+/// too small keeps the server's CPUs as chosen and says so: the returned line goes into the
+/// record's deviations. A scenario that names its cpusets keeps them.
+pub fn for_workers(
+    p: Placement,
+    workers: u32,
+    available: &[u32],
+    named: bool,
+) -> (Placement, Option<String>) {
+    let have = parse_cpu_list(&p.server_cpus).map(|v| v.len()).unwrap_or(1) as u32;
+    if workers <= have {
+        return (p, None);
+    }
+    let room = if p.shared { available.len() } else { available.len().saturating_sub(1) } as u32;
+    if named || room < workers {
+        let why = if named {
+            "the scenario names the server's cpuset"
+        } else {
+            "this host has no more CPUs to give"
+        };
+        return (
+            p.clone(),
+            Some(format!("{workers} server workers on {have} CPU(s) ({}): {why}", p.server_cpus)),
+        );
+    }
+    let server: Vec<u32> = available.iter().rev().take(workers as usize).rev().copied().collect();
+    let driver = match p.shared {
+        true => server.clone(),
+        false => vec![*available.iter().rev().find(|c| !server.contains(c)).expect("room checked")],
+    };
+    let p = Placement { server_cpus: format_cpu_list(&server), driver_cpus: format_cpu_list(&driver), ..p };
+    (p, None)
+}
+
 /// The physical core of each logical CPU (`topology/core_id` within its package); CPUs whose
 /// topology cannot be read count as cores of their own.
 pub fn core_of(cpu: u32) -> (u32, u32) {
@@ -209,6 +244,24 @@ pub fn slots_with(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn workers_get_a_cpu_each_where_the_host_has_them() {
+        let split = choose(&PlacementSpec::default(), &[0, 1, 2, 3]).unwrap();
+        let (p, note) = for_workers(split.clone(), 2, &[0, 1, 2, 3], false);
+        assert_eq!((p.server_cpus.as_str(), p.driver_cpus.as_str(), note), ("2-3", "1", None));
+        // Two CPUs, split: no room for a second server CPU; the record says so.
+        let small = choose(&PlacementSpec::default(), &[0, 1]).unwrap();
+        let (p, note) = for_workers(small.clone(), 2, &[0, 1], false);
+        assert_eq!(p, small);
+        assert_eq!(note.unwrap(), "2 server workers on 1 CPU(s) (1): this host has no more CPUs to give");
+        let (p, _) = for_workers(small.clone(), 1, &[0, 1], false);
+        assert_eq!(p, small);
+        let shared = Placement { shared: true, driver_cpus: "1".into(), ..small };
+        let (p, note) = for_workers(shared, 2, &[0, 1], false);
+        assert_eq!((p.server_cpus.as_str(), p.driver_cpus.as_str(), note), ("0-1", "0-1", None));
+    }
+
     use super::*;
     use crate::spec::Memory;
 

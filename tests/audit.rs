@@ -76,6 +76,7 @@ fn record(i: usize) -> Record {
                     loc: 31,
                 }),
                 env,
+                workers: None,
             },
             transport: benchlab::spec::CellTransport::Stdio,
             suite: "weekly".into(),

@@ -67,6 +67,9 @@ fn server(id: &str, fault: Option<&str>) -> String {
     format!("[[server]]\nid = \"{id}\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n{env}")
 }
 
+/// The floor server as two workers (threads with a listener each on one port, SO_REUSEPORT).
+const TWO_WORKERS: &str = "[[server]]\nid = \"threads\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\nworkers = 2\n";
+
 /// Runs a scenario; returns the run's output, records and run id.
 fn run(name: &str, text: &str, dir: &std::path::Path) -> (std::process::Output, Vec<Value>, String) {
     let file = dir.join(format!("{name}.toml"));
@@ -105,14 +108,19 @@ fn services_are_seeded_reset_between_servers_measured_and_a_dead_one_fails_its_c
     let dir = tempfile::tempdir().unwrap();
     let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let servers =
-        [server("first", None), server("second", None), server("wrong", Some("shop_wrong"))].concat();
+    let servers = [
+        server("first", None),
+        server("second", None),
+        server("wrong", Some("shop_wrong")),
+        TWO_WORKERS.into(),
+    ]
+    .concat();
     let (out, recs, run_id) = run("e2e-services", &scenario("e2e-services", &servers, None), dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(recs.len(), 6, "{stderr}");
+    assert_eq!(recs.len(), 8, "{stderr}");
     let by = |id: &str| recs.iter().find(|r| r["cell"]["id"] == format!("{id}/concurrency-w4")).expect(id);
     let expected_seed = benchlab::mcp::shop::seed_sha256(&benchlab::mcp::shop::dataset(SEED));
-    for id in ["first", "second"] {
+    for id in ["first", "second", "threads"] {
         let r = by(id);
         assert_eq!(r["status"], "ok", "{id}: {}\n{stderr}", r["failure"]);
         assert!(validator.is_valid(r), "{id} does not match the record schema");
@@ -163,6 +171,20 @@ fn services_are_seeded_reset_between_servers_measured_and_a_dead_one_fails_its_c
         // A session's p50 is longer than any one of its steps' p50.
         let p50 = |k: &str| steps[k]["summary"]["p50_ms"].as_f64().unwrap();
         assert!(p50("session") > p50("get_cart") && p50("session") > p50("initialize"));
+    }
+    // Two workers: both bound the port (or the server would have exited), the record says how
+    // many, and on this two-CPU host that they shared the server's one CPU.
+    let threads = by("threads");
+    assert_eq!(threads["cell"]["server"]["workers"], 2);
+    let deviations = threads["environment"]["deviations"].to_string();
+    if benchlab::placement::available_cpus().len() < 3 {
+        assert!(deviations.contains("2 server workers on 1 CPU(s)"), "{deviations}");
+    } else {
+        assert_eq!(
+            threads["cell"]["placement"]["server_cpus"].as_str().unwrap().len(),
+            3,
+            "two CPUs: \"a-b\""
+        );
     }
     let wrong = by("wrong");
     assert_eq!(wrong["status"], "failed");

@@ -301,6 +301,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                     loc: 57,
                 }),
                 env: BTreeMap::from([("PYTHONHASHSEED".to_string(), "0".to_string())]),
+                workers: None,
             },
             transport: benchlab::spec::CellTransport::StreamableHttp,
             suite: "weekly".into(),

@@ -51,7 +51,16 @@ pub(super) fn run(args: NullServerArgs) -> Result<i32, Exit> {
     match port {
         Some(port) => {
             let stateful = stateful || env("BENCHLAB_SESSION").as_deref() == Some("stateful");
-            crate::nullserver::serve_http(suite, port, stateful)
+            let workers = match env(crate::spec::ENV_SERVER_WORKERS) {
+                None => 1,
+                Some(w) => w.parse::<u32>().ok().filter(|n| (1..=64).contains(n)).ok_or_else(|| {
+                    Exit::input(format!(
+                        "${}: {w:?} is not a worker count from 1 to 64",
+                        crate::spec::ENV_SERVER_WORKERS
+                    ))
+                })?,
+            };
+            crate::nullserver::serve_http_workers(suite, port, stateful, workers)
                 .map_err(|e| Exit::environment(format!("null-server: {e}")))?
         }
         None => {

@@ -1,6 +1,7 @@
 //! The null server over streamable HTTP: `POST /mcp` answers JSON-RPC with `application/json`
 //! (202 for notifications), statelessly or with sessions (`Mcp-Session-Id`); `POST /api/<tool>`
-//! takes the arguments object and answers the value. One thread. With an HTTP fault installed
+//! takes the arguments object and answers the value. One thread, or one per worker
+//! (`$BENCHLAB_SERVER_WORKERS`: threads with a listener each on the same port, SO_REUSEPORT). With an HTTP fault installed
 //! (`fault`), it answers the way the fault says once the fault strikes.
 
 use std::cell::{Cell, RefCell};
@@ -22,10 +23,34 @@ type Body = Either<Full<Bytes>, FaultBody>;
 /// Serves streamable HTTP on 127.0.0.1:`port` on one thread until killed (or, under the `refuse`
 /// fault, until it stops listening and its last connection closes).
 pub fn serve_http(suite: Suite, port: u16, stateful: bool) -> std::io::Result<()> {
+    serve_http_workers(suite, port, stateful, 1)
+}
+
+/// Serves with `workers` threads, each a worker of its own (its runtime, its listener on the
+/// same port with SO_REUSEPORT, so the kernel spreads connections over them; its own sessions
+/// and service clients), as a multi-worker server does. Returns when every worker has stopped.
+pub fn serve_http_workers(suite: Suite, port: u16, stateful: bool, workers: u32) -> std::io::Result<()> {
+    let reuse = workers > 1;
+    let others: Vec<_> = (1..workers)
+        .map(|_| std::thread::spawn(move || serve_worker(suite, port, stateful, reuse)))
+        .collect();
+    let first = serve_worker(suite, port, stateful, reuse);
+    for t in others {
+        t.join().map_err(|_| std::io::Error::other("a worker thread panicked"))??;
+    }
+    first
+}
+
+/// One worker: a single-threaded runtime serving its listener until killed.
+fn serve_worker(suite: Suite, port: u16, stateful: bool, reuse_port: bool) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_reuseaddr(true)?;
+        socket.set_reuseport(reuse_port)?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let listener = socket.listen(1024)?;
         let state = Rc::new(State::new(suite));
         loop {
             let (stream, _) = tokio::select! {

@@ -10,7 +10,7 @@ pub mod fault;
 mod http;
 pub mod shop;
 
-pub use http::serve_http;
+pub use http::{serve_http, serve_http_workers};
 
 use std::io::{BufRead, Write};
 

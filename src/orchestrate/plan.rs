@@ -47,6 +47,8 @@ pub struct PlannedCell {
     pub schedule: Option<crate::record::Schedule>,
     /// The backing services started beside its server, each with its image.
     pub services: Vec<(ServiceSpec, ImagePlan)>,
+    /// The server's worker processes or threads (1 unless the scenario says).
+    pub workers: u32,
 }
 
 impl PlannedCell {
@@ -159,7 +161,6 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         true => p,
         false => placement::with_services(p, cpus),
     };
-    let placement = with_services(placement);
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
@@ -169,7 +170,6 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 &crate::spec::PlacementSpec { mode: *mode.get_ref(), ..scenario.placement.clone() },
                 cpus,
             )
-            .map(with_services)
             .map_err(|e| scenario.error_at(mode.span(), e.to_string()))?,
             _ => placement.clone(),
         };
@@ -188,7 +188,12 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             lock: s.lock.as_ref().map(|l| l.get_ref().clone()),
             no_bytecode: s.bytecode.as_ref().is_some_and(|b| *b.get_ref() == Bytecode::Absent),
         };
-        let image = recipes.resolve(&want).map_err(|e| {
+        // Several workers get a CPU each where the host has them, then the services theirs.
+        let workers = s.workers.as_ref().map_or(1, |w| *w.get_ref());
+        let named = scenario.placement.server_cpus.is_some();
+        let (placement, workers_note) = placement::for_workers(placement, workers, cpus, named);
+        let placement = with_services(placement);
+        let mut image = recipes.resolve(&want).map_err(|e| {
             let span = match e.field {
                 WantField::Family => None,
                 WantField::Version => s.version.as_ref().map(|v| v.span()),
@@ -207,6 +212,9 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
         })?;
+        if workers > 1 {
+            image.launch.env.push((crate::spec::ENV_SERVER_WORKERS.into(), workers.to_string()));
+        }
         out.push(PlannedCell {
             id: spec.id(),
             server_id: s.id.get_ref().clone(),
@@ -234,10 +242,11 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             }),
             engine: s.engine.as_ref().map(|e| *e.get_ref()),
             want,
-            deviations: Vec::new(),
+            deviations: workers_note.into_iter().collect(),
             backend: 0,
             schedule: None,
             services: scenario.services.iter().map(|s| (s.clone(), ImagePlan::service(s))).collect(),
+            workers,
         });
     }
     Ok(out)

@@ -226,6 +226,7 @@ pub fn build_record(
                 runtime_version,
                 source: cell.image.source.clone(),
                 env: cell.env.clone(),
+                workers: (cell.workers > 1).then_some(cell.workers),
             },
             transport: match (&cell.image.http, &cell.workload) {
                 (_, crate::spec::Workload::HttpApi { .. }) => CellTransport::HttpApi,

@@ -63,6 +63,10 @@ pub struct ServerIdent {
     pub source: Option<SourceInfo>,
     /// The server process's environment beyond the image's own.
     pub env: BTreeMap<String, String>,
+    /// Its worker processes or threads, when more than one (`workers` of the server entry);
+    /// the tree RSS and CPU cover them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
 }
 
 /// What one cell is: the server, transport, suite, workload and limits.
@@ -300,6 +304,7 @@ pub(crate) mod tests {
                     runtime_version: "0".into(),
                     source: None,
                     env: BTreeMap::new(),
+                    workers: None,
                 },
                 transport: CellTransport::Stdio,
                 suite: "weekly".into(),

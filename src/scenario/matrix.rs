@@ -230,6 +230,7 @@ impl RawMatrix {
             program: None,
             lock: None,
             bytecode: None,
+            workers: None,
         }
     }
 }

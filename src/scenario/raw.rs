@@ -59,6 +59,10 @@ pub struct ServerEntry {
     /// `precompiled` (the default: the image holds compiled bytecode of its packages) or `none`
     /// (a program's first start compiles it, as after an install that does not compile).
     pub bytecode: Option<Spanned<Bytecode>>,
+    /// Server worker processes or threads (the runtime's own model: Node `cluster`, uvicorn
+    /// workers, Bun's `reusePort`, threads of the floor server), each given a CPU of its own
+    /// where the host has one. HTTP servers only; default 1.
+    pub workers: Option<Spanned<u32>>,
 }
 
 /// Whether a CPython image holds compiled bytecode of its installed packages.

@@ -471,3 +471,23 @@ fn a_mix_and_iterations_parse_and_bad_ones_are_refused_at_their_key() {
     let e = err("tool = \"echo\"\nsession_calls = 3\n");
     assert!(e.contains("m.toml:") || e.contains("t.toml:"), "{e}");
 }
+
+#[test]
+fn workers_are_for_http_servers_with_a_multi_worker_mode() {
+    let scenario = |server: &str| {
+        format!("name = \"w\"\n[[server]]\nid = \"s\"\n{server}\n[[workload]]\nkind = \"concurrency\"\ntool = \"echo\"\nworkers = 2\nduration = \"1s\"\n")
+    };
+    let null = "family = \"benchlab-null\"\ntransport = \"streamable-http\"";
+    assert!(parse(&scenario(&format!("{null}\nworkers = 4"))).is_ok());
+    let err = |server: &str| parse(&scenario(server)).expect_err("refused").to_string();
+    assert!(err(&format!("{null}\nworkers = 0")).contains("`workers` is from 1 to 64"));
+    assert!(err(&format!("{null}\nsession = \"stateful\"\nworkers = 2"))
+        .contains("several workers serve stateless"));
+    let e =
+        err("family = \"python-mcp\"\nversion = \"1.30.0\"\ntransport = \"streamable-http\"\nworkers = 2");
+    assert!(
+        e.contains("t.toml:7:11:") && e.contains("the python-mcp recipe has no multi-worker launch yet"),
+        "{e}"
+    );
+    assert!(err("family = \"benchlab-null\"\nworkers = 2").contains("several workers need an HTTP server"));
+}

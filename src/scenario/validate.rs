@@ -57,6 +57,9 @@ impl Scenario {
                     ));
                 }
             }
+            if let Some(w) = &srv.workers {
+                self.check_workers(srv, w)?;
+            }
             if let Some(suite) = &srv.suite {
                 if Suite::from_name(suite).is_none() {
                     return Err(
@@ -94,6 +97,35 @@ impl Scenario {
             self.workloads.push(w.get_ref().clone());
             self.workload_names.push(name);
             self.workload_servers.push(only.map(|l| l.get_ref().clone()));
+        }
+        Ok(())
+    }
+
+    /// A server's `workers`: a count the lab can give, on a server that has a multi-worker mode.
+    fn check_workers(&self, srv: &ServerEntry, w: &Spanned<u32>) -> Result<(), ScenarioError> {
+        let (id, n) = (srv.id.get_ref(), *w.get_ref());
+        let refuse = |m: String| Err(self.error_at(w.span(), format!("server {id:?}: {m}")));
+        if !(1..=64).contains(&n) {
+            return refuse("`workers` is from 1 to 64".into());
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        if !srv.transport.as_ref().is_some_and(|t| t.get_ref().is_http()) {
+            return refuse(
+                "several workers need an HTTP server (a stdio server is the one process its client spawns)"
+                    .into(),
+            );
+        }
+        if srv.family.get_ref() != crate::recipe::NULL_FAMILY {
+            return refuse(format!(
+                "the {} recipe has no multi-worker launch yet; the floor server (benchlab-null) runs several workers",
+                srv.family.get_ref()
+            ));
+        }
+        if srv.session.as_ref().is_some_and(|s| *s.get_ref() == crate::mcp::transport::SessionMode::Stateful)
+        {
+            return refuse("the null server keeps a session in the worker that opened it: several workers serve stateless".into());
         }
         Ok(())
     }

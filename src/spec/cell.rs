@@ -112,6 +112,9 @@ pub enum Expect {
     Failure,
 }
 
+/// The variable that tells a server how many workers to run (set only for more than one).
+pub const ENV_SERVER_WORKERS: &str = "BENCHLAB_SERVER_WORKERS";
+
 /// Where a cell ran: CPU sets and the memory limit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
