@@ -1,10 +1,11 @@
-//! Backing services on the real Docker engine: a Redis (Debian's redis-server) and the lab's API
-//! service beside the built-in null server serving the `shop` suite. Three servers in one run
-//! share the scenario's services: the gate of each writes (a checkout) and reads its effect, so
-//! the second and third pass only if the services were reset and re-seeded between servers; the
-//! third answers wrong totals and must fail the gate. A second run's API service exits after
-//! 40 requests mid-cell: the cell fails as `service`, naming it, and nothing is left running.
-//! Fails (never skips) when no engine answers.
+//! Backing services on the real Docker engine: a Redis (Debian's redis-server), the lab's API
+//! service and a PostgreSQL (Debian's postgresql-15) beside the built-in null server serving the
+//! `shop` suite. Four servers in one run share the scenario's services: the gate of each writes
+//! (a checkout) and reads its effect, so the later ones pass only if the services were fresh and
+//! seeded for each; one answers wrong totals and must fail the gate; one runs two workers. Each
+//! runs a get_cart load and iterations of a mix (a session per iteration, each step timed). A
+//! second run's API service exits after 40 requests mid-cell: the cell fails as `service`,
+//! naming it, and nothing is left running. Fails (never skips) when no engine answers.
 
 mod common;
 
@@ -16,6 +17,10 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SEED: u64 = 7;
+
+/// Debian's PostgreSQL 15 beside them (no shop tool reads it: it is there to be started, seeded
+/// and measured).
+const POSTGRES: &str = "[[service]]\nkind = \"postgres\"\nseed = 7\n";
 
 /// Iterations as k6 drives MCP servers: a session per iteration, five calls of a weighted mix.
 const SESSIONS: &str = r#"[[workload]]
@@ -32,8 +37,9 @@ idle_after = "0s"
 
 fn scenario(name: &str, servers: &str, api_fault: Option<&str>) -> String {
     let fault = api_fault.map(|f| format!("fault = \"{f}\"\n")).unwrap_or_default();
-    // The dying service needs one workload only.
+    // The dying service needs one workload and no database.
     let sessions = if api_fault.is_none() { SESSIONS } else { "" };
+    let postgres = if api_fault.is_none() { POSTGRES } else { "" };
     format!(
         r#"
 name = "{name}"
@@ -50,6 +56,7 @@ seed = {SEED}
 kind = "api"
 seed = {SEED}
 {fault}
+{postgres}
 [[workload]]
 kind = "concurrency"
 tool = "get_cart"
@@ -125,7 +132,7 @@ fn services_are_seeded_reset_between_servers_measured_and_a_dead_one_fails_its_c
         assert_eq!(r["status"], "ok", "{id}: {}\n{stderr}", r["failure"]);
         assert!(validator.is_valid(r), "{id} does not match the record schema");
         let services = r["metrics"]["services"].as_array().unwrap();
-        assert_eq!(services.len(), 2, "{id}");
+        assert_eq!(services.len(), 3, "{id}");
         for s in services {
             assert_eq!(s["seed_sha256"], expected_seed.as_str(), "{id}: {s}");
             assert!(s["items"].as_u64().unwrap() > 0, "{id}: {s}");
@@ -135,15 +142,20 @@ fn services_are_seeded_reset_between_servers_measured_and_a_dead_one_fails_its_c
             assert!(s.get("exited").is_none(), "{id}: {s}");
         }
         // Under load every call reads Redis and the API: both spend CPU.
-        for s in services {
+        for s in services.iter().filter(|s| s["name"] != "postgres") {
             assert!(s["cpu_s"].as_f64().unwrap() > 0.01, "{id}: {s}");
         }
         let env = r["environment"]["services"].as_array().unwrap();
         let redis = env.iter().find(|s| s["kind"] == "redis").unwrap();
         assert!(redis["version"].as_str().unwrap().starts_with("5:7."), "{redis}");
+        let pg = env.iter().find(|s| s["kind"] == "postgres").unwrap();
+        assert!(pg["version"].as_str().unwrap().starts_with("15."), "{pg}");
+        // 120 products and their 120 stock rows, loaded before the server started.
+        let pg_metrics = services.iter().find(|s| s["name"] == "postgres").unwrap();
+        assert_eq!(pg_metrics["items"], 240, "{pg_metrics}");
         let api = env.iter().find(|s| s["kind"] == "api").unwrap();
         assert_eq!(api["version"], env!("CARGO_PKG_VERSION"));
-        assert_eq!(r["cell"]["services"].as_array().unwrap().len(), 2);
+        assert_eq!(r["cell"]["services"].as_array().unwrap().len(), 3);
         let placement = &r["cell"]["placement"];
         assert!(placement["services_cpus"].is_string(), "{placement}");
         assert!(r["metrics"]["load"]["ok"].as_u64().unwrap() > 100, "{}", r["metrics"]["load"]);

@@ -30,6 +30,14 @@ pub fn ready_all(spec: &DriverSpec) -> Result<Vec<ServiceReady>, Failure> {
                     .map_err(|e| fail("could not be seeded", e))?;
                 (ready_ms, keys as u64)
             }
+            ServiceKind::Postgres => {
+                crate::services::pg::postgres_ready(s.kind.port(), deadline)
+                    .map_err(|e| fail("was not ready", e))?;
+                let ready_ms = started.elapsed().as_secs_f64() * 1e3;
+                let rows = crate::services::pg::seed_postgres(s.kind.port(), &data, Duration::from_secs(10))
+                    .map_err(|e| fail("could not be seeded", e))?;
+                (ready_ms, rows as u64)
+            }
             ServiceKind::Api => {
                 let health = crate::services::http1::api_ready(s.kind.port(), deadline)
                     .map_err(|e| fail("was not ready", e))?;

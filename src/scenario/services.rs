@@ -106,8 +106,9 @@ fn check_fault(kind: ServiceKind, fault: &str) -> Result<(), String> {
                 "fault {fault:?}: the API service's one fault is \"exit@<requests>\" (e.g. \"exit@500\")"
             )),
         },
-        ServiceKind::Redis => Err(format!(
-            "fault {fault:?}: the redis service has no faults (the API service has \"exit@<requests>\")"
+        ServiceKind::Redis | ServiceKind::Postgres => Err(format!(
+            "fault {fault:?}: the {} service has no faults (the API service has \"exit@<requests>\")",
+            kind.as_str()
         )),
     }
 }
@@ -144,7 +145,10 @@ mod tests {
     fn bad_services_are_refused_at_their_key() {
         let both = "[[service]]\nkind = \"redis\"\n[[service]]\nkind = \"api\"\n";
         let e = error("[[service]]\nkind = \"mongo\"\n");
-        assert!(e.contains("s.toml:13:8: unknown service kind \"mongo\" (known: redis, api)"), "{e}");
+        assert!(
+            e.contains("s.toml:13:8: unknown service kind \"mongo\" (known: redis, api, postgres)"),
+            "{e}"
+        );
         assert!(error(&format!("{both}[[service]]\nkind = \"redis\"\nname = \"kv2\"\n"))
             .contains("a second redis service"));
         assert!(error(&format!("{both}port = 1\n")).contains("unknown field `port`"));

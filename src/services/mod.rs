@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod http1;
+pub mod pg;
 pub mod resp;
 
 /// The ports Redis and the lab's API service listen on, on the cell's loopback network (the

@@ -1,4 +1,4 @@
-//! Backing services beside a cell's server (`[[service]]`): what a scenario asks for, what a
+//! Backing services beside a cell's server (`[[service]]`: Redis, the lab's API, PostgreSQL): what a scenario asks for, what a
 //! backend starts, what the driver readies and seeds, and what a record keeps of each (its image
 //! and version, the seed's hash, its CPU and memory over the cell). Pure serde types, no I/O.
 
@@ -12,23 +12,30 @@ pub enum ServiceKind {
     Redis,
     /// The lab's own HTTP API (`benchlab service-api`): a product catalogue from a seed.
     Api,
+    /// Debian's PostgreSQL 15: a cluster made at start in the container's scratch (trust on
+    /// loopback), the catalogue loaded into tables `products` and `stock`.
+    Postgres,
 }
 
 /// Redis's port on the cell's loopback.
 pub const REDIS_PORT: u16 = 6379;
 /// The API service's port on the cell's loopback.
 pub const API_PORT: u16 = 8901;
+/// PostgreSQL's port on the cell's loopback.
+pub const POSTGRES_PORT: u16 = 5432;
 /// The variables that tell a server under test where the services are.
 pub const ENV_REDIS_URL: &str = "BENCHLAB_REDIS_URL";
 pub const ENV_API_URL: &str = "BENCHLAB_API_URL";
+pub const ENV_POSTGRES_URL: &str = "BENCHLAB_POSTGRES_URL";
 
 impl ServiceKind {
-    pub const ALL: &'static [ServiceKind] = &[ServiceKind::Redis, ServiceKind::Api];
+    pub const ALL: &'static [ServiceKind] = &[ServiceKind::Redis, ServiceKind::Api, ServiceKind::Postgres];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ServiceKind::Redis => "redis",
             ServiceKind::Api => "api",
+            ServiceKind::Postgres => "postgres",
         }
     }
 
@@ -40,6 +47,7 @@ impl ServiceKind {
         match self {
             ServiceKind::Redis => REDIS_PORT,
             ServiceKind::Api => API_PORT,
+            ServiceKind::Postgres => POSTGRES_PORT,
         }
     }
 
@@ -48,6 +56,7 @@ impl ServiceKind {
         match self {
             ServiceKind::Redis => &["redis-server"],
             ServiceKind::Api => &[],
+            ServiceKind::Postgres => &["postgresql-15"],
         }
     }
 
@@ -56,6 +65,7 @@ impl ServiceKind {
         match self {
             ServiceKind::Redis => Some("redis-server"),
             ServiceKind::Api => None,
+            ServiceKind::Postgres => Some("postgresql-15"),
         }
     }
 
@@ -64,6 +74,17 @@ impl ServiceKind {
         match self {
             ServiceKind::Redis => (ENV_REDIS_URL.into(), format!("redis://127.0.0.1:{REDIS_PORT}/0")),
             ServiceKind::Api => (ENV_API_URL.into(), format!("http://127.0.0.1:{API_PORT}")),
+            ServiceKind::Postgres => {
+                (ENV_POSTGRES_URL.into(), format!("postgres://bench@127.0.0.1:{POSTGRES_PORT}/postgres"))
+            }
+        }
+    }
+
+    /// The in-memory scratch (`/tmp`) its container needs: PostgreSQL keeps its cluster there.
+    pub fn scratch_bytes(self) -> u64 {
+        match self {
+            ServiceKind::Postgres => 512 << 20,
+            _ => 64 << 20,
         }
     }
 }
@@ -105,6 +126,17 @@ impl ServiceSpec {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+            // A fresh cluster in the scratch at every start (trust on loopback; the role `bench`),
+            // then the server on loopback only, its socket in the scratch too.
+            ServiceKind::Postgres => vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(
+                    "{bin}/initdb -D /tmp/pg -U bench -A trust --no-sync >/tmp/initdb.log 2>&1 || {{ cat /tmp/initdb.log; exit 1; }}; \
+                     exec {bin}/postgres -D /tmp/pg -k /tmp -h 127.0.0.1 -p {POSTGRES_PORT}",
+                    bin = "/usr/lib/postgresql/15/bin"
+                ),
+            ],
             ServiceKind::Api => {
                 let mut v: Vec<String> = vec![
                     lab_binary.into(),

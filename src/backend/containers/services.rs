@@ -33,7 +33,12 @@ pub async fn start<E: Engine>(
 ) -> Result<Vec<Started>, EngineError> {
     let mut out = Vec::new();
     for s in services {
-        let sandbox = Sandbox::hardened();
+        let mut sandbox = Sandbox::hardened();
+        for (dir, bytes) in sandbox.scratch.iter_mut() {
+            if dir == crate::spec::SCRATCH_DIR {
+                *bytes = s.spec.kind.scratch_bytes();
+            }
+        }
         let spec = ContainerSpec {
             name: format!("{cell_name}-service-{}", s.spec.name),
             image: s.image.clone(),
