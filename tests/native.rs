@@ -32,6 +32,7 @@ fn want(family: &str, version: Option<&str>, suite: &str) -> ServerWant {
         program: None,
         lock: None,
         no_bytecode: false,
+        workers: 1,
     }
 }
 

@@ -187,6 +187,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             program: s.program.as_ref().map(|p| p.get_ref().clone()),
             lock: s.lock.as_ref().map(|l| l.get_ref().clone()),
             no_bytecode: s.bytecode.as_ref().is_some_and(|b| *b.get_ref() == Bytecode::Absent),
+            workers: s.workers.as_ref().map_or(1, |w| *w.get_ref()),
         };
         // Several workers get a CPU each where the host has them, then the services theirs.
         let workers = s.workers.as_ref().map_or(1, |w| *w.get_ref());
@@ -208,6 +209,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 WantField::Program => s.program.as_ref().map(|v| v.span()),
                 WantField::Lock => s.lock.as_ref().map(|v| v.span()),
                 WantField::Bytecode => s.bytecode.as_ref().map(|v| v.span()),
+                WantField::Workers => s.workers.as_ref().map(|v| v.span()),
             };
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)

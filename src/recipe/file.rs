@@ -105,6 +105,10 @@ pub struct HttpSpec {
     /// sources serve HTTP too.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+    /// The HTTP server runs `$BENCHLAB_SERVER_WORKERS` workers in its runtime's own model (a
+    /// server entry's `workers`); without it, a server entry asking for more than one is refused.
+    #[serde(default)]
+    pub workers: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -389,6 +389,11 @@ fn serve_plan<'a>(
             h.transports.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
         )));
     }
+    if want.workers > 1 && !h.workers {
+        return Err(WantField::Workers.error(format!(
+            "{family} ({api_name} API) has no multi-worker launch in its recipe ([api.{api_name}.http] workers = true); run it with one worker"
+        )));
+    }
     let path = h.paths.get(&want.transport).cloned().ok_or_else(|| {
         WantField::Family.error(format!(
             "the recipe of {family} has no [api.{api_name}.http.paths] entry for {}",
@@ -448,6 +453,8 @@ pub enum WantField {
     Lock,
     /// The bytecode variant.
     Bytecode,
+    /// The server's worker count.
+    Workers,
 }
 
 impl WantField {
@@ -490,6 +497,8 @@ pub struct ServerWant {
     pub lock: Option<String>,
     /// The image keeps no compiled bytecode of its installed packages (programs on CPython).
     pub no_bytecode: bool,
+    /// Server workers (1: the server as it is).
+    pub workers: u32,
 }
 
 /// Non-blank, non-comment lines of a source file (`#` for Python; `//` and `/* */` for

@@ -249,3 +249,20 @@ fn programs_locks_and_bytecode_refuse_what_does_not_fit() {
     let e = err(ServerWant { no_bytecode: true, ..want("pulse") });
     assert_eq!(e.field, WantField::Bytecode);
 }
+
+#[test]
+fn workers_need_a_recipe_that_says_it_runs_them() {
+    let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let http = ServerWant {
+        family: "python-mcp".into(),
+        version: Some("1.30.0".into()),
+        suite: "weekly".into(),
+        transport: crate::mcp::transport::Transport::StreamableHttp,
+        workers: 2,
+        ..Default::default()
+    };
+    let e = book.resolve(&http).unwrap_err();
+    assert_eq!(e.field, WantField::Workers);
+    assert!(e.message.contains("has no multi-worker launch in its recipe"), "{}", e.message);
+    assert!(book.resolve(&ServerWant { workers: 1, ..http }).is_ok());
+}

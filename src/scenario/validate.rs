@@ -117,13 +117,12 @@ impl Scenario {
                     .into(),
             );
         }
-        if srv.family.get_ref() != crate::recipe::NULL_FAMILY {
-            return refuse(format!(
-                "the {} recipe has no multi-worker launch yet; the floor server (benchlab-null) runs several workers",
-                srv.family.get_ref()
-            ));
-        }
-        if srv.session.as_ref().is_some_and(|s| *s.get_ref() == crate::mcp::transport::SessionMode::Stateful)
+        // Whether a recipe's server has a multi-worker launch is the recipe's to say (resolve).
+        if srv.family.get_ref() == crate::recipe::NULL_FAMILY
+            && srv
+                .session
+                .as_ref()
+                .is_some_and(|s| *s.get_ref() == crate::mcp::transport::SessionMode::Stateful)
         {
             return refuse("the null server keeps a session in the worker that opened it: several workers serve stateless".into());
         }
