@@ -259,13 +259,7 @@ pub fn html(records: &[Record]) -> String {
             let _ = writeln!(o, "<p>{}</p>", esc(&l));
         }
     }
-    let services = super::services::service_lines(records);
-    if !services.is_empty() {
-        o.push_str("<h2>Backing services</h2>\n");
-        for l in services {
-            let _ = writeln!(o, "<p>{}</p>", esc(&l));
-        }
-    }
+    super::services::html_table(&mut o, records);
     if stdio {
         stdio_charts(&mut o, records, &rows);
     }
