@@ -8,6 +8,8 @@
 //! came keeps its input hash (the checkout is compared with a copy stripped of them); on the real
 //! Docker engine, the four servers pass the shop gate (a checkout and its effect included) and a
 //! get_cart load with every answer checked. The second fails (never skips) when no engine answers.
+//! Each of the four runs a second time with `workers = 2` (ids suffixed `-2w`), in its runtime's
+//! own model: uvicorn's worker processes (Python), `node:cluster` (Node and Bun).
 
 mod common;
 
@@ -177,13 +179,27 @@ fn existing_images_keep_their_input_hashes() {
     }
 }
 
+/// The server workers of each shop server's twin (`<id>-2w`).
+const WORKERS: u32 = 2;
+
+/// The processes at least in a twin's tree at its load peak: the process the lab started and its
+/// two workers. uvicorn: the supervisor and two worker processes (plus multiprocessing's resource
+/// tracker, which its spawn context starts); Node's `cluster`: the primary and two workers; Bun
+/// 1.1.38's `node:cluster` forks two worker processes under the primary too (each binding the
+/// port itself with SO_REUSEPORT), so three for every runtime.
+const MIN_PROCESSES: u64 = 1 + WORKERS as u64;
+
 fn scenario() -> String {
     let servers: String = SHOP_SERVERS
         .iter()
-        .map(|(id, family, version, runtime, api)| {
-            format!(
-                "[[server]]\nid = \"{id}\"\nfamily = \"{family}\"\nversion = \"{version}\"\nruntime = \"{runtime}\"\napi = \"{api}\"\nlock = \"shop\"\ntransport = \"streamable-http\"\n"
-            )
+        .flat_map(|(id, family, version, runtime, api)| {
+            let entry = format!(
+                "family = \"{family}\"\nversion = \"{version}\"\nruntime = \"{runtime}\"\napi = \"{api}\"\nlock = \"shop\"\ntransport = \"streamable-http\"\n"
+            );
+            [
+                format!("[[server]]\nid = \"{id}\"\n{entry}"),
+                format!("[[server]]\nid = \"{id}-2w\"\n{entry}workers = {WORKERS}\n"),
+            ]
         })
         .collect();
     format!(
@@ -242,16 +258,20 @@ fn the_sdks_serve_the_shop_over_streamable_http() {
         let id = r["cell"]["server"]["id"].as_str().unwrap_or("?");
         let load = &r["metrics"]["load"];
         eprintln!(
-            "{id:<20} {:<7} {:>9.1} req/s  p50 {:>7.3} ms  ok {}  failed {}",
+            "{id:<23} {:<7} {:>9.1} req/s  p50 {:>7.3} ms  ok {}  failed {}  processes at peak {}",
             r["status"].as_str().unwrap_or("?"),
             load["throughput_rps"].as_f64().unwrap_or(f64::NAN),
             load["latency"]["summary"]["p50_ms"].as_f64().unwrap_or(f64::NAN),
             load["ok"],
             load["failed"],
+            r["metrics"]["memory"]["under_load"]["peak_during"]["processes"],
         );
     }
-    assert_eq!(recs.len(), SHOP_SERVERS.len(), "{stderr}");
-    for &(id, family, version, runtime, api) in SHOP_SERVERS {
+    assert_eq!(recs.len(), 2 * SHOP_SERVERS.len(), "{stderr}");
+    let twins = SHOP_SERVERS.iter().map(|&(id, f, v, rt, api)| (format!("{id}-2w"), f, v, rt, api, WORKERS));
+    let all = SHOP_SERVERS.iter().map(|&(id, f, v, rt, api)| (id.to_string(), f, v, rt, api, 1)).chain(twins);
+    for (id, family, version, runtime, api, workers) in all {
+        let id = id.as_str();
         let r = recs
             .iter()
             .find(|r| r["cell"]["server"]["id"] == id)
@@ -268,6 +288,14 @@ fn the_sdks_serve_the_shop_over_streamable_http() {
         assert_eq!(load["failed"], 0, "{id}: {load}");
         for s in r["metrics"]["services"].as_array().unwrap() {
             assert_eq!(s["seed_sha256"], expected_seed.as_str(), "{id}: {s}");
+        }
+        let processes = r["metrics"]["memory"]["under_load"]["peak_during"]["processes"].as_u64();
+        if workers > 1 {
+            assert_eq!(server["workers"], workers, "{id}: {server}");
+            assert!(
+                processes.is_some_and(|p| p >= MIN_PROCESSES),
+                "{id}: {processes:?} processes at peak, not {MIN_PROCESSES}+"
+            );
         }
     }
     assert!(out.status.success(), "the run failed:\n{stderr}");
