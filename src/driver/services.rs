@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::mcp::shop;
+use crate::services::{http1, pg, resp};
 use crate::spec::{DriverSpec, Failure, FailureReason, ServiceKind, ServiceReady};
 
 /// Readies and seeds every service, in the spec's order.
@@ -19,50 +20,36 @@ pub fn ready_all(spec: &DriverSpec) -> Result<Vec<ServiceReady>, Failure> {
             )
         };
         let data = shop::dataset(s.seed);
+        let hash = shop::seed_sha256(&data);
+        let port = s.kind.port();
         let started = Instant::now();
         let deadline = started + spec.timeouts.startup();
-        let items = match s.kind {
-            ServiceKind::Redis => {
-                crate::services::resp::redis_ready(s.kind.port(), deadline)
-                    .map_err(|e| fail("was not ready", e))?;
-                let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-                let keys = crate::services::resp::seed_redis(s.kind.port(), &data, Duration::from_secs(10))
-                    .map_err(|e| fail("could not be seeded", e))?;
-                (ready_ms, keys as u64)
-            }
-            ServiceKind::Postgres => {
-                crate::services::pg::postgres_ready(s.kind.port(), deadline)
-                    .map_err(|e| fail("was not ready", e))?;
-                let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-                let rows = crate::services::pg::seed_postgres(s.kind.port(), &data, Duration::from_secs(10))
-                    .map_err(|e| fail("could not be seeded", e))?;
-                (ready_ms, rows as u64)
-            }
-            ServiceKind::Api => {
-                let health = crate::services::http1::api_ready(s.kind.port(), deadline)
-                    .map_err(|e| fail("was not ready", e))?;
-                let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-                // The API serves its data from its seed; it must be the data set the gate expects.
-                let served = health.get("seed_sha256").and_then(|v| v.as_str()).unwrap_or_default();
-                if served != shop::seed_sha256(&data) {
+        // Readiness: the service's own probe (the API's health answer names its data set).
+        let health = match s.kind {
+            ServiceKind::Redis => resp::redis_ready(port, deadline).map(|()| None),
+            ServiceKind::Postgres => pg::postgres_ready(port, deadline).map(|()| None),
+            ServiceKind::Api => http1::api_ready(port, deadline).map(Some),
+        }
+        .map_err(|e| fail("was not ready", e))?;
+        let ready_ms = started.elapsed().as_secs_f64() * 1e3;
+        let seeding = Duration::from_secs(10);
+        let items = match (s.kind, health) {
+            (ServiceKind::Redis, _) => resp::seed_redis(port, &data, seeding).map(|n| n as u64),
+            (ServiceKind::Postgres, _) => pg::seed_postgres(port, &data, seeding).map(|n| n as u64),
+            // The API serves the data set of its own seed: it must be the one the gate expects.
+            (ServiceKind::Api, health) => {
+                let served = health.as_ref().and_then(|h| h.get("seed_sha256")).and_then(|v| v.as_str());
+                if served != Some(hash.as_str()) {
                     return Err(fail(
                         "serves another data set",
-                        format!(
-                            "its /health names {served:?}, seed {} is {}",
-                            s.seed,
-                            shop::seed_sha256(&data)
-                        ),
+                        format!("its /health names {served:?}, seed {} is {hash}", s.seed),
                     ));
                 }
-                (ready_ms, data.products.len() as u64)
+                Ok(data.products.len() as u64)
             }
-        };
-        out.push(ServiceReady {
-            name: s.name.clone(),
-            ready_ms: items.0,
-            seed_sha256: shop::seed_sha256(&data),
-            items: items.1,
-        });
+        }
+        .map_err(|e| fail("could not be seeded", e))?;
+        out.push(ServiceReady { name: s.name.clone(), ready_ms, seed_sha256: hash, items });
     }
     Ok(out)
 }

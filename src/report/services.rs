@@ -4,6 +4,11 @@
 
 use crate::record::Record;
 
+/// A service's CPU over the window, in cores.
+fn cpu_share(s: &crate::record::ServiceMetrics) -> Option<f64> {
+    s.cpu_s.zip(s.window_s).filter(|(_, w)| *w > 0.0).map(|(c, w)| c / w)
+}
+
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
 }
@@ -38,7 +43,7 @@ fn line(r: &Record) -> String {
             .find(|e| e.name == s.name)
             .map(|e| format!(" {}", e.version))
             .unwrap_or_default();
-        let cpu = s.cpu_s.zip(s.window_s).filter(|(_, w)| *w > 0.0).map(|(c, w)| format!("{:.2} CPU", c / w));
+        let cpu = cpu_share(s).map(|c| format!("{c:.2} CPU"));
         let peak = s.memory_peak_bytes.map(|b| format!("cgroup peak {}", mib(b)));
         let exited = s.exited.map(|c| format!("exited with code {c}"));
         let figures: Vec<String> = [cpu, peak, exited].into_iter().flatten().collect();
@@ -92,10 +97,7 @@ pub(super) fn html_table(o: &mut String, records: &[Record]) {
         let _ = write!(o, "<tr><td>{}</td><td>{cpu}</td><td>{peak}</td>", esc(&r.cell.id));
         for n in &names {
             let s = r.metrics.services.iter().find(|s| s.name == *n);
-            let cpu = s
-                .and_then(|s| s.cpu_s.zip(s.window_s))
-                .filter(|(_, w)| *w > 0.0)
-                .map_or_else(dash, |(c, w)| format!("{:.2}", c / w));
+            let cpu = s.and_then(cpu_share).map_or_else(dash, |c| format!("{c:.2}"));
             let peak = match s.and_then(|s| s.exited) {
                 Some(code) => format!("exited ({code})"),
                 None => s.and_then(|s| s.memory_peak_bytes).map_or_else(dash, mib),

@@ -104,33 +104,26 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         if in_window(&sh, opened) {
             st.step("initialize", opened - t0);
         }
-        let mut whole = match &mut client {
-            Client::Mcp(m) => match m.request("tools/list", "{}", sh.call_limit, &mut st.counts).await {
-                Ok(Ok(_)) => {
-                    let done = Instant::now();
-                    if in_window(&sh, done) {
-                        st.step("tools/list", done - opened);
-                    }
-                    true
-                }
-                failed => {
-                    let done = Instant::now();
-                    let e = match failed {
-                        Err(e) => e,
-                        Ok(Err(rpc)) => CallError {
-                            kind: ErrorKind::ProtocolError,
-                            detail: format!("tools/list: JSON-RPC error {} {}", rpc.code, rpc.message),
-                        },
-                        Ok(Ok(_)) => unreachable!("matched above"),
-                    };
-                    if in_window(&sh, done) {
-                        st.account(done, done - opened, &Err(e));
-                    }
-                    false
-                }
-            },
-            Client::Rest(_) => false,
+        // tools/list: a JSON-RPC error is the server's protocol failing, as for the calls.
+        let listed = match &mut client {
+            Client::Mcp(m) => {
+                m.request("tools/list", "{}", sh.call_limit, &mut st.counts).await.and_then(|r| {
+                    r.map(|_| ()).map_err(|rpc| CallError {
+                        kind: ErrorKind::ProtocolError,
+                        detail: format!("tools/list: JSON-RPC error {} {}", rpc.code, rpc.message),
+                    })
+                })
+            }
+            Client::Rest(_) => unreachable!("iterations are refused on the REST route"),
         };
+        let done = Instant::now();
+        if in_window(&sh, done) {
+            match &listed {
+                Ok(()) => st.step("tools/list", done - opened),
+                Err(_) => st.account(done, done - opened, &listed),
+            }
+        }
+        let mut whole = listed.is_ok();
         for _ in 0..calls {
             if !whole {
                 break;
