@@ -211,11 +211,10 @@ order = "as-written"
 mode = "split"
 memory = "512MiB"
 {servers}
+# Redis as the scenario writes it; the API service each shop recipe declares it needs
+# (`services = ["redis", "api"]`), which joins on the scenario's seed.
 [[service]]
 kind = "redis"
-seed = {SEED}
-[[service]]
-kind = "api"
 seed = {SEED}
 
 [[workload]]
@@ -289,6 +288,15 @@ fn the_sdks_serve_the_shop_over_streamable_http() {
         for s in r["metrics"]["services"].as_array().unwrap() {
             assert_eq!(s["seed_sha256"], expected_seed.as_str(), "{id}: {s}");
         }
+        let declared: Vec<(&str, Option<&str>)> = r["cell"]["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["name"].as_str().unwrap(), s["declared_by"].as_str()))
+            .collect();
+        let by = format!("the recipe of {family}, [api.{api}]");
+        assert_eq!(declared, [("redis", None), ("api", Some(by.as_str()))], "{id}");
+        assert_eq!(r["metrics"]["services"].as_array().unwrap().len(), 2, "{id}");
         let processes = r["metrics"]["memory"]["under_load"]["peak_during"]["processes"].as_u64();
         if workers > 1 {
             assert_eq!(server["workers"], workers, "{id}: {server}");

@@ -649,12 +649,14 @@ fn small_enums_and_cell_parts() {
         kind: benchlab::spec::ServiceKind::Redis,
         seed: 7,
         fault: None,
+        declared_by: Some("the recipe of fastmcp, [api.fastmcp-shop]".into()),
     };
     let api = benchlab::spec::ServiceSpec {
         name: "api".into(),
         kind: benchlab::spec::ServiceKind::Api,
         seed: 7,
         fault: Some("exit@40".into()),
+        declared_by: None,
     };
     pin_eq("service_specs", &vec![redis, api]);
     pin_eq(

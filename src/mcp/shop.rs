@@ -12,6 +12,8 @@ use super::suite::Expected;
 
 /// The seed of the dataset when a scenario names none.
 pub const DEFAULT_SEED: u64 = 1;
+/// The suite's name in scenarios and records.
+pub const SUITE: &str = "shop";
 /// Products `p001`..`p120`.
 pub const PRODUCTS: usize = 120;
 /// Users `u01`..`u40`; the load reads the carts of `u21`..`u40` only.

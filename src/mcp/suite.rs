@@ -52,7 +52,7 @@ impl Suite {
             "pulse" => Some(Suite::Pulse),
             "bench" => Some(Suite::Bench),
             "tax" => Some(Suite::Tax),
-            "shop" => Some(Suite::Shop { seed: shop::DEFAULT_SEED }),
+            shop::SUITE => Some(Suite::Shop { seed: shop::DEFAULT_SEED }),
             _ => None,
         }
     }
@@ -63,7 +63,7 @@ impl Suite {
             Suite::Pulse => "pulse",
             Suite::Bench => "bench",
             Suite::Tax => "tax",
-            Suite::Shop { .. } => "shop",
+            Suite::Shop { .. } => shop::SUITE,
         }
     }
 

@@ -157,7 +157,7 @@ pub fn distinct_images(cells: &[PlannedCell]) -> Vec<(usize, ImagePlan)> {
 /// Resolves every cell: recipe, version, runtime and placement. Errors point into the scenario.
 pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<Vec<PlannedCell>, RunError> {
     let placement = placement::choose(&scenario.placement, cpus)?;
-    let with_services = |p: Placement| match scenario.services.is_empty() {
+    let with_services = |p: Placement, services: &[(ServiceSpec, ImagePlan)]| match services.is_empty() {
         true => p,
         false => placement::with_services(p, cpus),
     };
@@ -193,7 +193,6 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         let workers = s.workers.as_ref().map_or(1, |w| *w.get_ref());
         let named = scenario.placement.server_cpus.is_some();
         let (placement, workers_note) = placement::for_workers(placement, workers, cpus, named);
-        let placement = with_services(placement);
         let mut image = recipes.resolve(&want).map_err(|e| {
             let span = match e.field {
                 WantField::Family => None,
@@ -214,6 +213,8 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
         })?;
+        let services = cell_services(scenario, recipes, &want, s.family.span())?;
+        let placement = with_services(placement, &services);
         if workers > 1 {
             image.launch.env.push((crate::spec::ENV_SERVER_WORKERS.into(), workers.to_string()));
         }
@@ -247,9 +248,129 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             deviations: workers_note.into_iter().collect(),
             backend: 0,
             schedule: None,
-            services: scenario.services.iter().map(|s| (s.clone(), ImagePlan::service(s))).collect(),
+            services,
             workers,
         });
     }
     Ok(out)
+}
+
+/// A cell's backing services: the scenario's `[[service]]` entries, then each one the server's
+/// recipe declares it needs that the scenario lacks (on the scenario's seed, named by its kind).
+/// A `shop` server left without Redis or the API is refused at its entry.
+fn cell_services(
+    scenario: &Scenario,
+    recipes: &RecipeBook,
+    want: &ServerWant,
+    at: std::ops::Range<usize>,
+) -> Result<Vec<(ServiceSpec, ImagePlan)>, RunError> {
+    let mut services = scenario.services.clone();
+    let seed = services.first().map_or(crate::scenario::DEFAULT_SEED, |s| s.seed);
+    if let Some((declared_by, kinds)) = recipes.declared_services(want) {
+        for kind in kinds {
+            if services.iter().any(|s| s.kind == kind) {
+                continue;
+            }
+            let name = match services.iter().any(|s| s.name == kind.as_str()) {
+                true => format!("{}-needed", kind.as_str()),
+                false => kind.as_str().to_string(),
+            };
+            services.push(ServiceSpec {
+                name,
+                kind,
+                seed,
+                fault: None,
+                declared_by: Some(declared_by.clone()),
+            });
+        }
+    }
+    if want.suite == crate::mcp::shop::SUITE {
+        for need in [crate::spec::ServiceKind::Redis, crate::spec::ServiceKind::Api] {
+            if !services.iter().any(|s| s.kind == need) {
+                return Err(scenario.error_at(
+                    at,
+                    format!(
+                        "the shop suite reads and writes a Redis and the lab's API service, and this server's recipe does not declare {0:?} ([api.<name>] services): add [[service]] kind = \"{0}\"",
+                        need.as_str()
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(services
+        .into_iter()
+        .map(|s| {
+            let image = ImagePlan::service(&s);
+            (s, image)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::spec::ServiceKind;
+
+    fn scenario(text: &str) -> Scenario {
+        Scenario::parse(Path::new("scenarios/s.toml"), text.to_string()).expect("a scenario")
+    }
+
+    fn recipes() -> RecipeBook {
+        RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("the checkout's recipes")
+    }
+
+    /// Each cell's services as (name, kind, seed, declared by).
+    fn services(c: &PlannedCell) -> Vec<(String, ServiceKind, u64, Option<String>)> {
+        c.services.iter().map(|(s, _)| (s.name.clone(), s.kind, s.seed, s.declared_by.clone())).collect()
+    }
+
+    const SHOP: &str = "name = \"s\"\nsuite = \"shop\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n[[server]]\nid = \"f\"\nfamily = \"fastmcp\"\nversion = \"4.1.3\"\napi = \"fastmcp-shop\"\nlock = \"shop\"\ntransport = \"streamable-http\"\n[[workload]]\nkind = \"concurrency\"\ntool = \"get_cart\"\nworkers = 2\nduration = \"1s\"\n";
+
+    #[test]
+    fn a_recipes_declared_services_join_its_cells_on_the_scenarios_seed() {
+        // No [[service]] at all: each server's own declaration brings Redis and the API.
+        let cells = plan(&scenario(SHOP), &recipes(), &[0, 1]).unwrap();
+        let fastmcp = Some("the recipe of fastmcp, [api.fastmcp-shop]".to_string());
+        let floor = Some("the floor server's shop suite".to_string());
+        assert_eq!(
+            services(&cells[0]),
+            [
+                ("redis".into(), ServiceKind::Redis, 1, floor.clone()),
+                ("api".into(), ServiceKind::Api, 1, floor)
+            ]
+        );
+        assert_eq!(
+            services(&cells[1]),
+            [
+                ("redis".into(), ServiceKind::Redis, 1, fastmcp.clone()),
+                ("api".into(), ServiceKind::Api, 1, fastmcp.clone())
+            ]
+        );
+        assert!(cells.iter().all(|c| c.placement.services_cpus.is_some()), "services get their CPUs");
+        // A scenario's own service stays as written, and what it lacks comes on its seed.
+        let own = format!("{SHOP}[[service]]\nkind = \"redis\"\nname = \"kv\"\nseed = 3\n");
+        let cells = plan(&scenario(&own), &recipes(), &[0, 1]).unwrap();
+        assert_eq!(
+            services(&cells[1]),
+            [("kv".into(), ServiceKind::Redis, 3, None), ("api".into(), ServiceKind::Api, 3, fastmcp)]
+        );
+        // A server that declares nothing gets nothing.
+        let weekly = "name = \"w\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\ncalls = 5\n";
+        let cells = plan(&scenario(weekly), &recipes(), &[0, 1]).unwrap();
+        assert!(cells[0].services.is_empty() && cells[0].placement.services_cpus.is_none());
+    }
+
+    #[test]
+    fn a_shop_server_whose_recipe_declares_nothing_is_refused_at_its_entry() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("images")).unwrap();
+        let empty = RecipeBook::load(d.path()).unwrap();
+        let sc = scenario(SHOP);
+        let want = ServerWant { family: "fastmcp".into(), suite: "shop".into(), ..ServerWant::default() };
+        let e = cell_services(&sc, &empty, &want, sc.servers[1].family.span()).unwrap_err().to_string();
+        assert!(e.contains("s.toml:9:10:") && e.contains("does not declare \"redis\""), "{e}");
+    }
 }

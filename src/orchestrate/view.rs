@@ -126,28 +126,7 @@ impl PlanView {
             control_cells: cells.iter().filter(|c| control(c)).count(),
             single_pass_seconds: single_pass / slots,
         };
-        let services = cells.first().filter(|c| !c.services.is_empty()).map(|c| {
-            let names: Vec<String> = c
-                .services
-                .iter()
-                .map(|(s, _)| match s.name == s.kind.as_str() {
-                    true => s.name.clone(),
-                    false => format!("{} ({})", s.name, s.kind.as_str()),
-                })
-                .collect();
-            let p = &c.placement;
-            format!(
-                "{}, seed {}, started fresh and seeded for every cell, on CPU {}{}",
-                names.join(", "),
-                c.services[0].0.seed,
-                p.services_cpus.as_deref().unwrap_or("?"),
-                if p.services_share_driver {
-                    " (the driver's: this host has no CPU left for them)"
-                } else {
-                    ""
-                }
-            )
-        });
+        let services = services_line(cells);
         PlanView {
             services,
             noise,
@@ -271,4 +250,35 @@ mod tests {
         ];
         assert_eq!(plan_build_seconds(&images), 4.0 * one + 2.0 * base);
     }
+}
+
+/// The plan's `services:` line: the services of the cells that have any, their seed and CPUs,
+/// and how many cells get them when not all do (a recipe's declared services come with its
+/// servers only).
+fn services_line(cells: &[PlannedCell]) -> Option<String> {
+    let with: Vec<&PlannedCell> = cells.iter().filter(|c| !c.services.is_empty()).collect();
+    let c = with.first()?;
+    let mut names: Vec<String> = Vec::new();
+    for (s, _) in with.iter().flat_map(|c| &c.services) {
+        let name = match (s.name == s.kind.as_str(), &s.declared_by) {
+            (true, None) => s.name.clone(),
+            (false, None) => format!("{} ({})", s.name, s.kind.as_str()),
+            (_, Some(by)) => format!("{} (declared by {by})", s.name),
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let p = &c.placement;
+    Some(format!(
+        "{}, seed {}, started fresh and seeded for {}, on CPU {}{}",
+        names.join(", "),
+        c.services[0].0.seed,
+        match with.len() == cells.len() {
+            true => "every cell".to_string(),
+            false => format!("{} of {} cells", with.len(), cells.len()),
+        },
+        p.services_cpus.as_deref().unwrap_or("?"),
+        if p.services_share_driver { " (the driver's: this host has no CPU left for them)" } else { "" }
+    ))
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds::RuntimeKind;
 use crate::mcp::transport::{ApiStyle, ReplyMode, SessionMode, Transport};
+use crate::spec::ServiceKind;
 
 /// A `recipe.toml` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -67,6 +68,10 @@ pub struct ApiSpec {
     /// alone (the suite sources stay out, so the images of every other cell are unchanged).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub programs: BTreeMap<String, ProgramSpec>,
+    /// Backing services its servers need (`services = ["redis", "api"]`): every cell that runs
+    /// this API generation gets them, whether or not the scenario lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceKind>,
 }
 
 /// A source's own server program: the suite whose tools it serves (for the correctness gate and

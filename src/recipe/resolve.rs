@@ -12,7 +12,7 @@ use super::kinds::RuntimeKind;
 use super::lock::check_lock;
 use super::{base_of, Recipe, RecipeBook, NULL_FAMILY};
 use crate::mcp::transport::{HttpTarget, ReplyMode, SessionMode, Transport};
-use crate::spec::{ServerLaunch, SourceInfo};
+use crate::spec::{ServerLaunch, ServiceKind, SourceInfo};
 
 /// A recipe or lock file's bytes; the error names the file.
 fn read_input(path: &Path) -> Result<Vec<u8>, String> {
@@ -59,6 +59,27 @@ impl RecipeBook {
     /// The image plan around what a cell serves: the runtime's base and Dockerfile (with the
     /// no-bytecode step when asked), the version's lock, the served files and the manifest
     /// script, and the recipe's part of the input hash.
+    /// The backing services a server's recipe declares it needs (`[api.<name>] services`), in
+    /// the order the lab starts them, with what declared them in words. The floor server's `shop`
+    /// suite needs Redis and the API, as the SDKs' shop servers do. None when nothing is declared
+    /// (or the want does not resolve: `resolve` says why).
+    pub fn declared_services(&self, want: &ServerWant) -> Option<(String, Vec<ServiceKind>)> {
+        if want.family == NULL_FAMILY {
+            return (want.suite == crate::mcp::shop::SUITE).then(|| {
+                (
+                    format!("the floor server's {} suite", want.suite),
+                    vec![ServiceKind::Redis, ServiceKind::Api],
+                )
+            });
+        }
+        let (recipe, v) = self.recipe_version(&want.family, want.version.as_deref()).ok()?;
+        let (api_name, api) = api_for(recipe, &v, want).ok()?;
+        let mut kinds = api.services.clone();
+        kinds.sort();
+        kinds.dedup();
+        (!kinds.is_empty()).then(|| (format!("the recipe of {}, [api.{api_name}]", want.family), kinds))
+    }
+
     fn image_plan(
         &self,
         recipe: &Recipe,

@@ -127,8 +127,13 @@ mod tests {
 
     fn with_services() -> Record {
         let mut r = crate::record::tests::sample_record("c");
-        r.cell.services =
-            vec![ServiceSpec { name: "redis".into(), kind: ServiceKind::Redis, seed: 7, fault: None }];
+        r.cell.services = vec![ServiceSpec {
+            name: "redis".into(),
+            kind: ServiceKind::Redis,
+            seed: 7,
+            fault: None,
+            declared_by: None,
+        }];
         r.cell.placement.services_cpus = Some("0".into());
         r.cell.placement.services_share_driver = true;
         r.metrics.services = vec![ServiceMetrics {

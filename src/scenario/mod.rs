@@ -18,6 +18,7 @@ use raw::RawScenario;
 
 pub use matrix::DEFAULT_LOCKFILES;
 pub use raw::{Bytecode, EngineKind, ServerEntry, SourceStatement, StatedHardware};
+pub use services::DEFAULT_SEED;
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! `[[service]]` entries: backing services every cell of the scenario gets beside its server.
 //! Each is checked where it is written (known kind, a unique name, a fault only where one exists)
-//! and against the servers' suites (the `shop` suite needs a Redis and the API, on one seed).
+//! and against the workloads (the `shop` suite's gate writes, so no REST pass); what a server's
+//! recipe needs beyond them the plan adds (`orchestrate::plan`).
 
 use std::ops::Range;
 
@@ -66,6 +67,7 @@ impl Scenario {
                 kind,
                 seed,
                 fault: r.fault.as_ref().map(|f| f.get_ref().clone()),
+                declared_by: None,
             });
         }
         let shop_servers: Vec<&str> = self
@@ -74,18 +76,6 @@ impl Scenario {
             .filter(|s| s.suite.as_deref().unwrap_or(&self.suite) == "shop")
             .map(|s| s.id.get_ref().as_str())
             .collect();
-        for need in [ServiceKind::Redis, ServiceKind::Api] {
-            if !shop_servers.is_empty() && !self.services.iter().any(|s| s.kind == need) {
-                return Err(self.error_at(
-                    suite_span,
-                    format!(
-                        "the shop suite (server {}) reads and writes a Redis and the lab's API service: add [[service]] kind = \"{}\"",
-                        shop_servers[0],
-                        need.as_str()
-                    ),
-                ));
-            }
-        }
         let rest = self.workloads.iter().any(|w| matches!(w, crate::spec::Workload::HttpApi { .. }));
         if rest && !shop_servers.is_empty() {
             return Err(self.error_at(
@@ -158,8 +148,7 @@ mod tests {
             .contains("the redis service has no faults"));
         assert!(error("[[service]]\nkind = \"redis\"\n[[service]]\nkind = \"api\"\nfault = \"exit@0\"\n")
             .contains("\"exit@<requests>\""));
-        // The shop suite needs both, and says which is missing, at the suite's key.
-        let e = error("[[service]]\nkind = \"redis\"\n");
-        assert!(e.contains("s.toml:2:9:") && e.contains("add [[service]] kind = \"api\""), "{e}");
+        // The shop suite's needs are the plan's to add (the recipes declare them), not refused.
+        assert!(parse("[[service]]\nkind = \"redis\"\n").is_ok());
     }
 }

@@ -100,6 +100,10 @@ pub struct ServiceSpec {
     /// A fault on purpose, for the lab's own tests (the API's `exit@<requests>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// None for the scenario's own `[[service]]`; else what declared the need (`the recipe of
+    /// fastmcp, [api.fastmcp-shop]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_by: Option<String>,
 }
 
 impl ServiceSpec {
@@ -210,13 +214,24 @@ mod tests {
         for k in ServiceKind::ALL {
             assert_eq!(ServiceKind::from_name(k.as_str()), Some(*k));
         }
-        let api =
-            ServiceSpec { name: "api".into(), kind: ServiceKind::Api, seed: 7, fault: Some("exit@5".into()) };
+        let api = ServiceSpec {
+            name: "api".into(),
+            kind: ServiceKind::Api,
+            seed: 7,
+            fault: Some("exit@5".into()),
+            declared_by: None,
+        };
         let argv = api.argv("/benchlab/benchlab");
         assert_eq!(argv[1], "service-api");
         assert!(argv.windows(2).any(|w| w == ["--seed", "7"]));
         assert!(argv.windows(2).any(|w| w == ["--fault", "exit@5"]));
-        let redis = ServiceSpec { name: "kv".into(), kind: ServiceKind::Redis, seed: 1, fault: None };
+        let redis = ServiceSpec {
+            name: "kv".into(),
+            kind: ServiceKind::Redis,
+            seed: 1,
+            fault: None,
+            declared_by: None,
+        };
         assert!(redis.argv("/x").windows(2).any(|w| w == ["--port", "6379"]));
     }
 }
