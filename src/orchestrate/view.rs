@@ -221,37 +221,6 @@ pub fn eta_text(seconds: f64) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn image(version: &str, runtime: &str, state: ImageState) -> (PlannedImage, RuntimeKind) {
-        let i = PlannedImage {
-            engine: "docker".into(),
-            family: "python-mcp".into(),
-            version: version.into(),
-            runtime: runtime.into(),
-            variant: None,
-            state,
-        };
-        (i, RuntimeKind::Cpython)
-    }
-
-    #[test]
-    fn a_missing_base_is_built_once_per_runtime_not_once_per_image() {
-        let one = build_seconds(ImageState::Build, RuntimeKind::Cpython);
-        let base = build_seconds(ImageState::BuildWithBase, RuntimeKind::Cpython) - one;
-        let images = [
-            image("1.0.0", "cpython-bookworm", ImageState::BuildWithBase),
-            image("1.1.0", "cpython-bookworm", ImageState::BuildWithBase),
-            image("1.2.0", "cpython-bookworm", ImageState::BuildWithBase),
-            image("1.2.0", "cpython-trixie", ImageState::BuildWithBase),
-            image("1.3.0", "cpython-bookworm", ImageState::Cached),
-        ];
-        assert_eq!(plan_build_seconds(&images), 4.0 * one + 2.0 * base);
-    }
-}
-
 /// The plan's `services:` line: the services of the cells that have any, their seed and CPUs,
 /// and how many cells get them when not all do (a recipe's declared services come with its
 /// servers only).
@@ -281,4 +250,35 @@ fn services_line(cells: &[PlannedCell]) -> Option<String> {
         p.services_cpus.as_deref().unwrap_or("?"),
         if p.services_share_driver { " (the driver's: this host has no CPU left for them)" } else { "" }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(version: &str, runtime: &str, state: ImageState) -> (PlannedImage, RuntimeKind) {
+        let i = PlannedImage {
+            engine: "docker".into(),
+            family: "python-mcp".into(),
+            version: version.into(),
+            runtime: runtime.into(),
+            variant: None,
+            state,
+        };
+        (i, RuntimeKind::Cpython)
+    }
+
+    #[test]
+    fn a_missing_base_is_built_once_per_runtime_not_once_per_image() {
+        let one = build_seconds(ImageState::Build, RuntimeKind::Cpython);
+        let base = build_seconds(ImageState::BuildWithBase, RuntimeKind::Cpython) - one;
+        let images = [
+            image("1.0.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.1.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.2.0", "cpython-bookworm", ImageState::BuildWithBase),
+            image("1.2.0", "cpython-trixie", ImageState::BuildWithBase),
+            image("1.3.0", "cpython-bookworm", ImageState::Cached),
+        ];
+        assert_eq!(plan_build_seconds(&images), 4.0 * one + 2.0 * base);
+    }
 }
