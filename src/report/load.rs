@@ -122,8 +122,15 @@ fn status_and_detail(r: &Record) -> (String, Option<String>) {
 }
 
 /// One row per load record, in record order.
+/// Rows grouped by server, then by workload and workers, whatever order the run took (a random
+/// order spreads one server's cells over the run); a server's repeats keep their run order.
 pub fn load_rows(records: &[Record]) -> Vec<LoadRow> {
-    records.iter().filter(|r| is_load(r)).map(load_row).collect()
+    let mut rows: Vec<LoadRow> = records.iter().filter(|r| is_load(r)).map(load_row).collect();
+    rows.sort_by(|a, b| {
+        (&a.run_id, &a.server, &a.transport, &a.workload, &a.lifecycle, &a.tool, a.workers)
+            .cmp(&(&b.run_id, &b.server, &b.transport, &b.workload, &b.lifecycle, &b.tool, b.workers))
+    });
+    rows
 }
 
 /// The tool a load calls, or its mix (`get_cart×3 + search_products×1`).
