@@ -127,8 +127,15 @@ fn status_and_detail(r: &Record) -> (String, Option<String>) {
 pub fn load_rows(records: &[Record]) -> Vec<LoadRow> {
     let mut rows: Vec<LoadRow> = records.iter().filter(|r| is_load(r)).map(load_row).collect();
     rows.sort_by(|a, b| {
-        (&a.run_id, &a.server, &a.transport, &a.workload, &a.lifecycle, &a.tool, a.workers)
-            .cmp(&(&b.run_id, &b.server, &b.transport, &b.workload, &b.lifecycle, &b.tool, b.workers))
+        (&a.run_id, &a.server, &a.transport, &a.workload, &a.lifecycle, &a.tool, a.workers).cmp(&(
+            &b.run_id,
+            &b.server,
+            &b.transport,
+            &b.workload,
+            &b.lifecycle,
+            &b.tool,
+            b.workers,
+        ))
     });
     rows
 }

@@ -175,6 +175,30 @@ pub fn render(format: Format, records: &[Record]) -> String {
     out
 }
 
+/// Records grouped by run and server, each server's cells in their ids' natural order (`w10`
+/// before `w50` before `w100`), whatever order the run took; repeats keep their run order. The
+/// per-cell lines (steps, services) follow it, as the load tables do.
+pub(crate) fn in_cell_order(records: &[Record]) -> Vec<&Record> {
+    let mut v: Vec<&Record> = records.iter().collect();
+    v.sort_by_cached_key(|r| (r.run_id.clone(), r.cell.server.id.clone(), natural(&r.cell.id)));
+    v
+}
+
+/// A string as runs of text and numbers, numbers compared by value.
+fn natural(s: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let text_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let (text, tail) = rest.split_at(text_end);
+        let num_end = tail.find(|c: char| !c.is_ascii_digit()).unwrap_or(tail.len());
+        let (num, tail) = tail.split_at(num_end);
+        out.push((text.to_string(), num.parse().unwrap_or(0)));
+        rest = tail;
+    }
+    out
+}
+
 /// The JSON of `Format::Json` (see there).
 fn summary_json(records: &[Record]) -> String {
     let load = load_rows(records);
@@ -197,5 +221,13 @@ mod tests {
         }
         let e = "svg".parse::<Format>().unwrap_err().to_string();
         assert!(e.contains("\"svg\"") && e.contains("bencher"), "{e}");
+    }
+
+    #[test]
+    fn cells_come_grouped_by_server_in_natural_order() {
+        assert!(super::natural("s/concurrency-w10") < super::natural("s/concurrency-w50"));
+        assert!(super::natural("s/concurrency-w50") < super::natural("s/concurrency-w100"));
+        assert!(super::natural("a-2w/x") > super::natural("a-1w/x"));
+        assert_eq!(super::natural("w10x"), vec![("w".to_string(), 10), ("x".to_string(), 0)]);
     }
 }
