@@ -331,31 +331,36 @@ fn a_node_taken_down_mid_run_requeues_its_cell_and_the_rest_complete() {
     let results = tempfile::tempdir().unwrap();
     let (mut child, mut lines) = start_sweep(results.path(), &slurm_node_down, &[]);
     let mut seen = Vec::new();
-    // Wait for a long cell (mcp's cold start) to be running on n1, then take n1 down.
-    loop {
-        let line = until(&mut lines, "running on n1", &mut seen);
+    // Wait for a long cell (mcp's cold start) to be running, then take its node down. The run's
+    // order is random and Slurm places each cell, so either node may be the one.
+    let node = loop {
+        let line = until(&mut lines, "running on n", &mut seen);
         if line.contains("mcp-2.3.0/cold_start") {
-            break;
+            let at = line.find("running on ").unwrap() + "running on ".len();
+            break line[at..].split_whitespace().next().unwrap().to_string();
         }
-    }
+    };
     std::thread::sleep(Duration::from_secs(2));
-    let down = slurm("scontrol", &["update", "nodename=n1", "state=down", "reason=benchlab-test-node-down"]);
+    let down = slurm(
+        "scontrol",
+        &["update", &format!("nodename={node}"), "state=down", "reason=benchlab-test-node-down"],
+    );
     assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
     seen.extend(lines.map_while(Result::ok));
     let status = child.wait().unwrap();
-    let _ = slurm("scontrol", &["update", "nodename=n1", "state=resume"]);
+    let _ = slurm("scontrol", &["update", &format!("nodename={node}"), "state=resume"]);
     let text = seen.join("\n");
     assert!(text.contains("REQUEUED"), "{text}");
     let dir = results.path().join("cluster-sweep").join(&slurm_node_down);
     let recs = records(&dir);
     assert_eq!(recs.len(), 8, "every cell has its record:\n{text}");
-    // The cell that was on n1 ran again (attempt 2, the requeue named) or failed saying the node
-    // failed; every other cell is ok.
+    // The cell that was on the downed node ran again (attempt 2, the requeue named) or failed
+    // saying the node failed; every other cell is ok.
     let hit: Vec<&Value> = recs.iter().filter(|r| dispatch(r)["attempts"].as_u64() > Some(1)).collect();
-    assert_eq!(hit.len(), 1, "exactly the cell that was on n1 was requeued:\n{text}");
+    assert_eq!(hit.len(), 1, "exactly the cell that was on {node} was requeued:\n{text}");
     for r in &hit {
         let d = dispatch(r);
-        assert!(d["requeued"].as_str().is_some_and(|s| s.contains("n1")), "{d}");
+        assert!(d["requeued"].as_str().is_some_and(|s| s.contains(node.as_str())), "{d}");
         if r["status"] == "failed" {
             assert_eq!(r["failure"]["reason"], "node_fail", "{r}");
         } else {
