@@ -1,5 +1,5 @@
 //! `benchlab lock`: regenerates lock folders with the real lockers (uv for Python sets, npm for
-//! Node and Bun) run inside a container of each target's own base, so the Python version and the
+//! Node and Bun, cargo for Rust servers) run inside a container of each target's own base, so the Python version and the
 //! platform tags are the image's own. A release range is listed from the package index first and
 //! each release locked as of the end of the day it was published. It runs containers through the
 //! container backend's engine; it never builds an image.
@@ -27,6 +27,17 @@ pub enum LockError {
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
 }
+
+/// Prints the cargo index entry of `{package}`, one JSON line per release (`vers`, `pubtime`,
+/// `yanked`). cargo names its index, the lab does not: a throwaway manifest on the package makes
+/// cargo fetch the entry, and its cached copy (NUL-separated records) holds the lines.
+const CARGO_RELEASES: &str = r#"set -e
+mkdir -p /tmp/lister && cd /tmp/lister
+printf '[package]\nname = "lister"\nversion = "0.0.0"\n[lib]\npath = "lib.rs"\n[dependencies]\n{package} = "*"\n' > Cargo.toml
+CARGO_HTTP_CAINFO=/ca.pem cargo generate-lockfile --quiet
+find "${CARGO_HOME:-$HOME/.cargo}/registry/index" -path '*/.cache/*' -type f -name '{package}' |
+  while read -r f; do tr '\000' '\n' < "$f" | grep '^{'; done
+"#;
 
 /// The uv release `benchlab lock` installs in the target base to lock Python sets.
 pub const UV_VERSION: &str = "0.13.9";
@@ -101,7 +112,21 @@ pub async fn lock<E: Engine>(
                      ${{before:+--exclude-newer $before}} \
                      --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
                 ),
-                _ => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
+                // cargo's resolver as of the day (`--publish-time`, unstable in cargo 1.96: the
+                // bootstrap switch lets Debian's stable cargo take it), with checksums. cargo
+                // applies today's yanks to that day, so a release whose dependencies were since
+                // yanked cannot be resolved as of its day: it is then resolved as of now, and the
+                // folder's `lock-deviation` says so (and why); records carry it.
+                Locker::Cargo => format!(
+                    "rm -f {dev}; export CARGO_HTTP_CAINFO=/ca.pem RUSTC_BOOTSTRAP=1; \
+                     if [ -z \"$before\" ]; then cargo generate-lockfile --quiet; \
+                     elif ! cargo generate-lockfile --quiet -Zunstable-options --publish-time \"$before\" 2>/tmp/why; then \
+                       cat /tmp/why >&2; cargo generate-lockfile --quiet; \
+                       {{ echo \"resolved as of $(date -u +%Y-%m-%dT%H:%M:%SZ), not $before: cargo could not resolve it as of that day with today's yanked releases left out:\"; \
+                          grep -v -e '^ *$' -e 'location searched' /tmp/why | head -4; }} > {dev}; fi; ",
+                    dev = crate::recipe::LOCK_DEVIATION_FILE
+                ),
+                Locker::Npm => "npm_config_cafile=/ca.pem npm install --package-lock-only --ignore-scripts --no-audit --no-fund --omit-lockfile-registry-resolved --loglevel=warn ${before:+--before $before}; ".to_string(),
             });
         }
         let started = Instant::now();
@@ -158,11 +183,18 @@ async fn range_jobs<E: Engine>(
             "set -e; python3 -m venv /tmp/lister; SSL_CERT_FILE=/ca.pem /tmp/lister/bin/python -c '{}' {package}",
             PYPI_RELEASES.replace('\'', "\"")
         ),
-        _ => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
+        Locker::Npm => format!("set -e; npm_config_cafile=/ca.pem npm view {package} time --json"),
+        // cargo names its index: a throwaway manifest on the package makes cargo fetch the
+        // package's index entry, whose cached copy holds one JSON line per release.
+        Locker::Cargo => CARGO_RELEASES.replace("{package}", &package),
     };
     let out = run_locker(engine, &base.image_id, script, Vec::new(), config, "list releases", emit).await?;
     let text = out.join("\n");
-    let mut times: BTreeMap<String, String> = serde_json::from_str(&text).map_err(|e| {
+    let parsed = match first.locker {
+        Locker::Cargo => cargo_index_times(&text),
+        _ => serde_json::from_str(&text).map_err(|e| e.to_string()),
+    };
+    let mut times: BTreeMap<String, String> = parsed.map_err(|e| {
         plan_err(format!(
             "the index listing of {package} is not a JSON object of release times ({e}): {text}"
         ))
@@ -220,6 +252,29 @@ async fn range_jobs<E: Engine>(
         }
     }
     Ok(jobs)
+}
+
+/// `{version: publication time}` from a cargo index entry's lines (one JSON object per release,
+/// `vers` and `pubtime`); yanked releases and lines without a publication time are left out.
+fn cargo_index_times(text: &str) -> Result<BTreeMap<String, String>, String> {
+    #[derive(serde::Deserialize)]
+    struct Line {
+        vers: String,
+        #[serde(default)]
+        yanked: bool,
+        pubtime: Option<String>,
+    }
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with('{')) {
+        let l: Line = serde_json::from_str(line).map_err(|e| format!("an index line: {e}"))?;
+        if let (false, Some(t)) = (l.yanked, l.pubtime) {
+            out.insert(l.vers, t);
+        }
+    }
+    if out.is_empty() {
+        return Err("no index line with a publication time".into());
+    }
+    Ok(out)
 }
 
 /// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;

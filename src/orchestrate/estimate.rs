@@ -35,7 +35,7 @@ fn rough(runtime_kind: RuntimeKind) -> Pace {
         RuntimeKind::Cpython => (0.6, 0.0008),
         RuntimeKind::Node => (0.12, 0.0002),
         RuntimeKind::Bun => (0.08, 0.0002),
-        RuntimeKind::Native | RuntimeKind::Shell => (0.01, 0.00005),
+        RuntimeKind::Native | RuntimeKind::Shell | RuntimeKind::Rust => (0.01, 0.00005),
     };
     Pace { spawn_s, call_s }
 }
@@ -109,7 +109,12 @@ pub fn estimate(cell: &PlannedCell, learned: &Learned) -> Estimate {
 /// Seconds an image build takes here, roughly (download and install of the locked set).
 pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: RuntimeKind) -> f64 {
     use crate::backend::ImageState;
-    let one = if runtime_kind == RuntimeKind::Cpython { 25.0 } else { 20.0 };
+    // A Rust server compiles its dependencies in the build stage: minutes on two cores.
+    let one = match runtime_kind {
+        RuntimeKind::Cpython => 25.0,
+        RuntimeKind::Rust => 240.0,
+        _ => 20.0,
+    };
     match state {
         ImageState::Cached => 0.0,
         ImageState::Build | ImageState::Unknown => one,

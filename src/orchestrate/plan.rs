@@ -213,6 +213,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             // A field the entry left to the recipe's default is pointed at through the family.
             scenario.error_at(span.unwrap_or_else(|| s.family.span()), e.message)
         })?;
+        let lock_note = image.lock_deviation();
         let services = cell_services(scenario, recipes, &want, s.family.span())?;
         let placement = with_services(placement, &services);
         if workers > 1 {
@@ -245,7 +246,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             }),
             engine: s.engine.as_ref().map(|e| *e.get_ref()),
             want,
-            deviations: workers_note.into_iter().collect(),
+            deviations: workers_note.into_iter().chain(lock_note).collect(),
             backend: 0,
             schedule: None,
             services,

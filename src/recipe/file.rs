@@ -30,7 +30,7 @@ pub(super) struct RecipeFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeSpec {
-    /// `cpython`, `node`, `bun`.
+    /// `cpython`, `node`, `bun`, `rust`.
     pub kind: RuntimeKind,
     /// The Dockerfile template, relative to the recipe folder.
     pub dockerfile: String,
@@ -42,6 +42,11 @@ pub struct RuntimeSpec {
     /// holds them.
     #[serde(default)]
     pub fetch_packages: Vec<String>,
+    /// The download (and, for compiled servers, build) stage's Debian suite when it is not the
+    /// runtime's: a Rust toolchain new enough may live in a newer suite than the one the static
+    /// binary ships on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_suite: Option<String>,
     /// A registry base pinned by digest, instead of a bootstrapped one.
     pub base_image: Option<String>,
     /// The interpreter the server's argv is appended to.
@@ -58,6 +63,11 @@ pub struct ApiSpec {
     pub env: BTreeMap<String, String>,
     /// Suite name → source file, relative to the recipe folder.
     pub sources: BTreeMap<String, String>,
+    /// Files every suite's source uses (a compiled server's shared serving module), copied as
+    /// `srv/<file name>` beside them; a cell's recorded source (and its lines of code) stays its
+    /// suite's own file, as an HTTP wrapper's import of its stdio module does elsewhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub support: Vec<String>,
     /// Whether the stdio sources serve stdio (Gradio has no stdio transport).
     #[serde(default = "yes")]
     pub stdio: bool,
@@ -103,6 +113,11 @@ pub struct HttpSpec {
     /// Streamable HTTP session modes; the first is the default.
     #[serde(default)]
     pub sessions: Vec<SessionMode>,
+    /// The session modes in which JSON replies are served, when not all of them (rmcp answers
+    /// with SSE in stateful mode whatever it is asked): a cell asking for JSON replies in another
+    /// is refused at its entry rather than measured as something it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_sessions: Option<Vec<SessionMode>>,
     /// A plain REST route template beside MCP (`{tool}` is replaced).
     pub http_api: Option<String>,
     pub http_api_style: Option<ApiStyle>,

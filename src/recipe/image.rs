@@ -42,6 +42,16 @@ impl ImagePlan {
         (!parts.is_empty()).then(|| parts.join(", "))
     }
 
+    /// What the image's lock folder says it departs from (its `lock-deviation` note), in one
+    /// line, for the record's deviations.
+    pub fn lock_deviation(&self) -> Option<String> {
+        let name = format!("lock/{}", super::LOCK_DEVIATION_FILE);
+        let (_, text) = self.build.as_ref()?.files.iter().find(|(n, _)| *n == name)?;
+        let text = String::from_utf8_lossy(text);
+        let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!line.is_empty()).then(|| format!("lock of {} {}: {line}", self.family, self.version))
+    }
+
     /// Whether two cells can share one image (the launch and source may differ by suite).
     pub fn same_image(&self, other: &ImagePlan) -> bool {
         self.family == other.family

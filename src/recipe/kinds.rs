@@ -14,6 +14,9 @@ pub enum RuntimeKind {
     Node,
     /// Bun, with npm's lock.
     Bun,
+    /// A Rust server compiled in the image's build stage from a `Cargo.lock` (`--locked
+    /// --offline`) and shipped as a static binary; the "runtime" is the toolchain that built it.
+    Rust,
     /// Anything else a recipe's own Dockerfile sets up and its launcher runs (a shell script,
     /// say; tests/e2e_faults.rs's servers): built and measured like the others; the native
     /// engine cannot install it.
@@ -24,12 +27,13 @@ pub enum RuntimeKind {
 }
 
 impl RuntimeKind {
-    /// The name records and manifests carry (`cpython`, `node`, `bun`, `shell`, `native`).
+    /// The name records and manifests carry (`cpython`, `node`, `bun`, `rust`, `shell`, `native`).
     pub fn as_str(self) -> &'static str {
         match self {
             RuntimeKind::Cpython => "cpython",
             RuntimeKind::Node => "node",
             RuntimeKind::Bun => "bun",
+            RuntimeKind::Rust => "rust",
             RuntimeKind::Shell => "shell",
             RuntimeKind::Native => "native",
         }
@@ -49,6 +53,8 @@ pub enum Locker {
     Uv,
     /// Node and Bun: `package.json` → `package-lock.json`.
     Npm,
+    /// Rust: `Cargo.toml` → `Cargo.lock` (checksums), resolved as of a publication time.
+    Cargo,
 }
 
 impl Locker {
@@ -56,6 +62,7 @@ impl Locker {
         match self {
             Locker::Uv => "uv",
             Locker::Npm => "npm",
+            Locker::Cargo => "cargo",
         }
     }
 }
@@ -76,6 +83,7 @@ mod tests {
             RuntimeKind::Cpython,
             RuntimeKind::Node,
             RuntimeKind::Bun,
+            RuntimeKind::Rust,
             RuntimeKind::Shell,
             RuntimeKind::Native,
         ] {
@@ -87,6 +95,7 @@ mod tests {
         assert_eq!(serde_json::from_str::<RuntimeKind>("\"shell\"").unwrap(), RuntimeKind::Shell);
         assert!(serde_json::from_str::<RuntimeKind>("\"perl\"").is_err());
         assert!(serde_json::from_str::<RuntimeKind>("\"native\"").is_err());
-        assert_eq!(format!("{} {}", Locker::Uv, Locker::Npm), "uv npm");
+        assert_eq!(serde_json::from_str::<RuntimeKind>("\"rust\"").unwrap(), RuntimeKind::Rust);
+        assert_eq!(format!("{} {} {}", Locker::Uv, Locker::Npm, Locker::Cargo), "uv npm cargo");
     }
 }

@@ -14,8 +14,8 @@ pub struct LockJob {
     pub family: String,
     pub version: String,
     pub runtime: String,
-    /// `uv` (Python: requirements.in → requirements.txt) or `npm` (package.json →
-    /// package-lock.json).
+    /// `uv` (Python: requirements.in → requirements.txt), `npm` (package.json →
+    /// package-lock.json) or `cargo` (Cargo.toml → Cargo.lock).
     pub locker: Locker,
     /// The base the locker runs in: the target's own, so platform tags and versions match.
     pub base: BaseSource,
@@ -40,6 +40,11 @@ impl RecipeBook {
             let rt = &recipe.runtimes[name];
             let (locker, base) = match rt.kind {
                 RuntimeKind::Cpython => (Locker::Uv, base_of(rt)?),
+                // The toolchain's own base (the build stage's), so cargo is the one that builds.
+                RuntimeKind::Rust => (
+                    Locker::Cargo,
+                    super::resolve::fetch_base_of(rt).ok_or("cargo locking needs the build stage's base (fetch_packages with cargo)")?,
+                ),
                 RuntimeKind::Node | RuntimeKind::Bun | RuntimeKind::Native | RuntimeKind::Shell => {
                     let suite = rt.suite.clone().ok_or("npm locking needs a bootstrapped base (suite)")?;
                     let mut all: Vec<&str> = rt.base_packages.iter().map(String::as_str).collect();
@@ -138,7 +143,7 @@ impl RecipeBook {
     ) -> Result<PathBuf, String> {
         let recipe = self.recipes.get(family).ok_or_else(|| format!("unknown family {family:?}"))?;
         let dir = self.lockfiles_dir.join(family).join(format!("{version}-{runtime}"));
-        if dir.join("requirements.in").is_file() || dir.join("package.json").is_file() {
+        if LOCK_INPUTS.iter().any(|f| dir.join(f).is_file()) {
             return Ok(dir);
         }
         if let Some(b) = before {
@@ -185,6 +190,10 @@ impl RecipeBook {
             json["description"] = serde_json::Value::String(format!("{pkg} {version} on {runtime}"));
             let out = serde_json::to_string_pretty(&json).expect("JSON serialises") + "\n";
             std::fs::write(dir.join("package.json"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
+        } else if let Ok(text) = std::fs::read_to_string(template.join("Cargo.toml")) {
+            let out = pin_cargo_dependency(&text, pkg, version)
+                .map_err(|m| format!("{}/Cargo.toml: {m}", template.display()))?;
+            std::fs::write(dir.join("Cargo.toml"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
         } else {
             return Err(format!("the template lock folder {} has no lock input", template.display()));
         }
@@ -192,17 +201,84 @@ impl RecipeBook {
     }
 }
 
+/// The lock inputs a lock folder may hold, one per locker.
+const LOCK_INPUTS: [&str; 3] = ["requirements.in", "package.json", "Cargo.toml"];
+
 /// Whether a lock folder holds a lock that still pins its input.
 pub fn is_locked(dir: &Path) -> bool {
-    (dir.join("requirements.txt").is_file() || dir.join("package-lock.json").is_file())
+    ["requirements.txt", "package-lock.json", "Cargo.lock"].iter().any(|f| dir.join(f).is_file())
         && check_lock(dir).is_ok()
+}
+
+/// A `Cargo.toml` with the dependency `pkg` pinned to exactly `version` (`= "=X"` or the
+/// table's `version = "=X"`), its other lines as they were: a range release's lock input.
+pub(super) fn pin_cargo_dependency(text: &str, pkg: &str, version: &str) -> Result<String, String> {
+    let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let deps = doc
+        .get_mut("dependencies")
+        .and_then(|d| d.as_table_mut())
+        .filter(|d| d.contains_key(pkg))
+        .ok_or_else(|| format!("no [dependencies] entry for {pkg}"))?;
+    let exact = toml::Value::String(format!("={version}"));
+    match deps.get_mut(pkg) {
+        Some(toml::Value::Table(t)) => {
+            t.insert("version".into(), exact);
+        }
+        Some(v) => *v = exact,
+        None => unreachable!("checked above"),
+    }
+    if let Some(p) = doc.get_mut("package").and_then(|p| p.as_table_mut()) {
+        p.insert("description".into(), toml::Value::String(format!("{pkg} {version}")));
+    }
+    toml::to_string(&doc).map_err(|e| e.to_string())
+}
+
+/// The exact pins (`"=X"`) of a `Cargo.toml`'s `[dependencies]`: (name, version).
+fn cargo_exact_pins(manifest: &str) -> Result<Vec<(String, String)>, String> {
+    let doc: toml::Table = toml::from_str(manifest).map_err(|e| format!("Cargo.toml: {}", e.message()))?;
+    let Some(deps) = doc.get("dependencies").and_then(|d| d.as_table()) else { return Ok(Vec::new()) };
+    Ok(deps
+        .iter()
+        .filter_map(|(name, v)| {
+            let req = match v {
+                toml::Value::String(s) => s.as_str(),
+                toml::Value::Table(t) => t.get("version")?.as_str()?,
+                _ => return None,
+            };
+            let exact = req.strip_prefix('=')?.trim();
+            Some((name.clone(), exact.to_string()))
+        })
+        .collect())
+}
+
+/// `(name, version)` of every `[[package]]` of a `Cargo.lock`.
+fn cargo_lock_packages(lock: &str) -> Result<Vec<(String, String)>, String> {
+    let doc: toml::Table = toml::from_str(lock).map_err(|e| format!("Cargo.lock: {}", e.message()))?;
+    let packages = doc.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+    Ok(packages
+        .iter()
+        .filter_map(|p| {
+            Some((p.get("name")?.as_str()?.to_string(), p.get("version")?.as_str()?.to_string()))
+        })
+        .collect())
 }
 
 /// Checks that a lock folder's lock still pins what its input asks for: every `name==version` of
 /// `requirements.in` in `requirements.txt`, or `package.json`'s dependencies as the root of
-/// `package-lock.json`. Builds never resolve, so a stale lock must stop the build, not be ignored.
+/// `package-lock.json`, or every exact pin (`"=X"`) of `Cargo.toml` in `Cargo.lock` (cargo's
+/// `--locked` checks the rest). Builds never resolve, so a stale lock must stop the build, not be
+/// ignored.
 pub fn check_lock(dir: &Path) -> Result<(), String> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    if let Some(manifest) = read("Cargo.toml") {
+        let lock = read("Cargo.lock").ok_or("Cargo.lock is missing")?;
+        let locked = cargo_lock_packages(&lock)?;
+        for (name, version) in cargo_exact_pins(&manifest)? {
+            if !locked.iter().any(|(n, v)| *n == name && *v == version) {
+                return Err(format!("Cargo.toml asks for {name} ={version}, Cargo.lock does not pin it"));
+            }
+        }
+    }
     if let Some(input) = read("requirements.in") {
         let lock = read("requirements.txt").ok_or("requirements.txt is missing")?;
         let norm = |s: &str| s.trim().to_ascii_lowercase().replace('_', "-");

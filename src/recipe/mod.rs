@@ -34,6 +34,10 @@ pub const LAB_BINARY: &str = "/benchlab/benchlab";
 /// Where images built by recipes describe themselves (runtime and installed packages).
 pub const IMAGE_MANIFEST_PATH: &str = "/usr/share/benchlab/image.json";
 
+/// A lock folder's note that its lock departs from what was asked of it (a release locked as
+/// of the day it was locked, not of its own day), in words; records carry it as a deviation.
+pub const LOCK_DEVIATION_FILE: &str = "lock-deviation";
+
 /// Labels on images the lab builds.
 pub const LABEL_INPUT_HASH: &str = "org.benchlab.input-hash";
 

@@ -97,8 +97,11 @@ impl RecipeBook {
         }
         let mut files = self.lock_files(family, version, runtime_name, want.lock.as_deref())?;
         files.extend(served.files);
-        let manifest_script =
-            if rt.kind == RuntimeKind::Cpython { "image-manifest.py" } else { "image-manifest.mjs" };
+        let manifest_script = match rt.kind {
+            RuntimeKind::Cpython => "image-manifest.py",
+            RuntimeKind::Rust => "image-manifest-cargo.sh",
+            _ => "image-manifest.mjs",
+        };
         files.push((
             manifest_script.to_string(),
             read_input(&self.images_dir.join("common").join(manifest_script))?,
@@ -317,8 +320,8 @@ fn api_for<'r>(
 
 /// The download stage's own base, when the runtime needs packages there that its image must not
 /// hold.
-fn fetch_base_of(rt: &RuntimeSpec) -> Option<BaseSource> {
-    match (&rt.suite, rt.fetch_packages.is_empty()) {
+pub(super) fn fetch_base_of(rt: &RuntimeSpec) -> Option<BaseSource> {
+    match (rt.fetch_suite.as_ref().or(rt.suite.as_ref()), rt.fetch_packages.is_empty()) {
         (Some(suite), false) => {
             let mut all: Vec<&str> = rt.base_packages.iter().map(String::as_str).collect();
             all.extend(rt.fetch_packages.iter().map(String::as_str));
@@ -339,9 +342,14 @@ fn source_info(recipe: &Recipe, family: &str, rel: &str) -> Result<SourceInfo, S
     })
 }
 
-/// Every suite's server sources of an API generation, stdio and HTTP (`srv/<suite>[_http].<ext>`).
+/// Every suite's server sources of an API generation, stdio and HTTP (`srv/<suite>[_http].<ext>`),
+/// and the files they share (`srv/<file name>`).
 fn source_files(recipe: &Recipe, api: &ApiSpec) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut files = Vec::new();
+    for rel in &api.support {
+        let name = Path::new(rel).file_name().and_then(|n| n.to_str()).unwrap_or(rel);
+        files.push((format!("srv/{name}"), read_input(&recipe.dir.join(rel))?));
+    }
     let http_sources = api.http.as_ref().map(|h| &h.sources);
     let all =
         api.sources.iter().map(|e| (e, "")).chain(http_sources.into_iter().flatten().map(|e| (e, "_http")));
@@ -437,7 +445,20 @@ fn serve_plan<'a>(
             h.sessions.iter().map(|r| r.as_str()).collect(),
             "session mode",
         )?;
-        (want.reply.or(h.replies.first().copied()), want.session.or(h.sessions.first().copied()))
+        let (reply, session) =
+            (want.reply.or(h.replies.first().copied()), want.session.or(h.sessions.first().copied()));
+        if let (Some(ReplyMode::Json), Some(s), Some(allowed)) = (reply, session, &h.json_sessions) {
+            if !allowed.contains(&s) {
+                let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+                return Err(T.error(format!(
+                    "{family} ({api_name} API) answers with JSON replies only in session mode {} (in {} mode it replies with SSE whatever it is asked); set `session = \"{}\"` or `reply = \"sse\"`",
+                    allowed.join(", "),
+                    s.as_str(),
+                    allowed.first().copied().unwrap_or("stateless")
+                )));
+            }
+        }
+        (reply, session)
     } else {
         if want.reply.is_some() || want.session.is_some() {
             return Err(T.error("`reply` and `session` belong to streamable-http servers, not sse".into()));
@@ -523,7 +544,8 @@ pub struct ServerWant {
 }
 
 /// Non-blank, non-comment lines of a source file (`#` for Python; `//` and `/* */` for
-/// JavaScript and TypeScript). Docstrings count: they are part of what the programmer writes.
+/// JavaScript, TypeScript and Rust). Rust's doc comments (`///`, `//!`) count, as Python's
+/// docstrings do: an SDK reads them (schemars makes argument descriptions of them). Docstrings count: they are part of what the programmer writes.
 pub fn count_loc(text: &str, ext: &str) -> u32 {
     let mut in_block = false;
     let mut n = 0;
@@ -548,7 +570,7 @@ pub fn count_loc(text: &str, ext: &str) -> u32 {
                     }
                     continue;
                 }
-                if t.starts_with("//") {
+                if t.starts_with("//") && !(ext == "rs" && (t.starts_with("///") || t.starts_with("//!"))) {
                     continue;
                 }
                 if t.starts_with("/*") {

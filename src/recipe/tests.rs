@@ -1,6 +1,7 @@
 //! Unit tests of recipe loading, resolution, lock checks and image input hashes.
 
 use super::*;
+use crate::mcp::transport::{ReplyMode, SessionMode};
 
 /// A checkout with one recipe: two API generations, two runtimes, two suites.
 fn fixture() -> (tempfile::TempDir, RecipeBook) {
@@ -182,6 +183,9 @@ fn input_hash_tracks_inputs_but_not_the_ca_bundle() {
 fn counts_lines_of_code_without_comments() {
     assert_eq!(count_loc("# c\n\nimport x\n  # d\nx()\n", "py"), 2);
     assert_eq!(count_loc("// c\nimport x;\n/* a\n b */\nconst y = 1; /* z */\n", "mjs"), 2);
+    // Rust: `//` is a comment; `///` and `//!` are read by the SDK (schema descriptions) and count.
+    assert_eq!(count_loc("//! m\n// c\n/// doc\nfn f() {}\n", "rs"), 3);
+    assert_eq!(count_loc("/// doc\n", "mjs"), 0);
 }
 
 #[test]
@@ -265,4 +269,77 @@ fn workers_need_a_recipe_that_says_it_runs_them() {
     assert_eq!(e.field, WantField::Workers);
     assert!(e.message.contains("has no multi-worker launch in its recipe"), "{}", e.message);
     assert!(book.resolve(&ServerWant { workers: 1, ..http }).is_ok());
+}
+
+#[test]
+fn a_cargo_lock_must_pin_the_manifests_exact_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let manifest = "[package]\nname = \"s\"\nversion = \"0.1.0\"\n[dependencies]\nrmcp = { version = \"=3.11.0\", features = [\"server\"] }\nsha2 = \"=0.10.9\"\ntokio = \"1\"\n";
+    std::fs::write(d.join("Cargo.toml"), manifest).unwrap();
+    assert_eq!(check_lock(d), Err("Cargo.lock is missing".into()));
+    assert!(!is_locked(d));
+    let lock = "version = 4\n[[package]]\nname = \"rmcp\"\nversion = \"3.11.0\"\nsource = \"registry+x\"\nchecksum = \"aa\"\n\n[[package]]\nname = \"sha2\"\nversion = \"0.10.9\"\n\n[[package]]\nname = \"s\"\nversion = \"0.1.0\"\n";
+    std::fs::write(d.join("Cargo.lock"), lock).unwrap();
+    assert_eq!(check_lock(d), Ok(()));
+    assert!(is_locked(d));
+    // A manifest moved to another release, its lock not regenerated: refused.
+    std::fs::write(d.join("Cargo.toml"), manifest.replace("=3.11.0", "=3.10.0")).unwrap();
+    let e = check_lock(d).unwrap_err();
+    assert!(e.contains("rmcp =3.10.0"), "{e}");
+    // A range release's lock input: the template with the SDK pinned to the release.
+    let pinned = super::lock::pin_cargo_dependency(manifest, "rmcp", "0.17.0").unwrap();
+    let doc: toml::Table = toml::from_str(&pinned).unwrap();
+    assert_eq!(doc["dependencies"]["rmcp"]["version"].as_str(), Some("=0.17.0"));
+    assert_eq!(doc["dependencies"]["rmcp"]["features"][0].as_str(), Some("server"));
+    assert_eq!(doc["dependencies"]["tokio"].as_str(), Some("1"));
+    assert!(super::lock::pin_cargo_dependency(manifest, "nope", "1.0.0").unwrap_err().contains("nope"));
+}
+
+#[test]
+fn rmcp_builds_in_its_own_stage_and_refuses_json_replies_with_sessions() {
+    let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let w = |suite: &str| ServerWant {
+        family: "rmcp".into(),
+        version: Some("3.11.0".into()),
+        suite: suite.into(),
+        ..Default::default()
+    };
+    let plan = book.resolve(&w("pulse")).unwrap();
+    assert_eq!(plan.runtime_kind, RuntimeKind::Rust);
+    // The static binary ships on the bare bookworm base; the toolchain is trixie's, in the
+    // build stage only.
+    assert_eq!(plan.base, base::BaseSource::bootstrap("bookworm", &[]));
+    let fetch = plan.fetch_base.clone().unwrap();
+    assert_eq!(fetch.suite(), Some("trixie"));
+    assert_eq!(plan.launch.argv, vec!["/srv/pulse".to_string()]);
+    let files: Vec<&str> = plan.build.as_ref().unwrap().files.iter().map(|(n, _)| n.as_str()).collect();
+    for f in ["lock/Cargo.toml", "lock/Cargo.lock", "srv/serve.rs", "srv/pulse.rs", "srv/bench.rs", "image-manifest-cargo.sh"] {
+        assert!(files.contains(&f), "{f} not in {files:?}");
+    }
+    // The cell's source is its suite's own file; serve.rs is shared, not counted.
+    let source = plan.source.clone().unwrap();
+    assert_eq!(source.file, "images/rmcp/servers/suites/pulse.rs");
+    assert!(source.loc > 30, "{}", source.loc);
+    assert!(plan.lock_deviation().is_none());
+    // JSON replies with sessions: rmcp answers SSE there, so the cell is refused at its entry.
+    let http = |reply, session| ServerWant {
+        transport: Transport::StreamableHttp,
+        reply: Some(reply),
+        session: Some(session),
+        ..w("weekly")
+    };
+    let e = book.resolve(&http(ReplyMode::Json, SessionMode::Stateful)).unwrap_err();
+    assert_eq!(e.field, WantField::Transport);
+    assert!(e.message.contains("only in session mode stateless"), "{}", e.message);
+    let ok = book.resolve(&http(ReplyMode::Json, SessionMode::Stateless)).unwrap();
+    assert_eq!(ok.http.unwrap().path, "/mcp");
+    assert!(book.resolve(&http(ReplyMode::Sse, SessionMode::Stateful)).is_ok());
+    let sse = ServerWant { transport: Transport::Sse, ..w("weekly") };
+    assert!(book.resolve(&sse).unwrap_err().message.contains("does not serve sse"));
+    // 0.17.0 could not be locked as of its day (yanked dependencies): its records say so.
+    let old = book.resolve(&ServerWant { version: Some("0.17.0".into()), ..w("weekly") }).unwrap();
+    let note = old.lock_deviation().unwrap();
+    assert!(note.starts_with("lock of rmcp 0.17.0: resolved as of"), "{note}");
+    assert!(!note.contains('\n'));
 }
