@@ -1,0 +1,103 @@
+//! How rmcp 0.17 serves a suite's handler (every suite file's `mod serve`): over stdio, or over
+//! streamable HTTP at `/mcp` on axum, as the lab's environment says. `$BENCHLAB_TRANSPORT` is
+//! `stdio` (default) or `streamable-http` (rmcp has no legacy SSE server);
+//! `$BENCHLAB_HOST:$BENCHLAB_PORT`; `$BENCHLAB_REPLY=json` for JSON replies and
+//! `$BENCHLAB_SESSION=stateless` for stateless mode (0.17: `stateful_mode: false`; JSON
+//! replies only apply when stateless); `$BENCHLAB_SERVER_WORKERS` tokio worker threads
+//! (default 1), for either transport.
+
+use rmcp::{
+    ServerHandler, ServiceExt,
+    model::{Implementation, ServerCapabilities},
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+
+/// The initialize result's type, as 0.x names it.
+pub use rmcp::model::ServerInfo as Info;
+
+/// What the server says of itself at initialize: tools, and the suite's name. 0.x's
+/// `ServerInfo` is a plain struct (no builder); its protocol version defaults to
+/// `ProtocolVersion::LATEST`, 2025-06-18 from 0.17.0.
+pub fn info(name: &str) -> Info {
+    Info {
+        capabilities: ServerCapabilities::builder().enable_tools().build(),
+        server_info: Implementation {
+            name: name.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            ..Implementation::from_build_env()
+        },
+        ..Default::default()
+    }
+}
+
+/// The HTTP options of this generation: JSON replies and stateless mode as asked (0.17 has no
+/// builder methods and no Host allow-list).
+fn http_config(s: &Settings) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig { stateful_mode: !s.stateless, json_response: s.json_reply, ..Default::default() }
+}
+
+pub struct Settings {
+    http: bool,
+    host: String,
+    port: u16,
+    json_reply: bool,
+    stateless: bool,
+    workers: usize,
+}
+
+impl Settings {
+    fn from_env() -> Result<Self, String> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let http = match env("BENCHLAB_TRANSPORT").as_deref() {
+            None | Some("stdio") => false,
+            Some("streamable-http") => true,
+            Some(t) => return Err(format!("BENCHLAB_TRANSPORT={t:?}: rmcp serves stdio and streamable-http")),
+        };
+        let port = env("BENCHLAB_PORT").map_or(Ok(8000), |p| p.parse().map_err(|_| format!("BENCHLAB_PORT={p:?}")))?;
+        let workers = env("BENCHLAB_SERVER_WORKERS").map_or(Ok(1), |w| {
+            w.parse::<usize>().ok().filter(|&n| n >= 1).ok_or(format!("BENCHLAB_SERVER_WORKERS={w:?}"))
+        })?;
+        Ok(Settings {
+            http,
+            host: env("BENCHLAB_HOST").unwrap_or_else(|| "127.0.0.1".into()),
+            port,
+            json_reply: env("BENCHLAB_REPLY").as_deref() == Some("json"),
+            stateless: env("BENCHLAB_SESSION").as_deref() == Some("stateless"),
+            workers,
+        })
+    }
+}
+
+async fn serve<S>(make: fn() -> S, rest: Option<axum::Router>, s: &Settings) -> Result<(), Box<dyn std::error::Error>>
+where
+    S: ServerHandler + Send + Sync + 'static,
+{
+    if !s.http {
+        make().serve(rmcp::transport::stdio()).await?.waiting().await?;
+        return Ok(());
+    }
+    let mcp = StreamableHttpService::new(move || Ok(make()), LocalSessionManager::default().into(), http_config(s));
+    let app = axum::Router::new().nest_service("/mcp", mcp).merge(rest.unwrap_or_default());
+    let listener = tokio::net::TcpListener::bind((s.host.as_str(), s.port)).await?;
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// Runs the suite's server until its client leaves (stdio) or it is stopped (HTTP).
+pub fn main<S: ServerHandler + Send + Sync + 'static>(make: fn() -> S, rest: Option<axum::Router>) {
+    let settings = Settings::from_env().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.workers)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    if let Err(e) = runtime.block_on(serve(make, rest, &settings)) {
+        eprintln!("rmcp server: {e}");
+        std::process::exit(1);
+    }
+}
