@@ -80,7 +80,13 @@ where
     }
     let mcp = StreamableHttpService::new(move || Ok(make()), LocalSessionManager::default().into(), http_config(s));
     let app = axum::Router::new().nest_service("/mcp", mcp).merge(rest.unwrap_or_default());
-    let listener = tokio::net::TcpListener::bind((s.host.as_str(), s.port)).await?;
+    // TCP_NODELAY on every accepted connection, as Node's http server and Python's asyncio (under
+    // uvicorn) set it by default and hyper does not: without it an SSE reply, written as its
+    // headers and then its event, waits for the client's delayed ACK (about 44 ms a call here).
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind((s.host.as_str(), s.port)).await?.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await?;
     Ok(())
 }
