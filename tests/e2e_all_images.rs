@@ -28,7 +28,7 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "benchlab build failed:\n{stderr}");
     let built: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
-    for family in ["python-mcp", "fastmcp", "ts-sdk", "gradio"] {
+    for family in ["python-mcp", "fastmcp", "ts-sdk", "gradio", "rmcp"] {
         assert!(
             built.iter().any(|r| r.starts_with(&format!("benchlab/{family}:"))),
             "no {family} image in {built:?}"
@@ -45,27 +45,49 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "gate-all failed:\n{stderr}");
     let recs = records(&results.path().join("gate-all"));
-    assert_eq!(recs.len(), 32);
+    assert_eq!(recs.len(), 46);
     for r in &recs {
-        assert_eq!(r["status"], "ok", "{}: {}", r["cell"]["id"], r["failure"]);
+        let id = r["cell"]["id"].as_str().unwrap();
+        if r["cell"]["expect"] == "failure" {
+            // mcp 2.3.0's stdio server on PyPy 7.3.19 (fcntl.F_DUPFD_CLOEXEC is missing).
+            assert!(id.starts_with("python-mcp-2.3.0-pypy-trixie-"), "{id}");
+            assert_eq!(r["status"], "failed", "{id}");
+            let why = r["failure"]["detail"].as_str().unwrap_or("");
+            assert!(why.contains("F_DUPFD_CLOEXEC"), "{id} failed otherwise: {why}");
+            continue;
+        }
+        assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);
         let runtime = r["environment"]["runtime"]["version"].as_str().unwrap();
         let wanted = r["cell"]["server"]["runtime"].as_str().unwrap();
         // The runtime actually installed is the one the recipe names.
         match wanted {
             "cpython-bookworm" => assert!(runtime.starts_with("3.11."), "{wanted}: {runtime}"),
             "cpython-trixie" => assert!(runtime.starts_with("3.13."), "{wanted}: {runtime}"),
+            // Debian trixie's pypy3: PyPy 7.3 implementing Python 3.11.
+            "pypy-trixie" => {
+                assert!(runtime.starts_with("7.3.") && runtime.contains("(Python 3.11."), "{wanted}: {runtime}");
+                assert_eq!(r["environment"]["runtime"]["name"], "pypy");
+            }
+            // The compiler that built the static binary: trixie's rustc-web, 1.88 or newer (the
+            // least rmcp's macros build with).
+            "rustc-web-trixie" => {
+                let minor: u32 = runtime.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(0);
+                assert!(runtime.starts_with("1.") && minor >= 88, "{wanted}: {runtime}");
+                assert_eq!(r["environment"]["runtime"]["name"], "rust");
+            }
             other => assert!(other.ends_with(runtime), "{other}: {runtime}"),
         }
         assert!(r["cell"]["server"]["source"]["loc"].as_u64().unwrap() > 5);
     }
 
-    // Every HTTP variant (transport x reply x session x suite) on CPython 3.11, Node 22 and Bun,
+    // Every HTTP variant (transport x reply x session x suite) on CPython 3.11, Node 22, Bun and rmcp,
     // with a short load: the gate passes and calls are measured, except legacy SSE on Bun 1.1.38,
     // which the scenario expects to fail (its node:http withholds the endpoint event).
     let out = Command::new(BIN)
         .current_dir(ROOT)
         .args(["run", "scenarios/gate-http.toml", "--warmup", "100ms", "--duration", "400ms"])
         .args(["--only", "*-cpython-bookworm-*", "--only", "*-node-22.12.0-*", "--only", "*-bun-1.1.38-*"])
+        .args(["--only", "*-rustc-web-trixie-*"])
         .arg("--results")
         .arg(results.path())
         .output()

@@ -92,8 +92,9 @@ pub async fn lock<E: Engine>(
         let mut script = String::from("set -e; ");
         if first.locker == Locker::Uv {
             script.push_str(&format!(
-                "python3 -m venv /tmp/locker; \
-                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; "
+                "{py} -m venv /tmp/locker; \
+                 PIP_CERT=/ca.pem /tmp/locker/bin/pip install --quiet --disable-pip-version-check uv=={UV_VERSION}; ",
+                py = first.interpreter
             ));
         }
         for job in &jobs {
@@ -110,7 +111,8 @@ pub async fn lock<E: Engine>(
                 Locker::Uv => format!(
                     "SSL_CERT_FILE=/ca.pem /tmp/locker/bin/uv pip compile --quiet requirements.in --generate-hashes \
                      ${{before:+--exclude-newer $before}} \
-                     --python /usr/bin/python3 --custom-compile-command '{command}' -o requirements.txt; "
+                     --python /usr/bin/{py} --custom-compile-command '{command}' -o requirements.txt; ",
+                    py = job.interpreter
                 ),
                 // cargo's resolver as of the day (`--publish-time`, unstable in cargo 1.96: the
                 // bootstrap switch lets Debian's stable cargo take it), with checksums. cargo

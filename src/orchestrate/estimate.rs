@@ -33,6 +33,7 @@ const PER_CELL_S: f64 = 2.5;
 fn rough(runtime_kind: RuntimeKind) -> Pace {
     let (spawn_s, call_s) = match runtime_kind {
         RuntimeKind::Cpython => (0.6, 0.0008),
+        RuntimeKind::Pypy => (1.2, 0.0008),
         RuntimeKind::Node => (0.12, 0.0002),
         RuntimeKind::Bun => (0.08, 0.0002),
         RuntimeKind::Native | RuntimeKind::Shell | RuntimeKind::Rust => (0.01, 0.00005),
@@ -111,7 +112,7 @@ pub fn build_seconds(state: crate::backend::ImageState, runtime_kind: RuntimeKin
     use crate::backend::ImageState;
     // A Rust server compiles its dependencies in the build stage: minutes on two cores.
     let one = match runtime_kind {
-        RuntimeKind::Cpython => 25.0,
+        RuntimeKind::Cpython | RuntimeKind::Pypy => 25.0,
         RuntimeKind::Rust => 240.0,
         _ => 20.0,
     };

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum RuntimeKind {
     /// CPython: a venv, locked by uv.
     Cpython,
+    /// PyPy (Debian's `pypy3`): a venv of PyPy's, locked by uv for that interpreter.
+    Pypy,
     /// Node.js: `node_modules`, locked by npm.
     Node,
     /// Bun, with npm's lock.
@@ -27,10 +29,11 @@ pub enum RuntimeKind {
 }
 
 impl RuntimeKind {
-    /// The name records and manifests carry (`cpython`, `node`, `bun`, `rust`, `shell`, `native`).
+    /// The name records and manifests carry (`cpython`, `pypy`, `node`, `bun`, `rust`, `shell`, `native`).
     pub fn as_str(self) -> &'static str {
         match self {
             RuntimeKind::Cpython => "cpython",
+            RuntimeKind::Pypy => "pypy",
             RuntimeKind::Node => "node",
             RuntimeKind::Bun => "bun",
             RuntimeKind::Rust => "rust",
@@ -81,6 +84,7 @@ mod tests {
     fn runtime_kinds_keep_their_recorded_names() {
         for k in [
             RuntimeKind::Cpython,
+            RuntimeKind::Pypy,
             RuntimeKind::Node,
             RuntimeKind::Bun,
             RuntimeKind::Rust,

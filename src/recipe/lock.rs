@@ -17,6 +17,9 @@ pub struct LockJob {
     /// `uv` (Python: requirements.in → requirements.txt), `npm` (package.json →
     /// package-lock.json) or `cargo` (Cargo.toml → Cargo.lock).
     pub locker: Locker,
+    /// The interpreter uv resolves for (`python3`, `pypy3`: its version and tags decide the
+    /// wheels); empty for the other lockers.
+    pub interpreter: &'static str,
     /// The base the locker runs in: the target's own, so platform tags and versions match.
     pub base: BaseSource,
     pub dir: PathBuf,
@@ -39,7 +42,7 @@ impl RecipeBook {
             }
             let rt = &recipe.runtimes[name];
             let (locker, base) = match rt.kind {
-                RuntimeKind::Cpython => (Locker::Uv, base_of(rt)?),
+                RuntimeKind::Cpython | RuntimeKind::Pypy => (Locker::Uv, base_of(rt)?),
                 // The toolchain's own base (the build stage's), so cargo is the one that builds.
                 RuntimeKind::Rust => (
                     Locker::Cargo,
@@ -57,6 +60,11 @@ impl RecipeBook {
                 version: version.into(),
                 runtime: name.clone(),
                 locker,
+                interpreter: match rt.kind {
+                    RuntimeKind::Cpython => "python3",
+                    RuntimeKind::Pypy => "pypy3",
+                    _ => "",
+                },
                 base,
                 dir: self.lockfiles_dir.join(family).join(super::resolve::lock_folder(version, name, label)),
             });

@@ -99,6 +99,7 @@ impl RecipeBook {
         files.extend(served.files);
         let manifest_script = match rt.kind {
             RuntimeKind::Cpython => "image-manifest.py",
+            RuntimeKind::Pypy => "image-manifest-pypy.py",
             RuntimeKind::Rust => "image-manifest-cargo.sh",
             _ => "image-manifest.mjs",
         };

@@ -343,3 +343,31 @@ fn rmcp_builds_in_its_own_stage_and_refuses_json_replies_with_sessions() {
     assert!(note.starts_with("lock of rmcp 0.17.0: resolved as of"), "{note}");
     assert!(!note.contains('\n'));
 }
+
+#[test]
+fn pypy_locks_with_its_own_interpreter_and_records_its_lock_deviation() {
+    let book = RecipeBook::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let jobs = book.lock_jobs("python-mcp", "2.3.0", Some("pypy-trixie"), None).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].locker, Locker::Uv);
+    assert_eq!(jobs[0].interpreter, "pypy3");
+    let cpython = book.lock_jobs("python-mcp", "2.3.0", Some("cpython-trixie"), None).unwrap();
+    assert_eq!(cpython[0].interpreter, "python3");
+    let want = ServerWant {
+        family: "python-mcp".into(),
+        version: Some("2.3.0".into()),
+        runtime: Some("pypy-trixie".into()),
+        suite: "weekly".into(),
+        ..Default::default()
+    };
+    let plan = book.resolve(&want).unwrap();
+    assert_eq!(plan.runtime_kind, RuntimeKind::Pypy);
+    assert_eq!(plan.base.suite(), Some("trixie"));
+    let files: Vec<&str> = plan.build.as_ref().unwrap().files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(files.contains(&"image-manifest-pypy.py"), "{files:?}");
+    // The PyPy lock holds older pydantic-core and cryptography than CPython's: records say so.
+    let note = plan.lock_deviation().unwrap();
+    assert!(note.contains("PyPyModule_FromDefAndSpec2"), "{note}");
+    let cp = book.resolve(&ServerWant { runtime: Some("cpython-trixie".into()), ..want }).unwrap();
+    assert!(cp.lock_deviation().is_none());
+}

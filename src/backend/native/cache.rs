@@ -203,7 +203,7 @@ pub async fn prepare_in(
         RuntimeKind::Node | RuntimeKind::Bun => on_path("npm").ok_or_else(|| {
             EngineError::op("find", "npm", "no npm on this host: install it (apt-get install npm)")
         })?,
-        RuntimeKind::Native | RuntimeKind::Shell | RuntimeKind::Rust => {
+        RuntimeKind::Native | RuntimeKind::Shell | RuntimeKind::Rust | RuntimeKind::Pypy => {
             return Err(EngineError::op(
                 "prepare",
                 format!("{} {}", plan.family, plan.version),
