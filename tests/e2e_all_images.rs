@@ -65,7 +65,10 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
             "cpython-trixie" => assert!(runtime.starts_with("3.13."), "{wanted}: {runtime}"),
             // Debian trixie's pypy3: PyPy 7.3 implementing Python 3.11.
             "pypy-trixie" => {
-                assert!(runtime.starts_with("7.3.") && runtime.contains("(Python 3.11."), "{wanted}: {runtime}");
+                assert!(
+                    runtime.starts_with("7.3.") && runtime.contains("(Python 3.11."),
+                    "{wanted}: {runtime}"
+                );
                 assert_eq!(r["environment"]["runtime"]["name"], "pypy");
             }
             // The compiler that built the static binary: trixie's rustc-web, 1.88 or newer (the

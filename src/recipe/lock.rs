@@ -46,7 +46,8 @@ impl RecipeBook {
                 // The toolchain's own base (the build stage's), so cargo is the one that builds.
                 RuntimeKind::Rust => (
                     Locker::Cargo,
-                    super::resolve::fetch_base_of(rt).ok_or("cargo locking needs the build stage's base (fetch_packages with cargo)")?,
+                    super::resolve::fetch_base_of(rt)
+                        .ok_or("cargo locking needs the build stage's base (fetch_packages with cargo)")?,
                 ),
                 RuntimeKind::Node | RuntimeKind::Bun | RuntimeKind::Native | RuntimeKind::Shell => {
                     let suite = rt.suite.clone().ok_or("npm locking needs a bootstrapped base (suite)")?;
@@ -265,9 +266,7 @@ fn cargo_lock_packages(lock: &str) -> Result<Vec<(String, String)>, String> {
     let packages = doc.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
     Ok(packages
         .iter()
-        .filter_map(|p| {
-            Some((p.get("name")?.as_str()?.to_string(), p.get("version")?.as_str()?.to_string()))
-        })
+        .filter_map(|p| Some((p.get("name")?.as_str()?.to_string(), p.get("version")?.as_str()?.to_string())))
         .collect())
 }
 

@@ -314,7 +314,14 @@ fn rmcp_builds_in_its_own_stage_and_refuses_json_replies_with_sessions() {
     assert_eq!(fetch.suite(), Some("trixie"));
     assert_eq!(plan.launch.argv, vec!["/srv/pulse".to_string()]);
     let files: Vec<&str> = plan.build.as_ref().unwrap().files.iter().map(|(n, _)| n.as_str()).collect();
-    for f in ["lock/Cargo.toml", "lock/Cargo.lock", "srv/serve.rs", "srv/pulse.rs", "srv/bench.rs", "image-manifest-cargo.sh"] {
+    for f in [
+        "lock/Cargo.toml",
+        "lock/Cargo.lock",
+        "srv/serve.rs",
+        "srv/pulse.rs",
+        "srv/bench.rs",
+        "image-manifest-cargo.sh",
+    ] {
         assert!(files.contains(&f), "{f} not in {files:?}");
     }
     // The cell's source is its suite's own file; serve.rs is shared, not counted.
