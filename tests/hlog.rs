@@ -1,6 +1,6 @@
 //! `benchlab report --hlog` read by an independent implementation: the interval logs of committed
-//! runs (load cells of `gate-http`, calls histograms of `seed-000-stdio`) are written by the real
-//! binary and read back by HdrHistogram's Python port (`tests/hlog_check.py`, module `hdrh`),
+//! runs (load cells of `gate-http` and `rmcp-vs-floor` with their time series, calls histograms of
+//! `seed-000-stdio`) are written by the real binary and read back by HdrHistogram's Python port (`tests/hlog_check.py`, module `hdrh`),
 //! which must find the histograms benchlab decodes from the records: count, min, max, mean and
 //! every bucket. Fails, never skips, when the venv that `scripts/test.sh` creates is missing or
 //! lacks the package.
@@ -47,36 +47,56 @@ fn python_with_hdrh() -> &'static str {
     PYTHON
 }
 
-/// What benchlab decodes from the run's records, keyed by the file each goes to.
+/// One histogram as benchlab decodes it, in the shape `tests/hlog_check.py` compares.
+fn decoded(encoded: &str, length_s: f64, start_s: f64) -> (u64, Value) {
+    let h = decode_histogram(encoded).unwrap();
+    let written_max: f64 = format!("{:.3}", h.max() as f64 / MAX_VALUE_UNIT_RATIO).parse().unwrap();
+    let buckets: Vec<Value> =
+        h.iter_recorded().map(|v| json!([v.value_iterated_to(), v.count_at_value()])).collect();
+    let value = json!({
+        "count": h.len(),
+        "min_ns": h.min(),
+        "max_ns": h.max(),
+        "mean_ns": h.mean(),
+        "interval_length_s": length_s,
+        "interval_max_ms": written_max,
+        "start_s": start_s,
+        "buckets": buckets,
+    });
+    (h.len(), value)
+}
+
+/// What benchlab decodes from the run's records, keyed by the file each goes to: a load window
+/// or a calls histogram as one interval, a load's time series (`.series.hlog`) as one interval
+/// per line.
 fn expected(run: &Path) -> Map<String, Value> {
     let records = read_records(&run.join("records.jsonl")).unwrap();
     let files = hlog_files(&records).unwrap();
     let mut out = Map::new();
     for f in files {
         let r = records.iter().find(|r| r.seq == f.seq).unwrap();
-        let load = r.metrics.load.as_ref().and_then(|l| l.latency.as_ref().map(|h| (l.window_ms, h)));
-        let (length_s, metric) = match (load, &r.metrics.calls) {
-            (Some((window_ms, h)), _) if !f.name.ends_with(".calls.hlog") => (window_ms / 1000.0, h),
-            (_, Some(c)) => (0.0, c),
-            _ => unreachable!("a file comes from a histogram"),
+        let load = r.metrics.load.as_ref();
+        let (count, value) = if f.name.ends_with(".series.hlog") {
+            let series = load.and_then(|l| l.series.as_ref()).expect("a series file comes from a series");
+            let len = series.interval_ms as f64 / 1000.0;
+            let intervals: Vec<(u64, Value)> = series
+                .intervals
+                .iter()
+                .filter_map(|i| Some(decoded(i.histogram.as_deref()?, len, i.t_ms as f64 / 1000.0)))
+                .collect();
+            let total = intervals.iter().map(|(n, _)| n).sum();
+            (total, json!({ "intervals": intervals.into_iter().map(|(_, v)| v).collect::<Vec<_>>() }))
+        } else {
+            match (load.and_then(|l| l.latency.as_ref().map(|h| (l.window_ms, h))), &r.metrics.calls) {
+                (Some((window_ms, h)), _) if !f.name.ends_with(".calls.hlog") => {
+                    decoded(&h.histogram, window_ms / 1000.0, 0.0)
+                }
+                (_, Some(c)) => decoded(&c.histogram, 0.0, 0.0),
+                _ => unreachable!("a file comes from a histogram"),
+            }
         };
-        let h = decode_histogram(&metric.histogram).unwrap();
-        let written_max: f64 = format!("{:.3}", h.max() as f64 / MAX_VALUE_UNIT_RATIO).parse().unwrap();
-        let buckets: Vec<Value> =
-            h.iter_recorded().map(|v| json!([v.value_iterated_to(), v.count_at_value()])).collect();
-        assert_eq!(h.len(), f.count);
-        out.insert(
-            f.name.clone(),
-            json!({
-                "count": h.len(),
-                "min_ns": h.min(),
-                "max_ns": h.max(),
-                "mean_ns": h.mean(),
-                "interval_length_s": length_s,
-                "interval_max_ms": written_max,
-                "buckets": buckets,
-            }),
-        );
+        assert_eq!(count, f.count, "{}", f.name);
+        out.insert(f.name.clone(), value);
     }
     out
 }
@@ -134,4 +154,10 @@ fn a_run_without_histograms_is_bad_input() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no interval log to write"));
     assert!(!dir.path().join("none").exists(), "nothing created");
+}
+
+#[test]
+fn hdrh_reads_load_time_series_of_several_intervals_as_benchlab_decodes_them() {
+    // 5 s loads: each `.series.hlog` holds several interval lines.
+    export_and_check("rmcp-vs-floor");
 }
