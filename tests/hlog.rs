@@ -1,7 +1,7 @@
 //! `benchlab report --hlog` read by an independent implementation: the interval logs of committed
 //! runs (load cells of `gate-http` and `rmcp-vs-floor` with their time series, calls histograms of
-//! `seed-000-stdio`) are written by the real binary and read back by HdrHistogram's Python port (`tests/hlog_check.py`, module `hdrh`),
-//! which must find the histograms benchlab decodes from the records: count, min, max, mean and
+//! `seed-000-stdio`) are written by the real binary and read back by HdrHistogram's Python port
+//! (`tests/hlog_check.py`, module `hdrh`), which must find the histograms benchlab decodes from the records: count, min, max, mean and
 //! every bucket. Fails, never skips, when the venv that `scripts/test.sh` creates is missing or
 //! lacks the package.
 
