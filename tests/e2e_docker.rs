@@ -1,7 +1,10 @@
 //! End to end on the real Docker engine: `benchlab run scenarios/quickstart.toml` twice. The first
 //! run may bootstrap bases and build images; both write ok records that match the JSON Schema,
 //! with disjoint cpusets and an env_hash; the second builds nothing and has the same env_hashes.
-//! These tests fail (never skip) when no engine answers: scripts/test.sh starts one.
+//! A container's output read whole after it exits (`Engine::output`, the second read a driver
+//! gets when the follow stream ended before its outcome line) holds every line the follow stream
+//! saw, in order, and the rest. These tests fail (never skip) when no engine answers:
+//! scripts/test.sh starts one.
 
 mod common;
 
@@ -135,4 +138,63 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
     let left =
         Command::new("docker").args(["ps", "-aq", "--filter", "label=org.benchlab.run"]).output().unwrap();
     assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "containers left behind");
+}
+
+/// The engine's second read of a container's output: after the container exited, `output` gives
+/// every line, stdout and stderr apart, the last one without its newline too; the follow stream
+/// saw a prefix of it (all of it, unless the engine closed the stream early).
+#[test]
+fn a_containers_output_is_read_whole_after_it_exits() {
+    use benchlab::backend::containers::docker::DockerEngine;
+    use benchlab::backend::containers::{ContainerSpec, Engine, Network, OutputLine};
+    engine_must_answer();
+    // The base the lab bootstraps (already there after any earlier run: then this builds nothing).
+    let base = Command::new(BIN).args(["base", "--suite", "bookworm"]).output().unwrap();
+    assert!(base.status.success(), "{}", String::from_utf8_lossy(&base.stderr));
+    const LINES: usize = 3000;
+    let label = format!("output-{}", std::process::id());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let engine = DockerEngine::connect().await.unwrap();
+        let script = format!(
+            "for i in $(seq 1 {LINES}); do echo \"out $i\"; done; echo 'err line' >&2; printf 'last, no newline'"
+        );
+        let spec = ContainerSpec {
+            name: label.clone(),
+            image: "benchlab/base:bookworm".into(),
+            cmd: vec!["/bin/bash".into(), "-c".into(), script],
+            env: Vec::new(),
+            labels: BTreeMap::from([("org.benchlab.test".to_string(), label.clone())]),
+            cpuset: String::new(),
+            memory: Some(64 << 20),
+            network: Network::None,
+            mounts: Vec::new(),
+            sandbox: benchlab::spec::Sandbox::none(),
+        };
+        let id = engine.create_container(&spec).await.unwrap();
+        engine.start(&id).await.unwrap();
+        let (mut followed, mut whole) = (Vec::new(), Vec::new());
+        let followed_ok = engine.follow(&id, &mut |l| followed.push(l)).await;
+        let exit = engine.wait(&id).await;
+        let whole_ok = engine.output(&id, &mut |l| whole.push(l)).await;
+        engine.remove_container(&id).await.unwrap();
+        followed_ok.unwrap();
+        whole_ok.unwrap();
+        assert_eq!(exit.unwrap().code, 0);
+
+        let stdout = |lines: &[OutputLine]| -> Vec<String> {
+            lines.iter().filter_map(|l| if let OutputLine::Stdout(t) = l { Some(t.clone()) } else { None }).collect()
+        };
+        let mut expected: Vec<String> = (1..=LINES).map(|i| format!("out {i}")).collect();
+        expected.push("last, no newline".into());
+        assert_eq!(stdout(&whole), expected);
+        assert_eq!(whole.iter().filter(|l| matches!(l, OutputLine::Stderr(_))).collect::<Vec<_>>(), [
+            &OutputLine::Stderr("err line".into())
+        ]);
+        let seen = stdout(&followed);
+        assert_eq!(seen[..], expected[..seen.len()], "the follow stream saw a prefix of the output");
+        if seen.len() < expected.len() {
+            eprintln!("the follow stream ended {} lines early", expected.len() - seen.len());
+        }
+    });
 }

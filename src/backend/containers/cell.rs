@@ -205,7 +205,25 @@ impl<E: Engine> Cell<'_, E> {
         // The shim exits after the driver's shutdown request; give it a moment, then read its state.
         let server_exit = tokio::time::timeout(Duration::from_secs(10), engine.wait(&server)).await;
         let oom = matches!(server_exit, Ok(Ok(s)) if s.oom_killed);
-        match link.finish() {
+        // The follow stream can end before the last lines of a driver that just exited (the
+        // engine closes it with the container); the outcome is its last line, so a driver that
+        // exited without one seen is read once more, whole, before it is called a failure. Its
+        // events were passed on already.
+        let finished = match link.finish() {
+            Err(_) if driver_exit.code == 0 => {
+                let mut no_events = |_| {};
+                let mut again = DriverLink::new(&mut no_events);
+                engine
+                    .output(&driver, &mut |line| match line {
+                        OutputLine::Stdout(text) => again.stdout(text),
+                        OutputLine::Stderr(text) => again.stderr(text),
+                    })
+                    .await?;
+                again.finish()
+            }
+            first => first,
+        };
+        match finished {
             Ok(o) => Ok((o, oom, services)),
             Err(tail) => Err(EngineError::op(
                 "run driver for",

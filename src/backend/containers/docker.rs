@@ -40,6 +40,40 @@ impl DockerEngine {
         let socket = std::fs::canonicalize(socket).unwrap_or_else(|_| PathBuf::from(socket));
         Ok(DockerEngine { docker, socket })
     }
+
+    /// A container's log stream (followed to the container's exit, or read as it stands), a line
+    /// at a time; a last line without its newline is passed on too.
+    async fn lines(
+        &self,
+        id: &str,
+        follow: bool,
+        on_line: &mut (dyn FnMut(OutputLine) + Send),
+    ) -> Result<(), EngineError> {
+        let opts = LogsOptions::<String> { follow, stdout: true, stderr: true, ..Default::default() };
+        let mut stream = self.docker.logs(id, Some(opts));
+        let what = if follow { "follow output of" } else { "read output of" };
+        let (mut out, mut err) = (Vec::<u8>::new(), Vec::<u8>::new());
+        while let Some(item) = stream.next().await {
+            let (buf, is_out, message) = match item.map_err(|e| EngineError::op(what, id, e))? {
+                LogOutput::StdOut { message } => (&mut out, true, message),
+                LogOutput::StdErr { message } => (&mut err, false, message),
+                _ => continue,
+            };
+            buf.extend_from_slice(&message);
+            while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
+            }
+        }
+        for (buf, is_out) in [(out, true), (err, false)] {
+            if !buf.is_empty() {
+                let text = String::from_utf8_lossy(&buf).into_owned();
+                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
+            }
+        }
+        Ok(())
+    }
 }
 
 fn labels_map(labels: &BTreeMap<String, String>) -> HashMap<String, String> {
@@ -324,29 +358,15 @@ impl Engine for DockerEngine {
         id: &str,
         on_line: &mut (dyn FnMut(OutputLine) + Send),
     ) -> Result<(), EngineError> {
-        let opts = LogsOptions::<String> { follow: true, stdout: true, stderr: true, ..Default::default() };
-        let mut stream = self.docker.logs(id, Some(opts));
-        let (mut out, mut err) = (Vec::<u8>::new(), Vec::<u8>::new());
-        while let Some(item) = stream.next().await {
-            let (buf, is_out, message) = match item.map_err(|e| EngineError::op("follow output of", id, e))? {
-                LogOutput::StdOut { message } => (&mut out, true, message),
-                LogOutput::StdErr { message } => (&mut err, false, message),
-                _ => continue,
-            };
-            buf.extend_from_slice(&message);
-            while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
-            }
-        }
-        for (buf, is_out) in [(out, true), (err, false)] {
-            if !buf.is_empty() {
-                let text = String::from_utf8_lossy(&buf).into_owned();
-                on_line(if is_out { OutputLine::Stdout(text) } else { OutputLine::Stderr(text) });
-            }
-        }
-        Ok(())
+        self.lines(id, true, on_line).await
+    }
+
+    async fn output(
+        &self,
+        id: &str,
+        on_line: &mut (dyn FnMut(OutputLine) + Send),
+    ) -> Result<(), EngineError> {
+        self.lines(id, false, on_line).await
     }
 
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError> {

@@ -110,6 +110,11 @@ pub trait Engine {
     /// Follows a container's output until it exits, a line at a time.
     async fn follow(&self, id: &str, on_line: &mut (dyn FnMut(OutputLine) + Send))
         -> Result<(), EngineError>;
+    /// Reads a container's output as it stands, without following it: after the container
+    /// exited, all of it. A follow stream can end before the last lines of a container that just
+    /// exited (moby's log follower closes with the container), so this is the second read.
+    async fn output(&self, id: &str, on_line: &mut (dyn FnMut(OutputLine) + Send))
+        -> Result<(), EngineError>;
     /// Waits for a container to exit.
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError>;
     /// Reads one file out of a container (created or running).

@@ -128,6 +128,14 @@ impl Engine for FakeEngine {
         self.call("follow", id)
     }
 
+    async fn output(
+        &self,
+        id: &str,
+        _on_line: &mut (dyn FnMut(OutputLine) + Send),
+    ) -> Result<(), EngineError> {
+        self.call("output", id)
+    }
+
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError> {
         self.call("wait", id)?;
         Ok(ExitState { code: 0, oom_killed: false })
