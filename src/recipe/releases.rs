@@ -138,7 +138,13 @@ impl Range {
         match &self.upper {
             Upper::Open => true,
             Upper::Exact(to) => compare(v, to) != Ordering::Greater,
-            Upper::Prefix(p) => split(v).0.starts_with(p),
+            // `3.x` ends after the last 3.x: a release whose leading parts are at most the
+            // prefix's (`0.17.0..3.x` holds 1.2.0 and 3.4.1, not 4.0.0).
+            Upper::Prefix(p) => {
+                let parts = split(v).0;
+                let head: Vec<u64> = (0..p.len()).map(|i| parts.get(i).copied().unwrap_or(0)).collect();
+                head <= *p
+            }
         }
     }
 
@@ -271,6 +277,15 @@ mod tests {
         assert_eq!(r.select(&known, Pick::All), list(&["1.2.0", "1.2.1", "1.10.0"]));
         assert_eq!(Range::parse("1.2.0..").unwrap().select(&known, Pick::All).last().unwrap(), "2.0.0");
         assert_eq!(Range::parse("1.2.1").unwrap().select(&known, Pick::All), list(&["1.2.1"]));
+        // An `N.x` end reaches across majors: every release from the start to the last N.x.
+        let r = Range::parse("1.1.3..2.x").unwrap();
+        assert_eq!(
+            r.select(&known, Pick::LatestPatch),
+            list(&["1.1.3", "1.2.1", "1.10.0", "1.23.0", "2.0.0"])
+        );
+        assert!(!r.contains("3.0.0") && r.contains("2.9.9") && !r.contains("1.1.2"));
+        let r = Range::parse("1.0.0..1.2.x").unwrap();
+        assert_eq!(r.select(&known, Pick::All), list(&["1.0.0", "1.1.2", "1.1.3", "1.2.0", "1.2.1"]));
         assert!(Range::parse("2..1.0").unwrap_err().contains("ends before"));
         assert!(Range::parse("1.x..2").is_err());
         assert!(Range::parse("1.0..1.y").is_err());
