@@ -114,6 +114,31 @@ fn http_workloads_expand_worker_lists_and_check_transports() {
 }
 
 #[test]
+fn a_workloads_servers_may_be_patterns_that_stand_for_every_id_they_match() {
+    // A second HTTP server, so that a pattern picks two ids and leaves the stdio one out.
+    let http = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\ntransport = \"streamable-http\"")
+        + "\n[[server]]\nid = \"null-b\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n"
+        + "\n[[workload]]\nkind = \"concurrency\"\ntool = \"echo\"\nworkers = [10]\nduration = \"2s\"\nservers = [\"null*\"]\n";
+    let fixed = http
+        .replace("kind = \"cold_start\"\nspawns = 3", "kind = \"cold_start\"\nspawns = 3\nservers = [\"m*\"]")
+        .replace("warmup = 10\ncalls = 100", "warmup = 10\ncalls = 100\nservers = [\"mcp\"]");
+    let s = parse(&fixed).unwrap();
+    let ids: Vec<_> = s.cells().iter().map(CellSpec::id).collect();
+    assert_eq!(ids, ["null/concurrency-w10", "mcp/cold_start", "mcp/serial_calls", "null-b/concurrency-w10"]);
+    // A pattern that matches nothing is refused at the list, as an unknown id is.
+    let e = parse(&fixed.replace("[\"m*\"]", "[\"rmcp-*\"]")).unwrap_err().to_string();
+    assert!(
+        e.contains("\"rmcp-*\", a pattern that matches no [[server]] id") && e.contains("t.toml:"),
+        "{e}"
+    );
+    let e = parse(&fixed.replace("[\"m*\"]", "[\"mpc\"]")).unwrap_err().to_string();
+    assert!(e.contains("\"mpc\", no [[server]] id"), "{e}");
+    // A pattern over servers of both kinds still meets the transport check.
+    let e = parse(&fixed.replace("[\"m*\"]", "[\"*\"]")).unwrap_err().to_string();
+    assert!(e.contains("runs over stdio"), "{e}");
+}
+
+#[test]
 fn the_idle_phase_after_a_load_defaults_to_30_s_and_is_checked_at_its_key() {
     let base = GOOD.replace("family = \"benchlab-null\"", "family = \"benchlab-null\"\ntransport = \"streamable-http\"")
         .replace("kind = \"cold_start\"\nspawns = 3", "kind = \"cold_start\"\nspawns = 3\nservers = [\"mcp\"]")

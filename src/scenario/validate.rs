@@ -10,6 +10,7 @@ use super::raw::{RawWorkload, ServerEntry};
 use super::{Scenario, ScenarioError};
 use crate::mcp::suite::Suite;
 use crate::spec::Workload;
+use crate::text::glob_match;
 
 impl Scenario {
     /// Refuses an unknown scenario suite, at `span` (its key).
@@ -76,27 +77,20 @@ impl Scenario {
     pub(super) fn add_workload(&mut self, raw_w: &Spanned<RawWorkload>) -> Result<(), ScenarioError> {
         let suite = Suite::from_name(&self.suite).expect("checked above");
         let typed = raw_w.get_ref().typed().map_err(|(span, m)| self.error_at(span, m))?;
-        let only = raw_w.get_ref().servers.as_ref();
-        if let Some(list) = only {
-            for id in list.get_ref() {
-                if !self.servers.iter().any(|x| x.id.get_ref() == id) {
-                    return Err(self.error_at(
-                        list.span(),
-                        format!("`servers` names {id:?}, which is no [[server]] id"),
-                    ));
-                }
-            }
-        }
+        let only = match raw_w.get_ref().servers.as_ref() {
+            Some(list) => Some(self.workload_server_ids(list)?),
+            None => None,
+        };
         for (workload, suffix) in typed {
             let w = Spanned::new(raw_w.span(), workload);
-            self.check_workload(&w, raw_w.get_ref(), suite)?;
+            self.check_workload(&w, raw_w.get_ref(), only.as_deref(), suite)?;
             if self.workloads.contains(w.get_ref()) {
                 return Err(self.error_at(w.span(), "this workload is listed twice"));
             }
             let name = self.workload_name(raw_w.get_ref(), &w, &suffix)?;
             self.workloads.push(w.get_ref().clone());
             self.workload_names.push(name);
-            self.workload_servers.push(only.map(|l| l.get_ref().clone()));
+            self.workload_servers.push(only.clone());
         }
         Ok(())
     }
@@ -129,11 +123,33 @@ impl Scenario {
         Ok(())
     }
 
+    /// The server ids a workload's `servers` names: ids, or patterns with `*` (a matrix's ids,
+    /// `rmcp-*-http`) that stand for every id they match, in the order the servers are listed.
+    /// An id that is no server's, or a pattern that matches none, is an error at the list.
+    fn workload_server_ids(&self, list: &Spanned<Vec<String>>) -> Result<Vec<String>, ScenarioError> {
+        for entry in list.get_ref() {
+            if !self.servers.iter().any(|x| glob_match(entry, x.id.get_ref())) {
+                let what = if entry.contains('*') { "a pattern that matches no" } else { "no" };
+                return Err(
+                    self.error_at(list.span(), format!("`servers` names {entry:?}, {what} [[server]] id"))
+                );
+            }
+        }
+        Ok(self
+            .servers
+            .iter()
+            .map(|x| x.id.get_ref())
+            .filter(|id| list.get_ref().iter().any(|p| glob_match(p, id)))
+            .cloned()
+            .collect())
+    }
+
     /// A workload's counts, and its tool and transport on every server it runs on.
     fn check_workload(
         &self,
         w: &Spanned<Workload>,
         raw: &RawWorkload,
+        only: Option<&[String]>,
         suite: Suite,
     ) -> Result<(), ScenarioError> {
         match w.get_ref() {
@@ -145,8 +161,7 @@ impl Scenario {
             }
             _ => {}
         }
-        let only = raw.servers.as_ref();
-        let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.get_ref().contains(x.id.get_ref()));
+        let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.contains(x.id.get_ref()));
         for tool in w.get_ref().tools() {
             for srv in self.servers.iter().filter(runs_on) {
                 let suite = srv.suite.as_deref().and_then(Suite::from_name).unwrap_or(suite);
