@@ -245,3 +245,59 @@ fn lock_regenerates_a_lock_folder_inside_the_target_base() {
     assert!(lock.matches("--hash=sha256:").count() >= pins.len());
     assert!(!lock.contains("index-url") && !lock.contains("://"), "{lock}");
 }
+
+/// A Rust release range locked with cargo: the index listed into releases.toml, the release's
+/// lock input written from its range's template with rmcp *and its companion rmcp-macros* pinned
+/// to the release, and (rmcp 1.2.0's dependencies having had releases yanked since its day) a
+/// lock resolved as of the first later day that resolves, which `lock-deviation` names.
+#[test]
+fn a_rust_range_release_locks_with_its_macros_as_of_the_first_day_that_resolves() {
+    engine_must_answer();
+    let root = tempfile::tempdir().unwrap();
+    let cp = |rel: &str| {
+        let to = root.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        assert!(Command::new("cp")
+            .args(["-r", &format!("{ROOT}/{rel}")])
+            .arg(&to)
+            .status()
+            .unwrap()
+            .success());
+    };
+    cp("images/common");
+    cp("images/rmcp");
+    // The ranges' templates: their lock inputs only.
+    for template in ["0.17.0-rustc-web-trixie", "3.11.0-rustc-web-trixie"] {
+        let dir = root.path().join("lockfiles/rmcp").join(template);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(format!("{ROOT}/lockfiles/rmcp/{template}/Cargo.toml"), dir.join("Cargo.toml"))
+            .unwrap();
+    }
+    let out =
+        Command::new(BIN).args(["lock", "rmcp", "1.2.0..1.2.x", "--root"]).arg(root.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The index listing is read back, not echoed (a JSON line per release, thousands of bytes).
+    assert!(!stderr.contains("\"vers\""), "{stderr}");
+    let family = root.path().join("lockfiles/rmcp");
+    let releases = std::fs::read_to_string(family.join("releases.toml")).unwrap();
+    assert!(releases.contains("\"1.2.0\"") && releases.contains("\"3.11.0\""), "{releases}");
+    let dir = family.join("1.2.0-rustc-web-trixie");
+    assert_eq!(std::fs::read_to_string(dir.join("exclude-newer")).unwrap().trim(), "2026-03-11T23:59:59Z");
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(manifest["dependencies"]["rmcp"]["version"].as_str(), Some("=1.2.0"));
+    assert_eq!(manifest["dependencies"]["rmcp-macros"].as_str(), Some("=1.2.0"));
+    let lock = std::fs::read_to_string(dir.join("Cargo.lock")).unwrap();
+    for pkg in ["rmcp", "rmcp-macros"] {
+        assert!(lock.contains(&format!("name = \"{pkg}\"\nversion = \"1.2.0\"")), "{pkg} 1.2.0 not locked");
+    }
+    let deviation = std::fs::read_to_string(dir.join("lock-deviation")).unwrap();
+    let day = deviation.strip_prefix("resolved as of ").and_then(|d| d.get(..20)).unwrap_or("");
+    assert!(
+        deviation.contains("(the first day cargo could resolve it), not 2026-03-11T23:59:59Z")
+            && day.ends_with("T23:59:59Z")
+            && day > "2026-03-11T23:59:59Z",
+        "{deviation}"
+    );
+}

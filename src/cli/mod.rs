@@ -142,9 +142,11 @@ pub enum Command {
     /// Example: benchlab build --family ts-sdk --runtime bun-1.1.38
     Build(build::BuildArgs),
     /// Regenerate lock folders (lockfiles/<family>/<version>-<runtime>/) with a real locker (uv
-    /// for Python, npm for Node/Bun) run in a container of the target's own base.
+    /// for Python, npm for Node/Bun, cargo for Rust) run in a container of the target's own base.
     ///
-    /// Example: benchlab lock python-mcp 2.3.0 --runtime cpython-trixie
+    /// Examples: benchlab lock python-mcp 2.3.0 --runtime cpython-trixie;
+    /// benchlab lock rmcp 0.17.0..3.x --pick latest-patch (every minor's latest patch, each as of
+    /// its publication day)
     Lock(lock::LockArgs),
     /// The built-in floor server: MCP over stdio, or streamable HTTP (JSON replies) with a plain
     /// REST route per tool, with the least work a correct server can do.

@@ -117,14 +117,24 @@ pub async fn lock<E: Engine>(
                 // cargo's resolver as of the day (`--publish-time`, unstable in cargo 1.96: the
                 // bootstrap switch lets Debian's stable cargo take it), with checksums. cargo
                 // applies today's yanks to that day, so a release whose dependencies were since
-                // yanked cannot be resolved as of its day: it is then resolved as of now, and the
-                // folder's `lock-deviation` says so (and why); records carry it.
+                // yanked cannot be resolved as of its day: it is then resolved as of the first
+                // later day that resolves (found by halving the days between, to the day), or as
+                // of now when none does, and the folder's `lock-deviation` says so (and why);
+                // records carry it.
                 Locker::Cargo => format!(
                     "rm -f {dev}; export CARGO_HTTP_CAINFO=/ca.pem RUSTC_BOOTSTRAP=1; \
+                     asof() {{ cargo generate-lockfile --quiet -Zunstable-options --publish-time \"$1\"; }}; \
                      if [ -z \"$before\" ]; then cargo generate-lockfile --quiet; \
-                     elif ! cargo generate-lockfile --quiet -Zunstable-options --publish-time \"$before\" 2>/tmp/why; then \
-                       cat /tmp/why >&2; cargo generate-lockfile --quiet; \
-                       {{ echo \"resolved as of $(date -u +%Y-%m-%dT%H:%M:%SZ), not $before: cargo could not resolve it as of that day with today's yanked releases left out:\"; \
+                     elif ! asof \"$before\" 2>/tmp/why; then \
+                       cat /tmp/why >&2; lo=$(date -u -d \"$before\" +%s); hi=$(date -u +%s); at=''; \
+                       while [ $((hi - lo)) -gt 86400 ]; do \
+                         mid=$(( (lo + hi) / 2 )); t=$(date -u -d @$mid +%Y-%m-%dT23:59:59Z); \
+                         if asof \"$t\" 2>/dev/null; then hi=$mid; at=$t; else lo=$mid; fi; \
+                       done; \
+                       if [ -n \"$at\" ]; then asof \"$at\"; how='the first day cargo could resolve it'; \
+                       else cargo generate-lockfile --quiet; at=$(date -u +%Y-%m-%dT%H:%M:%SZ); how='now'; fi; \
+                       echo \"locked as of $at ($how), not $before\" >&2; \
+                       {{ echo \"resolved as of $at ($how), not $before: cargo could not resolve it as of that day with today's yanked releases left out:\"; \
                           grep -v -e '^ *$' -e 'location searched' /tmp/why | head -4; }} > {dev}; fi; ",
                     dev = crate::recipe::LOCK_DEVIATION_FILE
                 ),
@@ -144,6 +154,7 @@ pub async fn lock<E: Engine>(
             mounts,
             config,
             &format!("lock {family} ({runtime})"),
+            Output::Shown,
             emit,
         )
         .await?;
@@ -190,7 +201,9 @@ async fn range_jobs<E: Engine>(
         // package's index entry, whose cached copy holds one JSON line per release.
         Locker::Cargo => CARGO_RELEASES.replace("{package}", &package),
     };
-    let out = run_locker(engine, &base.image_id, script, Vec::new(), config, "list releases", emit).await?;
+    let out =
+        run_locker(engine, &base.image_id, script, Vec::new(), config, "list releases", Output::Data, emit)
+            .await?;
     let text = out.join("\n");
     let parsed = match first.locker {
         Locker::Cargo => cargo_index_times(&text),
@@ -281,6 +294,15 @@ fn cargo_index_times(text: &str) -> Result<BTreeMap<String, String>, String> {
 
 /// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
 /// returns its standard output lines, or an error with the tail of its output.
+/// Whether a locker's standard output is shown as it runs, or is data read back (a package
+/// index listing: a line per release, too long to show); its standard error is always shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    Shown,
+    Data,
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_locker<E: Engine>(
     engine: &E,
     image: &str,
@@ -288,6 +310,7 @@ async fn run_locker<E: Engine>(
     mut mounts: Vec<Mount>,
     config: &BackendConfig,
     what: &str,
+    output: Output,
     emit: &mut (dyn FnMut(PrepareEvent) + Send),
 ) -> Result<Vec<String>, LockError> {
     let mut labels = BTreeMap::new();
@@ -315,14 +338,16 @@ async fn run_locker<E: Engine>(
         let mut stdout: Vec<String> = Vec::new();
         engine
             .follow(&id, &mut |line| {
-                let text = match line {
+                let (text, shown) = match line {
                     OutputLine::Stdout(t) => {
                         stdout.push(t.clone());
-                        t
+                        (t, output == Output::Shown)
                     }
-                    OutputLine::Stderr(t) => t,
+                    OutputLine::Stderr(t) => (t, true),
                 };
-                emit(PrepareEvent::BuildLog { line: text.clone() });
+                if shown {
+                    emit(PrepareEvent::BuildLog { line: text.clone() });
+                }
                 tail.push(text);
                 if tail.len() > 30 {
                     tail.remove(0);

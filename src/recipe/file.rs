@@ -162,4 +162,10 @@ pub struct RangeSpec {
     pub package: String,
     /// A listed version whose lock input is the pattern for the range's releases.
     pub template: String,
+    /// Crates released in step with `package` (its proc-macro crate: `rmcp-macros`), pinned to
+    /// the release's own version in a cargo lock input. A release's caret requirement on them
+    /// picked the one published with it on its day; a lock resolved later (see
+    /// `lock-deviation`) would pick a later release of them instead.
+    #[serde(default)]
+    pub companions: Vec<String>,
 }

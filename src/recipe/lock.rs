@@ -200,7 +200,7 @@ impl RecipeBook {
             let out = serde_json::to_string_pretty(&json).expect("JSON serialises") + "\n";
             std::fs::write(dir.join("package.json"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
         } else if let Ok(text) = std::fs::read_to_string(template.join("Cargo.toml")) {
-            let out = pin_cargo_dependency(&text, pkg, version)
+            let out = pin_cargo_dependency(&text, pkg, version, &range.companions)
                 .map_err(|m| format!("{}/Cargo.toml: {m}", template.display()))?;
             std::fs::write(dir.join("Cargo.toml"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
         } else {
@@ -220,8 +220,14 @@ pub fn is_locked(dir: &Path) -> bool {
 }
 
 /// A `Cargo.toml` with the dependency `pkg` pinned to exactly `version` (`= "=X"` or the
-/// table's `version = "=X"`), its other lines as they were: a range release's lock input.
-pub(super) fn pin_cargo_dependency(text: &str, pkg: &str, version: &str) -> Result<String, String> {
+/// table's `version = "=X"`), and each companion crate pinned to the same version (added when
+/// the template does not name it), its other lines as they were: a range release's lock input.
+pub(super) fn pin_cargo_dependency(
+    text: &str,
+    pkg: &str,
+    version: &str,
+    companions: &[String],
+) -> Result<String, String> {
     let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.message().to_string())?;
     let deps = doc
         .get_mut("dependencies")
@@ -229,12 +235,16 @@ pub(super) fn pin_cargo_dependency(text: &str, pkg: &str, version: &str) -> Resu
         .filter(|d| d.contains_key(pkg))
         .ok_or_else(|| format!("no [dependencies] entry for {pkg}"))?;
     let exact = toml::Value::String(format!("={version}"));
-    match deps.get_mut(pkg) {
-        Some(toml::Value::Table(t)) => {
-            t.insert("version".into(), exact);
+    for name in std::iter::once(pkg).chain(companions.iter().map(String::as_str)) {
+        match deps.get_mut(name) {
+            Some(toml::Value::Table(t)) => {
+                t.insert("version".into(), exact.clone());
+            }
+            Some(v) => *v = exact.clone(),
+            None => {
+                deps.insert(name.into(), exact.clone());
+            }
         }
-        Some(v) => *v = exact,
-        None => unreachable!("checked above"),
     }
     if let Some(p) = doc.get_mut("package").and_then(|p| p.as_table_mut()) {
         p.insert("description".into(), toml::Value::String(format!("{pkg} {version}")));

@@ -288,12 +288,18 @@ fn a_cargo_lock_must_pin_the_manifests_exact_versions() {
     let e = check_lock(d).unwrap_err();
     assert!(e.contains("rmcp =3.10.0"), "{e}");
     // A range release's lock input: the template with the SDK pinned to the release.
-    let pinned = super::lock::pin_cargo_dependency(manifest, "rmcp", "0.17.0").unwrap();
+    let pinned = super::lock::pin_cargo_dependency(manifest, "rmcp", "0.17.0", &[]).unwrap();
     let doc: toml::Table = toml::from_str(&pinned).unwrap();
     assert_eq!(doc["dependencies"]["rmcp"]["version"].as_str(), Some("=0.17.0"));
     assert_eq!(doc["dependencies"]["rmcp"]["features"][0].as_str(), Some("server"));
     assert_eq!(doc["dependencies"]["tokio"].as_str(), Some("1"));
-    assert!(super::lock::pin_cargo_dependency(manifest, "nope", "1.0.0").unwrap_err().contains("nope"));
+    assert!(super::lock::pin_cargo_dependency(manifest, "nope", "1.0.0", &[]).unwrap_err().contains("nope"));
+    // Its companion crates pinned beside it, added where the template does not name them.
+    let pinned =
+        super::lock::pin_cargo_dependency(manifest, "rmcp", "1.2.0", &["rmcp-macros".into()]).unwrap();
+    let doc: toml::Table = toml::from_str(&pinned).unwrap();
+    assert_eq!(doc["dependencies"]["rmcp"]["version"].as_str(), Some("=1.2.0"));
+    assert_eq!(doc["dependencies"]["rmcp-macros"].as_str(), Some("=1.2.0"));
 }
 
 #[test]
