@@ -292,8 +292,6 @@ fn cargo_index_times(text: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(out)
 }
 
-/// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
-/// returns its standard output lines, or an error with the tail of its output.
 /// Whether a locker's standard output is shown as it runs, or is data read back (a package
 /// index listing: a line per release, too long to show); its standard error is always shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,6 +300,8 @@ enum Output {
     Data,
 }
 
+/// Runs a shell script in a container of `image` with egress and the CA bundle at /ca.pem;
+/// returns its standard output lines, or an error with the tail of its output.
 #[allow(clippy::too_many_arguments)]
 async fn run_locker<E: Engine>(
     engine: &E,
