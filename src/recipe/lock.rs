@@ -168,6 +168,15 @@ impl RecipeBook {
         let template = self.lockfiles_dir.join(family).join(format!("{}-{runtime}", range.template));
         let pkg = &range.package;
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Companions are pinned in a Cargo.toml only: on another locker they would do nothing.
+        if !range.companions.is_empty() && !template.join("Cargo.toml").is_file() {
+            return Err(format!(
+                "{family}'s range {} names companions {:?}, which only a cargo lock input (Cargo.toml) pins; {} has none",
+                range.releases,
+                range.companions,
+                template.display()
+            ));
+        }
         if let Ok(text) = std::fs::read_to_string(template.join("requirements.in")) {
             let mut found = false;
             let lines: Vec<String> = text
