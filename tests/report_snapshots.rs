@@ -216,6 +216,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         session: Some(s.session),
         api_route: Some("/api/{tool}".into()),
         api_style: None,
+        host: None,
     });
     let (mode, workers, target) = match &s.workload {
         Workload::OpenLoop { rate, connections, .. } => ("open", *connections, Some(*rate as f64)),

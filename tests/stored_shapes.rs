@@ -100,6 +100,7 @@ fn http_target() -> HttpTarget {
         session: Some(SessionMode::Stateful),
         api_route: Some("/api/{tool}".into()),
         api_style: Some(ApiStyle::Gradio),
+        host: None,
     }
 }
 
@@ -612,12 +613,14 @@ fn small_enums_and_cell_parts() {
         session: Some(SessionMode::Stateless),
         api_route: None,
         api_style: Some(ApiStyle::Plain),
+        host: None,
     };
     let stdio = HttpTarget {
         transport: Transport::Stdio,
         reply: None,
         session: None,
         api_style: None,
+        host: None,
         ..minimal.clone()
     };
     pin_eq("http_targets", &vec![http_target(), minimal, stdio]);

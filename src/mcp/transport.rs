@@ -98,9 +98,18 @@ pub struct HttpTarget {
     /// The plain REST route template (`{tool}` is replaced), when the server has one.
     pub api_route: Option<String>,
     pub api_style: Option<ApiStyle>,
+    /// The server's address when it is not the loopback (`benchlab measure --url` on an address
+    /// the user names); cells always have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<std::net::IpAddr>,
 }
 
 impl HttpTarget {
+    /// Where the driver connects: the loopback, or the host the user named.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.host.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()), self.port)
+    }
+
     /// The environment the lab gives an HTTP server process (see the recipes' contract).
     pub fn server_env(&self) -> Vec<(String, String)> {
         let mut env = vec![

@@ -97,6 +97,7 @@ impl ImagePlan {
                     session: Some(want.session.unwrap_or(SessionMode::Stateless)),
                     api_route: Some("/api/{tool}".into()),
                     api_style: Some(ApiStyle::Plain),
+                    host: None,
                 })
             }
             Transport::Sse => {

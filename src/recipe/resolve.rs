@@ -475,6 +475,7 @@ fn serve_plan<'a>(
         session,
         api_route: h.http_api.clone(),
         api_style: h.http_api.as_ref().map(|_| h.http_api_style.unwrap_or_default()),
+        host: None,
     };
     Ok((sources, &h.argv, Some(target)))
 }

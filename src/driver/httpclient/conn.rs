@@ -6,8 +6,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, Uri};
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 
 use super::{err, CallError, Counts, ErrorKind};
@@ -23,7 +23,7 @@ pub struct Conn {
     /// None once the connection ended, or when a task of its own drives it.
     conn: Option<std::pin::Pin<Box<Http1Connection>>>,
     host: HeaderValue,
-    port: u16,
+    addr: std::net::SocketAddr,
     /// Requests this connection has carried; a kept-alive connection the server closed
     /// between two requests is reopened once, as HTTP clients do.
     served: u64,
@@ -54,19 +54,19 @@ async fn drive<F: std::future::Future>(
 }
 
 impl Conn {
-    pub async fn open(port: u16) -> Result<Conn, CallError> {
-        Conn::open_with(port, false).await
+    pub async fn open(addr: std::net::SocketAddr) -> Result<Conn, CallError> {
+        Conn::open_with(addr, false).await
     }
 
     /// A connection driven by a task of its own (for a response body read outside `drive`).
-    pub async fn open_spawned(port: u16) -> Result<Conn, CallError> {
-        Conn::open_with(port, true).await
+    pub async fn open_spawned(addr: std::net::SocketAddr) -> Result<Conn, CallError> {
+        Conn::open_with(addr, true).await
     }
 
-    async fn open_with(port: u16, spawned: bool) -> Result<Conn, CallError> {
-        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+    async fn open_with(addr: std::net::SocketAddr, spawned: bool) -> Result<Conn, CallError> {
+        let stream = tokio::net::TcpStream::connect(addr)
             .await
-            .map_err(|e| err(ErrorKind::Connect, format!("connect 127.0.0.1:{port}: {e}")))?;
+            .map_err(|e| err(ErrorKind::Connect, format!("connect {addr}: {e}")))?;
         let _ = stream.set_nodelay(true);
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
@@ -79,8 +79,8 @@ impl Conn {
         } else {
             Some(Box::pin(conn))
         };
-        let host = HeaderValue::from_str(&format!("127.0.0.1:{port}")).expect("a valid header value");
-        Ok(Conn { sender, conn, host, port, served: 0 })
+        let host = HeaderValue::from_str(&addr.to_string()).expect("a valid header value");
+        Ok(Conn { sender, conn, host, addr, served: 0 })
     }
 
     pub fn is_closed(&self) -> bool {
@@ -93,29 +93,6 @@ impl Conn {
             .await
             .map(|c| c.to_bytes())
             .map_err(|e| err(ErrorKind::Connect, format!("reading the body: {}", chain(&e))))
-    }
-
-    /// The hot path: a request whose URI and header values were built once, ahead of time.
-    pub async fn send_prepared(
-        &mut self,
-        uri: &Uri,
-        headers: &[(HeaderName, HeaderValue)],
-        body: Bytes,
-        counts: &mut Counts,
-    ) -> Result<Response<Incoming>, CallError> {
-        let build = |host: &HeaderValue| {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = uri.clone();
-            let h = req.headers_mut();
-            h.insert(hyper::header::HOST, host.clone());
-            for (k, v) in headers {
-                h.insert(k.clone(), v.clone());
-            }
-            req
-        };
-        let req = build(&self.host);
-        self.dispatch(req, build, counts).await
     }
 
     /// Sends a request; returns the response head with its body still streaming.
@@ -159,7 +136,7 @@ impl Conn {
             Err(_) if self.served > 0 => {
                 counts.reconnects += 1;
                 let spawned = self.conn.is_none() && !self.sender.is_closed();
-                *self = Conn::open_with(self.port, spawned).await?;
+                *self = Conn::open_with(self.addr, spawned).await?;
                 let req = again(&self.host);
                 self.send_once(req).await
             }

@@ -1,23 +1,28 @@
-//! The driver's HTTP/1.1 clients on hyper: one connection per virtual user, MCP over streamable
-//! HTTP (JSON or SSE replies, `Mcp-Session-Id`, `MCP-Protocol-Version`, re-initialize on 404) and
-//! over the legacy HTTP+SSE transport (the `endpoint` event, 202 then the answer on the stream),
-//! and the plain REST routes (`plain` and Gradio's two-step call API). Every failure is a typed
-//! [`CallError`] whose kind is counted, never a panic. This file holds the errors, the counts and
-//! the MCP sessions; the connection is `conn`'s, the REST client `rest`'s.
+//! The driver's HTTP/1.1 clients: one connection per virtual user, MCP over streamable HTTP (JSON
+//! or SSE replies, `Mcp-Session-Id`, `MCP-Protocol-Version`, re-initialize on 404) on the driver's
+//! own connection (`wire`), and on hyper's (`conn`) the legacy HTTP+SSE transport (the `endpoint`
+//! event, 202 then the answer on the stream) and the plain REST routes (`plain` and Gradio's
+//! two-step call API, `rest`). Every failure is a typed [`CallError`] whose kind is counted, never
+//! a panic. This file holds the errors, the counts, the MCP sessions and the per-worker call
+//! timer; answers already checked are recognised by `known`.
 
 mod conn;
+mod known;
 mod rest;
+mod wire;
 
 pub use conn::{read_body, Conn};
+pub use known::KnownAnswer;
 pub use rest::{rest_body, RestClient};
+use wire::Wire;
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::{Method, Response, StatusCode, Uri};
+use hyper::header::HeaderValue;
+use hyper::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -99,18 +104,6 @@ pub struct Counts {
     pub reinit: u64,
     /// Kept-alive connections the server closed between requests, reopened by `dispatch`.
     pub reconnects: u64,
-}
-
-/// Whether the response's content type is `mime` (parameters and case aside).
-fn content_type_is(resp: &Response<Incoming>, mime: &str) -> bool {
-    resp.headers()
-        .get(hyper::header::CONTENT_TYPE)
-        .map(|v| v.as_bytes())
-        .is_some_and(|v| v.len() >= mime.len() && v[..mime.len()].eq_ignore_ascii_case(mime.as_bytes()))
-}
-
-fn content_type(resp: &Response<Incoming>) -> String {
-    resp.headers().get(hyper::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
 }
 
 /// A JSON-RPC response, with the result left as raw text (so a repeated identical answer can be
@@ -209,22 +202,8 @@ impl McpClient {
     ) -> Result<(McpClient, ServerHello), CallError> {
         match target.transport {
             Transport::StreamableHttp => {
-                let uri: Uri = target
-                    .path
-                    .parse()
-                    .map_err(|e| err(ErrorKind::ProtocolError, format!("path {:?}: {e}", target.path)))?;
-                let mut s = Streamable {
-                    conn: Conn::open(target.port).await?,
-                    port: target.port,
-                    path: target.path.clone(),
-                    uri,
-                    headers: Vec::new(),
-                    session: None,
-                    protocol: None,
-                    next_id: 1,
-                };
-                s.set_headers();
-                let hello = timed(limit, s.initialize(limit, counts)).await?;
+                let mut s = timed(limit, Streamable::open(target)).await?;
+                let hello = timed(limit, s.initialize(counts)).await?;
                 Ok((McpClient::Streamable(s), hello))
             }
             Transport::Sse => {
@@ -251,7 +230,7 @@ impl McpClient {
                 Err(e) if e.kind == ErrorKind::SessionExpired => {
                     counts.reinit += 1;
                     s.session = None;
-                    timed(limit, s.initialize(limit, counts)).await?;
+                    timed(limit, s.initialize(counts)).await?;
                     timed(limit, s.request(method, params_json, counts)).await
                 }
                 r => r,
@@ -260,17 +239,111 @@ impl McpClient {
         }
     }
 
+    /// A tools/call on a load's hot path, bounded by the worker's `timer`: the answer's body as
+    /// it came (checked by the caller, see [`KnownAnswer`]), or on the legacy transport the
+    /// answer found in its stream. A forgotten session is re-initialized once, as in `request`.
+    pub async fn call<'a>(
+        &'a mut self,
+        params_json: &str,
+        limit: Duration,
+        timer: &mut CallTimer,
+        counts: &mut Counts,
+    ) -> Result<Answer<'a>, CallError> {
+        match self {
+            McpClient::Streamable(s) => {
+                let (id, sse) = match timer.bound(limit, s.call_raw(params_json, counts)).await {
+                    Err(e) if e.kind == ErrorKind::SessionExpired => {
+                        counts.reinit += 1;
+                        s.session = None;
+                        timed(limit, s.initialize(counts)).await?;
+                        timer.bound(limit, s.call_raw(params_json, counts)).await?
+                    }
+                    r => r?,
+                };
+                Ok(Answer::Body { body: s.wire.body(), sse, id })
+            }
+            McpClient::Legacy(l) => {
+                Ok(Answer::Found(timer.bound(limit, l.request("tools/call", params_json, counts)).await?))
+            }
+        }
+    }
+
     /// Ends a stateful session (DELETE), as a polite client does; errors are ignored.
     pub async fn close(self, counts: &mut Counts) {
         if let McpClient::Streamable(mut s) = self {
-            if let Some(id) = s.session.clone() {
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    s.conn.send(Method::DELETE, &s.path, &[("mcp-session-id", &id)], Bytes::new(), counts),
-                )
-                .await;
-            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.delete(counts)).await;
         }
+    }
+}
+
+/// A tools/call's answer on a load's hot path.
+pub enum Answer<'a> {
+    /// A streamable HTTP body (an SSE stream or not) that should hold the response to `id`.
+    Body { body: &'a [u8], sse: bool, id: u64 },
+    /// The response the legacy transport found in its stream.
+    Found(RpcOutcome),
+}
+
+impl Answer<'_> {
+    /// The response's raw result or the server's error, parsed out of the body.
+    pub fn outcome(&self) -> Result<RpcOutcome, CallError> {
+        match self {
+            Answer::Body { body, sse, id } => response_in(body, *sse, *id),
+            Answer::Found(o) => Ok(o.clone()),
+        }
+    }
+}
+
+/// One timer per load worker for its calls' limit, instead of one per call: its deadline is
+/// only ever earlier than the current call's, and when it fires early it is moved to the
+/// current call's deadline, so it is reset about once per call limit rather than per call.
+pub struct CallTimer {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl CallTimer {
+    /// A timer (inside a runtime) that has no deadline yet.
+    pub fn new() -> CallTimer {
+        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        CallTimer { sleep: Box::pin(tokio::time::sleep_until(far)) }
+    }
+
+    /// Awaits `f` for at most `limit`.
+    pub async fn bound<T>(
+        &mut self,
+        limit: Duration,
+        f: impl std::future::Future<Output = Result<T, CallError>>,
+    ) -> Result<T, CallError> {
+        use std::future::Future;
+        use std::task::Poll;
+        let due = tokio::time::Instant::now() + limit;
+        if self.sleep.deadline() > due {
+            self.sleep.as_mut().reset(due);
+        }
+        let mut f = std::pin::pin!(f);
+        let sleep = &mut self.sleep;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = f.as_mut().poll(cx) {
+                return Poll::Ready(r);
+            }
+            while sleep.as_mut().poll(cx).is_ready() {
+                if tokio::time::Instant::now() >= due {
+                    return Poll::Ready(Err(err(
+                        ErrorKind::Timeout,
+                        format!("no answer within {} ms", limit.as_millis()),
+                    )));
+                }
+                sleep.as_mut().reset(due);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Default for CallTimer {
+    fn default() -> Self {
+        CallTimer::new()
     }
 }
 
@@ -304,72 +377,136 @@ fn initialize_json() -> String {
     mcp::initialize_params().to_string()
 }
 
-/// Streamable HTTP: one POST per message on a kept-alive connection.
+/// Streamable HTTP: one POST per message on a kept-alive connection of the driver's own
+/// ([`Wire`]), each request rendered into one buffer from a head rendered once per session.
 pub struct Streamable {
-    conn: Conn,
-    port: u16,
+    wire: Wire,
     path: String,
-    uri: Uri,
-    /// content-type, accept, then the session id and protocol version once known.
-    headers: Vec<(HeaderName, HeaderValue)>,
+    /// "POST <path>", for errors.
+    what: String,
+    /// The request head up to the `Content-Length` value: host, content type, accept, then the
+    /// session id and protocol version once known.
+    head: Vec<u8>,
+    /// The request being sent.
+    out: Vec<u8>,
     session: Option<String>,
     protocol: Option<String>,
     next_id: u64,
 }
 
+/// The text of a status code ("404 Not Found").
+fn status_text(status: u16) -> String {
+    StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string())
+}
+
 impl Streamable {
-    async fn ensure_conn(&mut self) -> Result<(), CallError> {
-        if self.conn.is_closed() {
-            self.conn = Conn::open(self.port).await?;
+    async fn open(target: &HttpTarget) -> Result<Streamable, CallError> {
+        if !target.path.starts_with('/')
+            || target.path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return Err(err(
+                ErrorKind::ProtocolError,
+                format!("path {:?}: not an absolute path", target.path),
+            ));
         }
-        Ok(())
+        let mut s = Streamable {
+            wire: Wire::open(target.addr()).await?,
+            path: target.path.clone(),
+            what: format!("POST {}", target.path),
+            head: Vec::new(),
+            out: Vec::with_capacity(1024),
+            session: None,
+            protocol: None,
+            next_id: 1,
+        };
+        s.set_headers();
+        Ok(s)
     }
 
-    /// Renders the request headers once per session change, not once per request.
+    /// Renders the request head once per session change, not once per request.
     fn set_headers(&mut self) {
-        use hyper::header::{ACCEPT, CONTENT_TYPE};
-        let mut h = vec![
-            (CONTENT_TYPE, HeaderValue::from_static("application/json")),
-            (ACCEPT, HeaderValue::from_static(ACCEPT_BOTH)),
+        let mut h = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n",
+            self.path,
+            self.wire.addr()
+        );
+        let valid = |v: &str| HeaderValue::from_str(v).is_ok();
+        if let Some(s) = self.session.as_deref().filter(|s| valid(s)) {
+            h.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        }
+        if let Some(p) = self.protocol.as_deref().filter(|p| valid(p)) {
+            h.push_str(&format!("MCP-Protocol-Version: {p}\r\n"));
+        }
+        h.push_str("Content-Length: ");
+        self.head = h.into_bytes();
+    }
+
+    /// Sends a body made of `parts` and reads the whole response.
+    async fn post(
+        &mut self,
+        parts: &[&[u8]],
+        want_session: bool,
+        counts: &mut Counts,
+    ) -> Result<wire::Head, CallError> {
+        self.out.clear();
+        self.out.extend_from_slice(&self.head);
+        wire::push_decimal(&mut self.out, parts.iter().map(|p| p.len()).sum::<usize>() as u64);
+        self.out.extend_from_slice(b"\r\n\r\n");
+        for p in parts {
+            self.out.extend_from_slice(p);
+        }
+        self.wire.exchange(&self.out, want_session, counts, &self.what).await
+    }
+
+    /// Sends the JSON-RPC request `id`.
+    async fn post_rpc(
+        &mut self,
+        id: u64,
+        method: &str,
+        params_json: &str,
+        want_session: bool,
+        counts: &mut Counts,
+    ) -> Result<wire::Head, CallError> {
+        let mut digits = [0u8; 20];
+        let n = wire::decimal_len(id);
+        let mut v = id;
+        for d in digits[..n].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        let parts: [&[u8]; 7] = [
+            b"{\"jsonrpc\":\"2.0\",\"id\":",
+            &digits[..n],
+            b",\"method\":\"",
+            method.as_bytes(),
+            b"\",\"params\":",
+            params_json.as_bytes(),
+            b"}",
         ];
-        let value = |v: &str| HeaderValue::from_str(v).ok();
-        if let Some(s) = self.session.as_deref().and_then(value) {
-            h.push((HeaderName::from_static("mcp-session-id"), s));
-        }
-        if let Some(p) = self.protocol.as_deref().and_then(value) {
-            h.push((HeaderName::from_static("mcp-protocol-version"), p));
-        }
-        self.headers = h;
+        self.post(&parts, want_session, counts).await
     }
 
-    async fn post(&mut self, body: Bytes, counts: &mut Counts) -> Result<Response<Incoming>, CallError> {
-        self.ensure_conn().await?;
-        self.conn.send_prepared(&self.uri, &self.headers, body, counts).await
-    }
-
-    async fn initialize(&mut self, _limit: Duration, counts: &mut Counts) -> Result<ServerHello, CallError> {
+    async fn initialize(&mut self, counts: &mut Counts) -> Result<ServerHello, CallError> {
         self.protocol = None;
         self.session = None;
         self.set_headers();
         let id = self.next_id;
         self.next_id += 1;
-        let resp = self.post(request_body(id, "initialize", &initialize_json()), counts).await?;
-        if let Some(s) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            self.session = Some(s.to_string());
+        let head = self.post_rpc(id, "initialize", &initialize_json(), true, counts).await?;
+        if head.session.is_some() {
+            self.session = head.session.clone();
         }
-        let hello = hello_from(self.answer(resp, id).await?)?;
+        let hello = hello_from(self.answer(&head, id)?)?;
         self.protocol = Some(hello.protocol_version.clone());
         self.set_headers();
-        let resp = self
-            .post(
-                Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"),
-                counts,
-            )
+        let head = self
+            .post(&[b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"], false, counts)
             .await?;
-        let status = resp.status();
-        let _ = self.conn.read_body(resp).await?;
-        if !status.is_success() {
-            return Err(err(ErrorKind::HttpStatus, format!("notifications/initialized: HTTP {status}")));
+        if !(200..300).contains(&head.status) {
+            return Err(err(
+                ErrorKind::HttpStatus,
+                format!("notifications/initialized: HTTP {}", status_text(head.status)),
+            ));
         }
         Ok(hello)
     }
@@ -382,27 +519,56 @@ impl Streamable {
     ) -> Result<RpcOutcome, CallError> {
         let id = self.next_id;
         self.next_id += 1;
-        let resp = self.post(request_body(id, method, params_json), counts).await?;
-        self.answer(resp, id).await
+        let head = self.post_rpc(id, method, params_json, false, counts).await?;
+        self.answer(&head, id)
     }
 
-    async fn answer(&mut self, resp: Response<Incoming>, id: u64) -> Result<RpcOutcome, CallError> {
-        let status = resp.status();
-        let is_json = content_type_is(&resp, "application/json");
-        let is_sse = !is_json && content_type_is(&resp, "text/event-stream");
-        let ctype = if is_json || is_sse { String::new() } else { content_type(&resp) };
-        let body = self.conn.read_body(resp).await?;
-        if status == StatusCode::NOT_FOUND && self.session.is_some() {
+    /// The hot path: a tools/call whose answer stays in the connection's body; returns its id
+    /// and whether the body is an SSE stream.
+    async fn call_raw(&mut self, params_json: &str, counts: &mut Counts) -> Result<(u64, bool), CallError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let head = self.post_rpc(id, "tools/call", params_json, false, counts).await?;
+        Ok((id, self.check_head(&head)?))
+    }
+
+    /// Checks a response's status and content type; whether its body is an SSE stream.
+    fn check_head(&self, head: &wire::Head) -> Result<bool, CallError> {
+        if head.status == 404 && self.session.is_some() {
             return Err(err(ErrorKind::SessionExpired, "HTTP 404 on our session"));
         }
-        if status != StatusCode::OK {
-            return Err(err(status_kind(status), format!("HTTP {status}: {}", preview(&body))));
+        if head.status != 200 {
+            let status = StatusCode::from_u16(head.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return Err(err(
+                status_kind(status),
+                format!("HTTP {}: {}", status_text(head.status), preview(self.wire.body())),
+            ));
         }
-        if is_json || is_sse {
-            response_in(&body, is_sse, id)
-        } else {
-            Err(err(ErrorKind::ProtocolError, format!("unexpected content type {ctype:?}")))
+        match &head.kind {
+            wire::BodyKind::Json => Ok(false),
+            wire::BodyKind::Sse => Ok(true),
+            wire::BodyKind::Other(ctype) => {
+                Err(err(ErrorKind::ProtocolError, format!("unexpected content type {ctype:?}")))
+            }
         }
+    }
+
+    fn answer(&self, head: &wire::Head, id: u64) -> Result<RpcOutcome, CallError> {
+        let sse = self.check_head(head)?;
+        response_in(self.wire.body(), sse, id)
+    }
+
+    /// Ends a stateful session (DELETE); errors are ignored.
+    async fn delete(&mut self, counts: &mut Counts) {
+        let Some(id) = self.session.clone().filter(|s| HeaderValue::from_str(s).is_ok()) else {
+            return;
+        };
+        let req = format!(
+            "DELETE {} HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {id}\r\nContent-Length: 0\r\n\r\n",
+            self.path,
+            self.wire.addr()
+        );
+        let _ = self.wire.exchange(req.as_bytes(), false, counts, "DELETE").await;
     }
 }
 
@@ -414,7 +580,7 @@ pub struct Legacy {
     parser: sse::Parser,
     pending: std::collections::VecDeque<sse::Event>,
     post: Conn,
-    port: u16,
+    addr: std::net::SocketAddr,
     endpoint: String,
     next_id: u64,
 }
@@ -422,7 +588,7 @@ pub struct Legacy {
 impl Legacy {
     async fn connect(target: &HttpTarget, counts: &mut Counts) -> Result<(Legacy, ()), CallError> {
         // The stream's body is read frame by frame outside `drive`: its connection runs on its own.
-        let mut get = Conn::open_spawned(target.port).await?;
+        let mut get = Conn::open_spawned(target.addr()).await?;
         let resp = get
             .send(Method::GET, &target.path, &[("accept", "text/event-stream")], Bytes::new(), counts)
             .await?;
@@ -440,8 +606,8 @@ impl Legacy {
             stream: resp.into_body(),
             parser: sse::Parser::new(),
             pending: Default::default(),
-            post: Conn::open(target.port).await?,
-            port: target.port,
+            post: Conn::open(target.addr()).await?,
+            addr: target.addr(),
             endpoint: String::new(),
             next_id: 1,
         };
@@ -479,7 +645,7 @@ impl Legacy {
 
     async fn post(&mut self, body: Bytes, counts: &mut Counts) -> Result<(), CallError> {
         if self.post.is_closed() {
-            self.post = Conn::open(self.port).await?;
+            self.post = Conn::open(self.addr).await?;
         }
         let endpoint = self.endpoint.clone();
         let resp = self

@@ -13,7 +13,7 @@ use crate::mcp::transport::{ApiStyle, HttpTarget};
 /// A plain REST client for one tool route.
 pub struct RestClient {
     conn: Conn,
-    port: u16,
+    addr: std::net::SocketAddr,
     style: ApiStyle,
     route_template: String,
 }
@@ -25,8 +25,8 @@ impl RestClient {
             .clone()
             .ok_or_else(|| err(ErrorKind::ProtocolError, "the server has no plain HTTP route"))?;
         Ok(RestClient {
-            conn: Conn::open(target.port).await?,
-            port: target.port,
+            conn: Conn::open(target.addr()).await?,
+            addr: target.addr(),
             style: target.api_style.unwrap_or_default(),
             route_template,
         })
@@ -35,7 +35,7 @@ impl RestClient {
     /// Calls `tool` with a prepared body; returns the value's raw JSON text.
     pub async fn call(&mut self, tool: &str, body: &Bytes, counts: &mut Counts) -> Result<String, CallError> {
         if self.conn.is_closed() {
-            self.conn = Conn::open(self.port).await?;
+            self.conn = Conn::open(self.addr).await?;
         }
         let route = self.route_template.replace("{tool}", tool);
         let resp = self

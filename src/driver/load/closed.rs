@@ -5,7 +5,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::driver::httpclient::{CallError, ErrorKind};
+use crate::driver::httpclient::{CallError, CallTimer, ErrorKind};
 use crate::driver::load::worker::{Client, Shared, WorkerStats};
 use crate::spec::Lifecycle;
 
@@ -13,6 +13,7 @@ use crate::spec::Lifecycle;
 /// window (those of the warm-up go to a warm-up rule, if one judges).
 pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> WorkerStats {
     let mut st = WorkerStats::new();
+    let mut timer = CallTimer::new();
     tokio::time::sleep_until(start.into()).await;
     let mut client: Option<Client> = None;
     let mut i = w;
@@ -46,7 +47,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
         // Per call: the lifecycle is the measured unit. Otherwise only the call is (a session
         // reopened after an error is not part of it).
         let t_call = if per_call || !fresh { t0 } else { Instant::now() };
-        let r = sh.call(c, i, &mut st.counts).await;
+        let r = sh.call(c, i, &mut timer, &mut st.counts).await;
         let tool = &sh.slot(i).tool;
         i += 1;
         let done = Instant::now();
@@ -82,6 +83,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
 /// the window count; an iteration the window's end cuts short is not counted whole.
 pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> WorkerStats {
     let mut st = WorkerStats::new();
+    let mut timer = CallTimer::new();
     tokio::time::sleep_until(start.into()).await;
     let calls = u64::from(sh.session_calls.max(1));
     let mut i = w * calls;
@@ -129,7 +131,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
                 break;
             }
             let t_call = Instant::now();
-            let r = sh.call(&mut client, i, &mut st.counts).await;
+            let r = sh.call(&mut client, i, &mut timer, &mut st.counts).await;
             let tool = &sh.slot(i).tool;
             i += 1;
             let done = Instant::now();

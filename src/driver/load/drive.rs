@@ -3,7 +3,6 @@
 //! or open loop), reports progress, and merges the workers' counts and histograms into the
 //! record's load metrics; names the failure of a load in which nothing succeeded.
 
-use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use tokio::sync::Notify;
 use crate::driver::httpclient::Counts;
 use crate::driver::load::closed::{closed_worker, iteration_worker};
 use crate::driver::load::gate::failure_of;
-use crate::driver::load::open::{open_worker, Schedule};
+use crate::driver::load::open::{open_worker, Pacer, Schedule};
 use crate::driver::load::series::Intervals;
 use crate::driver::load::settle::settle;
 use crate::driver::load::worker::{Client, Shared, WorkerStats};
@@ -143,13 +142,13 @@ fn spawn_workers(
             })
             .collect(),
         Some(r) => {
-            let next = Rc::new(Cell::new(0u64));
             let schedule = Schedule { rate: r as f64, ramp_s: plan.ramp.as_secs_f64() };
+            let pacer = Rc::new(Pacer::new(t_start, schedule, clients.len()));
+            // It ends with the last connection.
+            tokio::task::spawn_local(pacer.clone().run());
             clients
                 .into_iter()
-                .map(|c| {
-                    tokio::task::spawn_local(open_worker(sh.clone(), c, next.clone(), t_start, schedule))
-                })
+                .map(|c| tokio::task::spawn_local(open_worker(sh.clone(), c, pacer.clone())))
                 .collect()
         }
     }

@@ -2,7 +2,6 @@
 //! routes), tools/list and every gate call over MCP, then the valued ones over the REST route.
 //! Also how a call error becomes a cell's failure.
 
-use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -80,14 +79,7 @@ pub(super) async fn gate(
                         format!("gate: {tool} {args}: JSON-RPC error {} {}", e.code, e.message),
                     )
                 })?;
-                let p = Prepared {
-                    tool: tool.to_string(),
-                    params_json: params,
-                    rest: Bytes::new(),
-                    args: args.clone(),
-                    expected: v,
-                    verified: RefCell::new(None),
-                };
+                let p = Prepared::new(tool, params, Bytes::new(), args.clone(), Some(v));
                 p.check(tool, &raw, true).map_err(|e| failure_of(e, "gate"))?;
             }
             Expected::Error => {
@@ -113,14 +105,7 @@ pub(super) async fn gate(
             let raw = crate::driver::httpclient::timed(sh.call_limit, rest.call(tool, &body, &mut counts))
                 .await
                 .map_err(|e| failure_of(e, "REST gate"))?;
-            let p = Prepared {
-                tool: tool.to_string(),
-                params_json: String::new(),
-                rest: body,
-                args: args.clone(),
-                expected: v,
-                verified: RefCell::new(None),
-            };
+            let p = Prepared::new(tool, String::new(), body, args.clone(), Some(v));
             p.check(tool, &raw, false).map_err(|e| failure_of(e, "REST gate"))?;
         }
     }
@@ -132,4 +117,43 @@ pub(super) async fn gate(
 pub fn gate_server(plan: &LoadPlan, suite: Suite, startup_deadline: Instant) -> Result<ServerHello, Failure> {
     let (rt, local) = runtime()?;
     local.block_on(&rt, gate(&plan.shared(Vec::new()), suite, startup_deadline))
+}
+
+/// Without a suite (`benchlab measure --url`): the handshake and tools/list; returns what the
+/// server said and the tool to call, `plan.tool` or else the first one listed (which must be
+/// listed). Every later answer is checked only for not being an error.
+pub fn probe_server(plan: &LoadPlan, deadline: Instant) -> Result<(ServerHello, String), Failure> {
+    let (rt, local) = runtime()?;
+    local.block_on(&rt, async {
+        let mut counts = Counts::default();
+        let limit = deadline.saturating_duration_since(Instant::now()).max(plan.call_limit);
+        let (mut client, hello) = McpClient::open(&plan.target, limit, &mut counts)
+            .await
+            .map_err(|e| failure_of(e, "handshake"))?;
+        let listed = client
+            .request("tools/list", "{}", plan.call_limit, &mut counts)
+            .await
+            .map_err(|e| failure_of(e, "tools/list"))?
+            .map_err(|e| {
+                Failure::new(
+                    FailureReason::ProtocolError,
+                    format!("tools/list failed: {} ({})", e.message, e.code),
+                )
+            })?;
+        let names = mcp::tool_names(&serde_json::from_str(&listed).unwrap_or(Value::Null));
+        client.close(&mut counts).await;
+        if plan.tool.is_empty() {
+            let first = names.first().cloned();
+            return first
+                .map(|t| (hello, t))
+                .ok_or_else(|| Failure::new(FailureReason::ProtocolError, "the server lists no tool"));
+        }
+        if !names.contains(&plan.tool) {
+            return Err(Failure::new(
+                FailureReason::ToolError,
+                format!("the server has no tool {:?} (it lists: {})", plan.tool, names.join(", ")),
+            ));
+        }
+        Ok((hello, plan.tool.clone()))
+    })
 }

@@ -37,7 +37,7 @@ use crate::spec::{Failure, FailureReason, LoadMemory};
 use crate::spec::{Lifecycle, Warmup, Workload};
 
 pub use drive::{drive, no_success_failure};
-pub use gate::gate_server;
+pub use gate::{gate_server, probe_server};
 
 use sampler::{sampler, SAMPLE_INTERVAL};
 use worker::{Prepared, Shared, PREPARED};
@@ -124,6 +124,9 @@ pub struct LoadPlan {
     pub mix: Vec<crate::spec::MixEntry>,
     /// `lifecycle = "iteration"`: the calls of each iteration.
     pub session_calls: u32,
+    /// Not a suite's calls: `tool` with these arguments, and any answer that is not an error
+    /// counts (`benchlab measure --url` without a suite).
+    pub ungated: Option<serde_json::Value>,
 }
 
 impl LoadPlan {
@@ -175,11 +178,16 @@ impl LoadPlan {
             interval: ms(workload.series_interval_ms().max(1)),
             mix,
             session_calls,
+            ungated: None,
         })
     }
 
     fn prepared(&self, suite: Suite) -> Result<Vec<Prepared>, Failure> {
         let style = self.target.api_style.unwrap_or_default();
+        if let Some(args) = &self.ungated {
+            let params = mcp::tools_call_params(&self.tool, args).to_string();
+            return Ok(vec![Prepared::new(&self.tool, params, rest_body(style, args), args.clone(), None)]);
+        }
         // A mix: its cycle of slots, repeated to at least PREPARED slots (whole cycles, so every
         // tool keeps its weight).
         let cycle: Vec<&str> = match self.mix.is_empty() {
@@ -196,14 +204,8 @@ impl LoadPlan {
                         format!("suite {} has no tool {tool:?}", suite.name()),
                     )
                 })?;
-                Ok(Prepared {
-                    tool: tool.to_string(),
-                    params_json: mcp::tools_call_params(tool, &args).to_string(),
-                    rest: rest_body(style, &args),
-                    args,
-                    expected,
-                    verified: RefCell::new(None),
-                })
+                let params = mcp::tools_call_params(tool, &args).to_string();
+                Ok(Prepared::new(tool, params, rest_body(style, &args), args, Some(expected)))
             })
             .collect()
     }

@@ -1,31 +1,20 @@
-//! The open loop (`open_loop`): connections take the slots of one fixed-rate schedule and latency
-//! runs from each slot's intended send time, as wrk2 does (no coordinated omission). What a call
-//! is and what is counted is `worker`'s.
+//! The open loop (`open_loop`): connections take the slots of one fixed-rate schedule, a pacer
+//! wakes each when its slot is due, and latency runs from each slot's intended send time, as
+//! wrk2 does (no coordinated omission). What a call is and what is counted is `worker`'s.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
+use crate::driver::httpclient::CallTimer;
 use crate::driver::load::worker::{Client, Shared, WorkerStats};
 
 /// A request that starts later than its intended time by more than this is `late`.
 const LATE: Duration = Duration::from_millis(1);
-
-/// Waits until `t`: sleeps while it is far, then yields until it comes (the timer wheel is
-/// 1 ms coarse; sub-millisecond spacing needs the yield loop).
-async fn wait_until(t: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= t {
-            return;
-        }
-        if t - now > Duration::from_millis(2) {
-            tokio::time::sleep_until((t - Duration::from_millis(1)).into()).await;
-        } else {
-            tokio::task::yield_now().await;
-        }
-    }
-}
 
 /// When the open loop's slots are due: at a fixed rate, after a ramp over which the rate climbs
 /// linearly from 0 (a soak's; none elsewhere).
@@ -53,29 +42,120 @@ impl Schedule {
     }
 }
 
-/// Open loop: take the next slot of the global schedule, wait for its intended time, send,
-/// measure from the intended time.
-pub(super) async fn open_worker(
-    sh: Rc<Shared>,
-    mut client: Client,
-    next: Rc<Cell<u64>>,
+/// The open loop's clock: hands out the schedule's slots in order, and wakes each connection
+/// that took one when its slot is due. One task ([`Pacer::run`]) watches the time for all of
+/// them — sleeping on the timer while the next slot is far, yielding while it is near (the
+/// timer wheel is 1 ms coarse) — where each idle connection spinning on its own would take the
+/// driver's CPU from the connections that have answers to read.
+pub(super) struct Pacer {
     t0: Instant,
     schedule: Schedule,
-) -> WorkerStats {
+    next: Cell<u64>,
+    /// The connections waiting for their slot, in slot order (slots are taken in order, and a
+    /// connection starts waiting as soon as it takes one).
+    waiting: RefCell<VecDeque<(Instant, Waker)>>,
+    /// Wakes the pacer when a connection starts waiting on an empty queue, or leaves.
+    arrived: Notify,
+    /// The connections still taking slots.
+    live: Cell<usize>,
+}
+
+impl Pacer {
+    pub(super) fn new(t0: Instant, schedule: Schedule, connections: usize) -> Pacer {
+        Pacer {
+            t0,
+            schedule,
+            next: Cell::new(0),
+            waiting: RefCell::new(VecDeque::new()),
+            arrived: Notify::new(),
+            live: Cell::new(connections),
+        }
+    }
+
+    /// A connection takes no more slots.
+    fn leave(&self) {
+        self.live.set(self.live.get().saturating_sub(1));
+        self.arrived.notify_one();
+    }
+
+    /// The next slot and when it is due.
+    fn take(&self) -> (u64, Instant) {
+        let k = self.next.get();
+        self.next.set(k + 1);
+        (k, self.t0 + self.schedule.due(k))
+    }
+
+    /// Until `at`, when the pacer wakes the caller (at once if it has come).
+    fn until(&self, at: Instant) -> SlotWait<'_> {
+        SlotWait { pacer: self, at, queued: false }
+    }
+
+    /// Wakes every connection whose slot has come, until the last connection leaves.
+    pub(super) async fn run(self: Rc<Self>) {
+        while self.live.get() > 0 {
+            let now = Instant::now();
+            let front = {
+                let mut q = self.waiting.borrow_mut();
+                while q.front().is_some_and(|(at, _)| *at <= now) {
+                    let (_, waker) = q.pop_front().expect("a front");
+                    waker.wake();
+                }
+                q.front().map(|(at, _)| *at)
+            };
+            match front {
+                None => self.arrived.notified().await,
+                Some(at) if at > now + Duration::from_millis(2) => {
+                    tokio::time::sleep_until((at - Duration::from_millis(1)).into()).await
+                }
+                Some(_) => tokio::task::yield_now().await,
+            }
+        }
+    }
+}
+
+/// A connection waiting for its slot.
+pub(super) struct SlotWait<'a> {
+    pacer: &'a Pacer,
+    at: Instant,
+    queued: bool,
+}
+
+impl std::future::Future for SlotWait<'_> {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if Instant::now() >= self.at {
+            return std::task::Poll::Ready(());
+        }
+        if !self.queued {
+            let mut q = self.pacer.waiting.borrow_mut();
+            if q.is_empty() {
+                self.pacer.arrived.notify_one();
+            }
+            q.push_back((self.at, cx.waker().clone()));
+            drop(q);
+            self.queued = true;
+        }
+        std::task::Poll::Pending
+    }
+}
+
+/// Open loop: take the next slot of the global schedule, wait for its intended time, send,
+/// measure from the intended time.
+pub(super) async fn open_worker(sh: Rc<Shared>, mut client: Client, pacer: Rc<Pacer>) -> WorkerStats {
     let mut st = WorkerStats::new();
+    let mut timer = CallTimer::new();
     st.sessions = 1;
     loop {
         // Slots not taken by the end of the window are dropped, not sent late after it.
         if Instant::now() >= sh.end() {
             break;
         }
-        let k = next.get();
-        next.set(k + 1);
-        let intended = t0 + schedule.due(k);
+        let (k, intended) = pacer.take();
         if intended >= sh.end() {
             break;
         }
-        wait_until(intended).await;
+        pacer.until(intended).await;
         // A warm-up rule may have moved the window's end while this slot waited.
         if intended >= sh.end() {
             break;
@@ -88,7 +168,7 @@ pub(super) async fn open_worker(
                 st.late += 1;
             }
         }
-        let r = sh.call(&mut client, k, &mut st.counts).await;
+        let r = sh.call(&mut client, k, &mut timer, &mut st.counts).await;
         let done = Instant::now();
         sh.tick(done, done - intended, &r);
         if in_window {
@@ -106,6 +186,7 @@ pub(super) async fn open_worker(
             }
         }
     }
+    pacer.leave();
     if let Client::Mcp(m) = client {
         m.close(&mut st.counts).await;
     }

@@ -21,6 +21,7 @@ fn plan(rate: Option<u64>) -> LoadPlan {
             session: None,
             api_route: None,
             api_style: None,
+            host: None,
         },
         tool: "echo".into(),
         workers: 2,
@@ -34,6 +35,7 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         interval: Duration::from_secs(1),
         mix: Vec::new(),
         session_calls: 0,
+        ungated: None,
     }
 }
 

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::driver::httpclient::{CallError, Counts, ErrorKind, McpClient, RestClient};
+use crate::driver::httpclient::{
+    Answer, CallError, CallTimer, Counts, ErrorKind, KnownAnswer, McpClient, RestClient,
+};
 use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
 use crate::spec::Lifecycle;
@@ -27,12 +29,54 @@ pub(super) struct Prepared {
     pub(super) params_json: String,
     pub(super) rest: Bytes,
     pub(super) args: Value,
-    pub(super) expected: Value,
+    /// The tool's value a correct server answers; none: any answer that is not an error
+    /// (`benchlab measure --url` without a suite).
+    pub(super) expected: Option<Value>,
     /// The raw result text last verified correct: an identical answer needs no JSON tree.
     pub(super) verified: RefCell<Option<String>>,
+    /// The last body found correct, kept around its id: the same body with a later id needs no
+    /// parse at all.
+    pub(super) known: RefCell<Option<KnownAnswer>>,
 }
 
 impl Prepared {
+    pub(super) fn new(
+        tool: &str,
+        params_json: String,
+        rest: Bytes,
+        args: Value,
+        expected: Option<Value>,
+    ) -> Prepared {
+        Prepared {
+            tool: tool.to_string(),
+            params_json,
+            rest,
+            args,
+            expected,
+            verified: RefCell::new(None),
+            known: RefCell::new(None),
+        }
+    }
+
+    /// Checks a tools/call answer: a body that is a known correct one with this request's id,
+    /// or else the response parsed out of it and checked in full (and then kept as known).
+    pub(super) fn check_answer(&self, answer: Answer<'_>) -> Result<(), CallError> {
+        if let Answer::Body { body, sse, id } = answer {
+            if self.known.borrow().as_ref().is_some_and(|k| k.matches(body, sse, id)) {
+                return Ok(());
+            }
+        }
+        let raw = answer.outcome()?.map_err(|e| CallError {
+            kind: ErrorKind::ToolError,
+            detail: format!("{} {}: JSON-RPC error {} {}", self.tool, self.args, e.code, e.message),
+        })?;
+        self.check(&self.tool, &raw, true)?;
+        if let Answer::Body { body, sse, id } = answer {
+            *self.known.borrow_mut() = KnownAnswer::learn(body, sse, id);
+        }
+        Ok(())
+    }
+
     /// Checks a raw answer: an MCP tools/call result (`mcp`) or a REST value.
     pub(super) fn check(&self, tool: &str, raw: &str, mcp_result: bool) -> Result<(), CallError> {
         if self.verified.borrow().as_deref() == Some(raw) {
@@ -42,6 +86,15 @@ impl Prepared {
             kind: ErrorKind::ProtocolError,
             detail: format!("{tool}: not JSON: {e}"),
         })?;
+        let Some(expected) = &self.expected else {
+            if mcp_result && v.get("isError").and_then(Value::as_bool) == Some(true) {
+                return Err(CallError {
+                    kind: ErrorKind::ToolError,
+                    detail: format!("{tool} {}: the tool reported an error: {v}", self.args),
+                });
+            }
+            return Ok(());
+        };
         let value = if mcp_result {
             mcp::tool_value(&v).map_err(|e| CallError {
                 kind: ErrorKind::ToolError,
@@ -50,13 +103,13 @@ impl Prepared {
         } else {
             v
         };
-        if mcp::values_match(&self.expected, &value) {
+        if mcp::values_match(expected, &value) {
             *self.verified.borrow_mut() = Some(raw.to_string());
             Ok(())
         } else {
             Err(CallError {
                 kind: ErrorKind::WrongResult,
-                detail: format!("{tool} {}: expected {}, got {value}", self.args, self.expected),
+                detail: format!("{tool} {}: expected {expected}, got {value}", self.args),
             })
         }
     }
@@ -140,25 +193,19 @@ impl Shared {
         &self.prepared[(i % self.prepared.len() as u64) as usize]
     }
 
+    /// The i-th call on `client`, bounded by the worker's `timer`, its answer checked.
     pub(super) async fn call(
         &self,
         client: &mut Client,
         i: u64,
+        timer: &mut CallTimer,
         counts: &mut Counts,
     ) -> Result<(), CallError> {
         let p = self.slot(i);
         match client {
-            Client::Mcp(c) => {
-                let out = c.request("tools/call", &p.params_json, self.call_limit, counts).await?;
-                let raw = out.map_err(|e| CallError {
-                    kind: ErrorKind::ToolError,
-                    detail: format!("{} {}: JSON-RPC error {} {}", p.tool, p.args, e.code, e.message),
-                })?;
-                p.check(&p.tool, &raw, true)
-            }
+            Client::Mcp(c) => p.check_answer(c.call(&p.params_json, self.call_limit, timer, counts).await?),
             Client::Rest(c) => {
-                let raw = crate::driver::httpclient::timed(self.call_limit, c.call(&p.tool, &p.rest, counts))
-                    .await?;
+                let raw = timer.bound(self.call_limit, c.call(&p.tool, &p.rest, counts)).await?;
                 p.check(&p.tool, &raw, false)
             }
         }
