@@ -5,14 +5,39 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::exit::{Exit, OK};
-use crate::measure::{MeasureArgs, MeasureErrorKind, MeasureEvent, MeasureResult};
-use crate::spec::TreeMemory;
+use crate::measure::url::UrlResult;
+use crate::measure::{MeasureArgs, MeasureError, MeasureErrorKind, MeasureEvent, MeasureResult};
+use crate::spec::{LoadMode, TreeMemory};
 
 /// Runs `benchlab measure`.
 pub(super) fn run(args: MeasureArgs) -> Result<i32, Exit> {
+    if let Some(url) = args.url.clone() {
+        let r = with_progress(|on_event| crate::measure::url::measure_url(&args, &url, on_event))?;
+        let text = match args.json {
+            true => format!("{}\n", serde_json::to_string_pretty(&r).expect("results serialise")),
+            false => render_url(&r),
+        };
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+        return Ok(OK);
+    }
+    let result = with_progress(|on_event| crate::measure::measure(&args, on_event))?;
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&result).expect("results serialise"))
+    } else {
+        render(&result)
+    };
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    Ok(OK)
+}
+
+/// Runs a measurement with its notices on stderr and a progress bar.
+fn with_progress<T>(
+    f: impl FnOnce(&mut (dyn FnMut(MeasureEvent) + Send)) -> Result<T, MeasureError>,
+) -> Result<T, Exit> {
     // The bar is made when the first workload starts, after any notice.
     let mut bar: Option<ProgressBar> = None;
-    let result = crate::measure::measure(&args, &mut |e| match e {
+    let result = f(&mut |e| match e {
         MeasureEvent::Notice(text) => eprintln!("{text}"),
         MeasureEvent::Workload(what) => bar.get_or_insert_with(new_bar).set_prefix(what),
         MeasureEvent::Progress { phase, done, total } => {
@@ -38,14 +63,7 @@ pub(super) fn run(args: MeasureArgs) -> Result<i32, Exit> {
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&result).expect("results serialise"))
-    } else {
-        render(&result)
-    };
-    // A closed pipe (`| head`) is the reader's choice, not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
-    Ok(OK)
+    Ok(result)
 }
 
 fn new_bar() -> ProgressBar {
@@ -150,5 +168,89 @@ pub fn render(r: &MeasureResult) -> String {
             None => "off (no --suite): any tool list and any non-error answer counted".into(),
         }
     ));
+    out
+}
+
+/// The human-readable result of `--url`: the load table, then what was measured and from where.
+pub fn render_url(r: &UrlResult) -> String {
+    let m = &r.load;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["measure", "result", "range / detail"]);
+    let window = m.window_ms / 1000.0;
+    let (load, detail) = match m.mode {
+        LoadMode::Open => (
+            format!("open loop, {} connections", m.connections),
+            format!("target {:.0}/s over {window:.1} s", m.target_rps.unwrap_or(0.0)),
+        ),
+        LoadMode::Closed => (
+            format!("closed loop, {} virtual users", m.workers),
+            format!("{window:.1} s after {} ms warm-up", m.warmup_ms),
+        ),
+    };
+    t.add_row(vec![
+        Cell::new(load),
+        Cell::new(format!("{:.0} calls/s", m.throughput_rps)),
+        Cell::new(detail),
+    ]);
+    if let Some(l) = &m.latency {
+        let s = &l.summary;
+        let from = if m.mode == LoadMode::Open { " (from intended send)" } else { "" };
+        t.add_row(vec![
+            Cell::new(format!("latency{from}")),
+            Cell::new(format!("p50 {}, p90 {}, p99 {}", ms(s.p50_ms), ms(s.p90_ms), ms(s.p99_ms))),
+            Cell::new(format!("{} .. {}, mean {}", ms(s.min_ms), ms(s.max_ms), ms(s.mean_ms))),
+        ]);
+    }
+    if m.mode == LoadMode::Open {
+        let taken = m.ok + m.failed;
+        let late = m.late.unwrap_or(0);
+        let pct = if taken > 0 { 100.0 * late as f64 / taken as f64 } else { 0.0 };
+        t.add_row(vec![
+            Cell::new("schedule"),
+            Cell::new(format!("late {late} ({pct:.3} %), dropped {}", m.dropped.unwrap_or(0))),
+            Cell::new("late: sent > 1 ms after its intended time"),
+        ]);
+    }
+    let errors = if m.errors.is_empty() {
+        "none".to_string()
+    } else {
+        m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    };
+    t.add_row(vec![
+        Cell::new("answers"),
+        Cell::new(format!("{} correct, errors: {errors}", m.ok)),
+        Cell::new(format!("{} sessions, {} reconnects", m.sessions, m.reconnects)),
+    ]);
+    if let Some(c) = m.driver_cpu_cores {
+        t.add_row(vec![
+            Cell::new("client CPU"),
+            Cell::new(format!("{c:.2} of a core")),
+            Cell::new("near 1.0: the client may be the limit"),
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    for e in &m.error_examples {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    let server = r
+        .server_info
+        .as_ref()
+        .map(|s| {
+            let field = |k: &str| s.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            format!("{} {}", field("name"), field("version")).trim().to_string()
+        })
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("{s}, "))
+        .unwrap_or_default();
+    out.push_str(&format!("server: {} ({}) — {server}protocol {}\n", r.url, r.transport, r.protocol_version));
+    out.push_str(&format!("placement: client on CPU {}; the server's is yours\n", r.driver_cpus));
+    out.push_str(&match &r.suite {
+        Some(s) => format!("gate: the {s} suite's correctness gate passed; every answer checked against its expected value\n"),
+        None => format!(
+            "gate: off (no --suite): {} with {} called, any answer that is not an error counted\n",
+            r.tool,
+            r.args.as_ref().map(|a| a.to_string()).unwrap_or_default()
+        ),
+    });
     out
 }

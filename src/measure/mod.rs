@@ -1,7 +1,10 @@
 //! `benchlab measure`'s measuring: one local stdio MCP server command measured the way hyperfine
 //! measures a command — cold starts, tools/list, serial calls — on pinned CPUs, in a lab cgroup
-//! when it can, through the native engine, into a `MeasureResult`. It builds no images, writes no
-//! records and prints nothing: notices and progress are events, the table is `cli::measure`'s.
+//! when it can, through the native engine, into a `MeasureResult`; or, with `--url`, a load on a
+//! running HTTP server (`url`). It builds no images, writes no records and prints nothing:
+//! notices and progress are events, the table is `cli::measure`'s.
+
+pub mod url;
 
 use std::path::PathBuf;
 
@@ -22,6 +25,13 @@ Examples:
   benchlab measure --tool echo --args '{\"message\": \"hi\"}' --runs 20 --calls 5000 -- node dist/index.js
   benchlab measure --suite weekly --json -- uv run weekly.py
       The weekly suite's correctness gate first (its tools, its fixed inputs), then its calls.
+  benchlab measure --url http://127.0.0.1:8000/mcp --workers 50 --duration 10
+      A running server over streamable HTTP: 50 virtual users calling back to back for 10 s
+      (after 2 s of warm-up), from this process pinned to --driver-cpus (default: the first
+      allowed CPU; pin the server elsewhere yourself, e.g. taskset -c 1).
+  benchlab measure --url http://127.0.0.1:8000/mcp --rate 20000 --suite weekly --json
+      An open loop at 20,000 calls/s over 100 connections; latency from each call's intended
+      send time (no coordinated omission), with the late and dropped calls.
 
 The command runs in this folder with this environment. As root, the server (and the lab's shim,
 which stands in for a client's parent process) runs in its own cgroup on --server-cpus with the
@@ -76,8 +86,28 @@ pub struct MeasureArgs {
     /// Print the result as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// Drive a server that is already running, over HTTP: http://ADDRESS:PORT/PATH (an IP
+    /// address or localhost; plain HTTP/1.1). Instead of a command.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["runs", "calls", "warmup", "server_cpus", "shared", "memory", "no_cgroup"])]
+    pub url: Option<String>,
+    /// With --url: streamable-http (default) or sse (the legacy HTTP+SSE transport).
+    #[arg(long, value_name = "TRANSPORT")]
+    pub transport: Option<String>,
+    /// With --url: virtual users, each on its own connection calling back to back (default
+    /// 10); with --rate, the connections the calls are spread over (default 100).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// With --url: an open loop at this many calls per second instead of a closed loop.
+    #[arg(long, value_name = "CALLS_PER_S")]
+    pub rate: Option<u64>,
+    /// With --url: the measured window in seconds (default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// With --url: the warm-up before the window in seconds, its calls not counted (default 2).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup_secs: Option<f64>,
+    /// The server command and its arguments, after `--` (not with --url).
+    #[arg(last = true, required_unless_present = "url", conflicts_with = "url", value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -226,23 +256,21 @@ fn suite_and_tool(args: &MeasureArgs) -> Result<(String, String, Option<serde_js
             }
             Ok((name.clone(), tool, None))
         }
-        None => {
-            let call_args = match &args.args {
-                None => serde_json::json!({}),
-                Some(json) => {
-                    let v: serde_json::Value = serde_json::from_str(json)
-                        .map_err(|e| MeasureError::input(format!("--args is not JSON: {e}")))?;
-                    if !v.is_object() {
-                        return Err(MeasureError::input(
-                            "--args must be a JSON object, e.g. '{\"message\": \"hi\"}'",
-                        ));
-                    }
-                    v
-                }
-            };
-            Ok(("none".into(), args.tool.clone().unwrap_or_default(), Some(call_args)))
-        }
+        None => Ok(("none".into(), args.tool.clone().unwrap_or_default(), Some(call_args(args)?))),
     }
+}
+
+/// The arguments of an ungated call: --args, a JSON object, or `{}`.
+fn call_args(args: &MeasureArgs) -> Result<serde_json::Value, MeasureError> {
+    let Some(json) = &args.args else {
+        return Ok(serde_json::json!({}));
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| MeasureError::input(format!("--args is not JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(MeasureError::input("--args must be a JSON object, e.g. '{\"message\": \"hi\"}'"));
+    }
+    Ok(v)
 }
 
 /// Measures the command of `args` (cold starts, then serial calls, as `args` asks), reporting
@@ -251,6 +279,16 @@ pub fn measure(
     args: &MeasureArgs,
     on_event: &mut (dyn FnMut(MeasureEvent) + Send),
 ) -> Result<MeasureResult, MeasureError> {
+    if args.transport.is_some()
+        || args.workers.is_some()
+        || args.rate.is_some()
+        || args.duration.is_some()
+        || args.warmup_secs.is_some()
+    {
+        return Err(MeasureError::input(
+            "--transport, --workers, --rate, --duration and --warmup-secs go with --url (a running HTTP server); a command is measured with --runs, --calls and --warmup",
+        ));
+    }
     let allowed = crate::placement::available_cpus();
     let (server_cpus, driver_cpus) = choose_cpus(args, &allowed)?;
     let (suite, tool, ungated) = suite_and_tool(args)?;

@@ -1,0 +1,136 @@
+//! `benchlab measure --url` against the real null server over streamable HTTP on the loopback: a
+//! closed and an open loop with every answer checked, a server that turns wrong mid-load (each
+//! wrong answer counted, though it differs from a right one in a single byte), the ungated mode
+//! (any answer that is not an error), and bad input refused with exit 2.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
+
+/// The null server on a free port, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server(fault: Option<&str>) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["null-server", "--http", &port.to_string()]);
+    if let Some(f) = fault {
+        cmd.args(["--fault", f]);
+    }
+    let s = Server { child: cmd.spawn().unwrap(), url: format!("http://127.0.0.1:{port}/mcp") };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the null server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s
+}
+
+fn measure(url: &str, args: &[&str]) -> (i32, Value, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["measure", "--url", url, "--duration", "1", "--json"]).args(args);
+    if !args.contains(&"--warmup-secs") {
+        cmd.args(["--warmup-secs", "0.2"]);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+#[test]
+fn closed_and_open_loops_check_every_answer() {
+    let s = server(None);
+    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--workers", "4"]);
+    assert_eq!(code, 0, "{err}");
+    let load = &v["load"];
+    assert_eq!((load["mode"].as_str(), load["workers"].as_u64()), (Some("closed"), Some(4)), "{v}");
+    assert!(load["ok"].as_u64().unwrap() > 100, "{load}");
+    assert_eq!(load["failed"], 0, "{load}");
+    assert_eq!(v["tool"], "add_numbers");
+    assert!(v["protocol_version"].as_str().is_some_and(|p| !p.is_empty()));
+    assert_eq!(v["server_info"]["name"], "benchlab-null");
+
+    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--rate", "2000", "--workers", "8"]);
+    assert_eq!(code, 0, "{err}");
+    let load = &v["load"];
+    assert_eq!(load["mode"], "open");
+    assert_eq!(load["target_rps"], 2000.0);
+    // 2,000 slots in the 1 s window: each taken or counted as dropped, and the taken ones answered.
+    let ok = load["ok"].as_u64().unwrap();
+    assert_eq!(ok + load["dropped"].as_u64().unwrap(), 2000, "{load}");
+    assert!(ok > 1500, "{load}");
+    assert_eq!(load["failed"], 0, "{load}");
+}
+
+#[test]
+fn a_server_that_turns_wrong_mid_load_has_every_wrong_answer_counted() {
+    // Right for the first 400 calls (the gate's included), then every answer is the right one
+    // with one digit changed: same length, same bytes but one.
+    let s = server(Some("wrong@400"));
+    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--workers", "2", "--warmup-secs", "0"]);
+    assert_eq!(code, 0, "{err}");
+    let load = &v["load"];
+    let ok = load["ok"].as_u64().unwrap();
+    let wrong = load["errors"]["wrong_result"].as_u64().unwrap_or(0);
+    assert!(ok > 0 && ok < 400, "{load}");
+    assert!(wrong > 100, "{load}");
+    assert_eq!(load["failed"].as_u64(), Some(wrong), "only wrong results: {load}");
+    let example = load["error_examples"][0].as_str().unwrap_or("");
+    assert!(example.contains("expected"), "{example}");
+}
+
+#[test]
+fn without_a_suite_any_answer_that_is_not_an_error_counts() {
+    let s = server(None);
+    let (code, v, err) =
+        measure(&s.url, &["--tool", "echo", "--args", r#"{"message":"hi"}"#, "--workers", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["suite"], Value::Null);
+    assert_eq!(v["tool"], "echo");
+    assert!(v["load"]["ok"].as_u64().unwrap() > 100);
+    // add_numbers (the first tool listed) without its arguments: every call is a tool error,
+    // and the message says how to give them.
+    let (code, _, err) = measure(&s.url, &["--workers", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("tool_error") && err.contains("--args"), "{err}");
+}
+
+#[test]
+fn bad_urls_and_options_are_refused_with_exit_2() {
+    for (args, says) in [
+        (vec!["--url", "https://127.0.0.1:1/mcp"], "https"),
+        (vec!["--url", "http://example.org/mcp"], "IP address"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--transport", "ws"], "--transport"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--rate", "0"], "--rate"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--suite", "nope"], "unknown suite"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--runs", "3"], "cannot be used"),
+        (vec!["--rate", "10", "--", "python3"], "--url"),
+    ] {
+        let out = Command::new(BIN).arg("measure").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Nothing listens there: an error that names the address, not a panic.
+    let out = Command::new(BIN)
+        .args(["measure", "--url", "http://127.0.0.1:1/mcp", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+}
