@@ -19,7 +19,7 @@ pub struct NullServerArgs {
     /// A fault on purpose, for the lab's own tests (default: $BENCHLAB_NULL_FAULT):
     /// `leak:<bytes>` leaks that many bytes of resident memory (whole pages) at every tools/call;
     /// over HTTP, `refuse`, `reset`, `status:<code>`, `sse_stall`, `bad_sse`, `bad_json`,
-    /// `drop_session` or `exit`, each striking after `@<calls>` tools/call (e.g. `reset@200`);
+    /// `drop_session`, `wrong` or `exit`, each striking after `@<calls>` tools/call (e.g. `reset@200`);
     /// `shop_wrong` (suite shop): get_cart and checkout answer total_cents one cent too high.
     #[arg(long)]
     fault: Option<String>,

@@ -12,8 +12,9 @@
 //! reset), `status:<code>` (503, 429, ... instead of the answer), `sse_stall` (an event stream that
 //! never sends the answer), `bad_sse` and `bad_json` (an answer that is not JSON-RPC, in an event
 //! stream or a JSON body), `drop_session` (404 on every session's tools/call, as a server that
-//! forgets sessions does) and `exit` (the process exits). The floor path reads one atomic when no
-//! fault is set.
+//! forgets sessions does), `wrong` (the answer with the last digit of its result changed: the same
+//! bytes but one, a wrong value a client that does not check every answer misses) and `exit` (the
+//! process exits). The floor path reads one atomic when no fault is set.
 //!
 //! `shop_wrong` (the `shop` suite, any transport): get_cart and checkout answer a total_cents one
 //! cent too high from the first call, so the lab's gate must fail the server.
@@ -51,10 +52,11 @@ pub enum HttpFault {
     BadSse,
     BadJson,
     DropSession,
+    Wrong,
     Exit,
 }
 
-const KNOWN: &str = "leak:<bytes>, shop_wrong, refuse, reset, status:<code>, sse_stall, bad_sse, bad_json, drop_session, exit (the HTTP ones take @<calls> to let that many tools/call through first)";
+const KNOWN: &str = "leak:<bytes>, shop_wrong, refuse, reset, status:<code>, sse_stall, bad_sse, bad_json, drop_session, wrong, exit (the HTTP ones take @<calls> to let that many tools/call through first)";
 
 impl Fault {
     /// Parses `<kind>[:<arg>][@<calls>]`; the error says what is accepted.
@@ -96,6 +98,7 @@ impl Fault {
             "bad_sse" => no_arg(HttpFault::BadSse)?,
             "bad_json" => no_arg(HttpFault::BadJson)?,
             "drop_session" => no_arg(HttpFault::DropSession)?,
+            "wrong" => no_arg(HttpFault::Wrong)?,
             "exit" => no_arg(HttpFault::Exit)?,
             "status" => {
                 let code = arg.and_then(|a| a.parse::<u16>().ok()).filter(|c| (400..600).contains(c));
@@ -147,6 +150,15 @@ pub fn struck(is_call: bool) -> bool {
         eprintln!("benchlab null server: fault {fault:?} strikes at tools/call {n}");
     }
     n > *after
+}
+
+/// `wrong`'s answer: the last digit of the result changed (9 becomes 0, any other one more), so
+/// the answer keeps its length and all its bytes but one.
+pub fn wrong_value(line: &mut [u8]) {
+    let from = line.windows(8).position(|w| w == b"\"result\"").unwrap_or(0);
+    if let Some(d) = line[from..].iter_mut().rev().find(|b| b.is_ascii_digit()) {
+        *d = if *d == b'9' { b'0' } else { *d + 1 };
+    }
 }
 
 /// The page size the leak rounds to.
@@ -267,6 +279,10 @@ mod tests {
         assert_eq!(Fault::parse("refuse"), http(HttpFault::Refuse, 0));
         assert_eq!(Fault::parse("status:429@7"), http(HttpFault::Status(429), 7));
         assert_eq!(Fault::parse("drop_session@1"), http(HttpFault::DropSession, 1));
+        assert_eq!(Fault::parse("wrong@5"), http(HttpFault::Wrong, 5));
+        let mut line = br#"{"jsonrpc":"2.0","id":17,"result":{"structuredContent":{"result":49}}}"#.to_vec();
+        wrong_value(&mut line);
+        assert_eq!(line, br#"{"jsonrpc":"2.0","id":17,"result":{"structuredContent":{"result":40}}}"#);
         assert!(Fault::parse("status:200").unwrap_err().contains("status:503"));
         assert!(Fault::parse("reset:1").unwrap_err().contains("no argument"));
         assert!(Fault::parse("exit@soon").unwrap_err().contains("reset@100"));

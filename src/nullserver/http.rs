@@ -157,9 +157,13 @@ async fn http_answer(
         }
     }
     let mut r = match answer(&mut state.tools.borrow_mut(), &body) {
-        Some(mut line) => {
+        Some(line) => {
+            let mut line = line.into_bytes();
             line.pop(); // the stdio newline
-            reply(StatusCode::OK, line.into_bytes(), new_session)
+            if is_call && struck == Some(HttpFault::Wrong) {
+                fault::wrong_value(&mut line);
+            }
+            reply(StatusCode::OK, line, new_session)
         }
         None => reply(StatusCode::ACCEPTED, Vec::new(), None),
     };
@@ -196,7 +200,7 @@ fn faulty_answer(f: HttpFault, fd: RawFd) -> Option<Response<Body>> {
     };
     const SSE: &str = "text/event-stream";
     match f {
-        HttpFault::Refuse | HttpFault::DropSession => None,
+        HttpFault::Refuse | HttpFault::DropSession | HttpFault::Wrong => None,
         HttpFault::Exit => {
             eprintln!("benchlab null server: fault exit: exiting mid-load");
             std::process::exit(3)
