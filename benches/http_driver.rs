@@ -1,23 +1,28 @@
-//! The instrument's own speed: benchlab's HTTP driver against wrk on the same endpoint and the
-//! same placement (driver or wrk pinned to CPU 0, the built-in null server pinned to CPU 1), at
-//! 10 and 100 connections, then the open loop at 100,000 requests/s. The driver must reach at
-//! least wrk's throughput, so that it is never the bottleneck of a measurement.
+//! The instrument's own speed, against peers measured in the same run on the same placement:
+//! the lab's HTTP driver (`benchlab measure --url`, every answer checked) against wrk (Debian's
+//! package) and oha (the Rust crate) on the built-in null server's streamable-HTTP endpoint —
+//! server pinned to CPU 1, client to CPU 0, the same connections, the three tools taking turns in
+//! each round — then the open loop at 50,000 and 100,000 calls/s, then the stdio driver (`benchlab
+//! measure -- benchlab null-server`) against a raw pipe ping-pong of the same lines between the
+//! same CPUs. Prints every round and each ratio's median with its spread. Speed targets live here,
+//! not in the tests: the machine is shared and noisy, and a ratio against a peer measured in the
+//! same minute is what holds.
 //!
-//! Run: `cargo bench --bench http_driver` (needs `wrk`, Debian's package, and two CPUs).
-//! BENCH_SECONDS sets each measurement's length (default 10).
+//! Run: `bash scripts/bench.sh` (installs wrk and oha), or `cargo bench --bench http_driver`.
+//! BENCH_SECONDS sets each load's length (default 10), BENCH_ROUNDS the rounds (default 3).
 
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchlab::driver::load::{drive, LoadPlan};
-use benchlab::mcp::suite::Suite;
-use benchlab::mcp::transport::{ApiStyle, HttpTarget, ReplyMode, SessionMode, Transport};
-use benchlab::spec::{Lifecycle, Warmup, Workload};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
+use serde_json::Value;
 
-const SERVE_ENV: &str = "BENCHLAB_BENCH_SERVE_PORT";
+const LAB: &str = env!("CARGO_BIN_EXE_benchlab");
+const PEER_ENV: &str = "BENCHLAB_BENCH_PIPE_PEER";
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add_numbers","arguments":{"a":17,"b":25}}}"#;
+const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"42"}],"structuredContent":{"result":42},"isError":false}}"#;
 
 fn pin(cpu: usize) {
     let mut set = CpuSet::new();
@@ -25,11 +30,202 @@ fn pin(cpu: usize) {
     sched_setaffinity(Pid::from_raw(0), &set).expect("sched_setaffinity");
 }
 
+/// The raw peer of the pipe ping-pong: answers every line with one canned line.
+fn pipe_peer() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let mut line = String::new();
+    let mut input = stdin.lock();
+    while input.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+        line.clear();
+        out.write_all(ANSWER.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| out.flush())
+            .expect("write");
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn spread(v: &[f64]) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.2} (rounds {lo:.2}–{hi:.2})", median(v))
+}
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A tool's figures for one load.
+struct Figures {
+    rps: f64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    cpu: Option<f64>,
+}
+
+fn lab_http(url: &str, args: &[String]) -> (Figures, Value) {
+    let mut cmd = Command::new(LAB);
+    cmd.args([
+        "measure",
+        "--url",
+        url,
+        "--suite",
+        "weekly",
+        "--driver-cpus",
+        "0",
+        "--warmup-secs",
+        "1",
+        "--json",
+    ]);
+    cmd.args(args);
+    let v: Value = serde_json::from_str(&run(&mut cmd, "benchlab measure --url")).expect("measure's JSON");
+    let load = &v["load"];
+    assert_eq!(load["failed"], 0, "the lab's driver saw errors: {}", load["error_examples"]);
+    let f = Figures {
+        rps: load["throughput_rps"].as_f64().expect("throughput"),
+        p50_ms: load["latency"]["summary"]["p50_ms"].as_f64(),
+        p99_ms: load["latency"]["summary"]["p99_ms"].as_f64(),
+        cpu: load["driver_cpu_cores"].as_f64(),
+    };
+    (f, v)
+}
+
+fn wrk(url: &str, conns: u32, secs: u64, script: &std::path::Path) -> Figures {
+    let text = run(
+        Command::new("taskset")
+            .args(["-c", "0", "wrk", "-t1", &format!("-c{conns}"), &format!("-d{secs}s"), "--latency", "-s"])
+            .arg(script)
+            .arg(url),
+        "wrk (apt-get install wrk)",
+    );
+    assert!(!text.contains("Non-2xx"), "wrk saw other answers than 200:\n{text}");
+    let rps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"));
+    let pct = |p: &str| {
+        text.lines().find_map(|l| l.trim().strip_prefix(p)).and_then(|v| {
+            let v = v.trim();
+            let (num, unit) = v.split_at(v.find(|c: char| c.is_alphabetic()).unwrap_or(v.len()));
+            let n: f64 = num.parse().ok()?;
+            Some(match unit {
+                "us" => n / 1e3,
+                "ms" => n,
+                "s" => n * 1e3,
+                _ => return None,
+            })
+        })
+    };
+    Figures { rps, p50_ms: pct("50%"), p99_ms: pct("99%"), cpu: None }
+}
+
+fn oha(url: &str, conns: u32, secs: u64) -> Figures {
+    let text = run(
+        Command::new("taskset").args(["-c", "0", "oha"]).args([
+            "-z",
+            &format!("{secs}s"),
+            "-c",
+            &conns.to_string(),
+            "--no-tui",
+            "--output-format",
+            "json",
+            "-m",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-H",
+            "Accept: application/json, text/event-stream",
+            "-d",
+            BODY,
+            url,
+        ]),
+        "oha (cargo install oha)",
+    );
+    let v: Value = serde_json::from_str(&text).expect("oha's JSON");
+    let codes = v["statusCodeDistribution"].as_object().cloned().unwrap_or_default();
+    assert!(codes.keys().all(|k| k == "200"), "oha saw other answers than 200: {codes:?}");
+    let ms = |p: &str| v["latencyPercentiles"][p].as_f64().map(|s| s * 1e3);
+    Figures {
+        rps: v["summary"]["requestsPerSec"].as_f64().expect("requestsPerSec"),
+        p50_ms: ms("p50"),
+        p99_ms: ms("p99"),
+        cpu: None,
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+/// Round trips of one request line and one answer line over pipes, the peer on `peer_cpu` and
+/// this thread on `cpu`; the median in µs.
+fn raw_pipe(cpu: usize, peer_cpu: usize, n: usize) -> f64 {
+    pin(cpu);
+    let mut child = Command::new("taskset")
+        .args(["-c", &peer_cpu.to_string()])
+        .arg(std::env::current_exe().expect("own path"))
+        .env(PEER_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the pipe peer");
+    let mut to = child.stdin.take().expect("stdin");
+    let mut from = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let mut samples = Vec::with_capacity(n);
+    let request = format!("{BODY}\n");
+    for i in 0..(n + n / 10) {
+        let t0 = Instant::now();
+        to.write_all(request.as_bytes()).expect("write");
+        to.flush().expect("flush");
+        line.clear();
+        from.read_line(&mut line).expect("read");
+        if i >= n / 10 {
+            samples.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    drop(to);
+    let _ = child.wait();
+    median(&samples)
+}
+
+fn lab_stdio(server_cpu: usize, driver_cpu: usize, n: u32) -> f64 {
+    let mut cmd = Command::new(LAB);
+    cmd.args(["measure", "--no-cgroup", "--runs", "0", "--suite", "weekly", "--json"])
+        .args(["--calls", &n.to_string(), "--warmup", &(n / 10).to_string()])
+        .args(["--server-cpus", &server_cpu.to_string(), "--driver-cpus", &driver_cpu.to_string()]);
+    if server_cpu == driver_cpu {
+        cmd.arg("--shared");
+    }
+    cmd.args(["--", LAB, "null-server"]);
+    let v: Value =
+        serde_json::from_str(&run(&mut cmd, "benchlab measure -- benchlab null-server")).expect("JSON");
+    v["calls"]["p50_ms"].as_f64().expect("calls p50") * 1e3
+}
+
 fn main() {
-    if let Ok(port) = std::env::var(SERVE_ENV) {
-        pin(1);
-        benchlab::nullserver::serve_http(Suite::Weekly, port.parse().expect("port"), false).expect("serve");
-        return;
+    if std::env::var_os(PEER_ENV).is_some() {
+        return pipe_peer();
     }
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary without it, and a
     // speed measurement has no place in the test suite (the machine is shared and noisy).
@@ -38,11 +234,12 @@ fn main() {
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert!(cpus >= 2, "this benchmark needs two CPUs (driver on 0, server on 1); this host has {cpus}");
+    assert!(cpus >= 2, "this benchmark needs two CPUs (client on 0, server on 1); this host has {cpus}");
     let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
-    // A free port, and a server that goes away with us even if a measurement panics.
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     let port =
         std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    // A server that goes away with us even if a measurement panics.
     struct Server(std::process::Child);
     impl Drop for Server {
         fn drop(&mut self) {
@@ -51,8 +248,8 @@ fn main() {
         }
     }
     let _server = Server(
-        Command::new(std::env::current_exe().expect("own path"))
-            .env(SERVE_ENV, port.to_string())
+        Command::new("taskset")
+            .args(["-c", "1", LAB, "null-server", "--http", &port.to_string()])
             .spawn()
             .expect("spawn the null server"),
     );
@@ -61,8 +258,8 @@ fn main() {
         assert!(Instant::now() < deadline, "the null server did not listen");
         std::thread::sleep(Duration::from_millis(20));
     }
-    pin(0);
-    let script = std::env::temp_dir().join("benchlab-wrk-post.lua");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let script = std::env::temp_dir().join(format!("benchlab-wrk-post-{}.lua", std::process::id()));
     std::fs::write(
         &script,
         format!(
@@ -70,84 +267,101 @@ fn main() {
         ),
     )
     .expect("write the wrk script");
-    let target = HttpTarget {
-        transport: Transport::StreamableHttp,
-        port,
-        path: "/mcp".into(),
-        reply: Some(ReplyMode::Json),
-        session: Some(SessionMode::Stateless),
-        api_route: Some("/api/{tool}".into()),
-        api_style: Some(ApiStyle::Plain),
-    };
-    let ms = |s: u64| s * 1000;
-    println!("benchlab HTTP driver vs wrk: null server (streamable HTTP, JSON, stateless) pinned to CPU 1, client pinned to CPU 0, {secs} s each");
     println!(
-        "{:<34} {:>14} {:>14} {:>8} {:>10} {:>10}",
-        "load", "benchlab req/s", "wrk req/s", "ratio", "p50 ms", "p99 ms"
+        "null server (streamable HTTP, JSON replies, stateless) on CPU 1; each client on CPU 0; {secs} s per load, {rounds} rounds, the tools taking turns"
     );
+    println!("{:<44} {:>10} {:>9} {:>9} {:>10}", "load", "calls/s", "p50 ms", "p99 ms", "client CPU");
+    let mut summary = Vec::new();
     for conns in [10u32, 100] {
-        let w = Workload::Concurrency {
-            tool: "add_numbers".into(),
-            workers: conns,
-            warmup_ms: Warmup::Fixed(2000),
-            duration_ms: ms(secs),
-            lifecycle: Lifecycle::Session,
-            idle_after_ms: 0,
-            mix: Vec::new(),
-            session_calls: 0,
-        };
-        let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
-        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _, _| {}).expect("drive");
-        assert_eq!(m.failed, 0, "the driver saw errors: {:?}", m.error_examples);
-        let out = Command::new("taskset")
-            .args(["-c", "0", "wrk", "-t1", &format!("-c{conns}"), &format!("-d{secs}s"), "-s"])
-            .arg(&script)
-            .arg(format!("http://127.0.0.1:{port}/mcp"))
-            .output()
-            .expect("run wrk (apt-get install wrk)");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let wrk_rps: f64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("Requests/sec:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"));
-        let s = m.latency.as_ref().map(|l| l.summary.clone()).expect("latencies");
-        println!(
-            "{:<34} {:>14.0} {:>14.0} {:>8.2} {:>10.3} {:>10.3}",
-            format!("closed loop, {conns} connections"),
-            m.throughput_rps,
-            wrk_rps,
-            m.throughput_rps / wrk_rps,
-            s.p50_ms,
-            s.p99_ms
-        );
+        let (mut vs_wrk, mut vs_oha) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (mut lab, mut w, mut o) = (None, None, None);
+            for k in 0..3 {
+                match (round + k) % 3 {
+                    0 => {
+                        let args = [
+                            "--workers".to_string(),
+                            conns.to_string(),
+                            "--duration".into(),
+                            secs.to_string(),
+                        ];
+                        lab = Some(lab_http(&url, &args).0)
+                    }
+                    1 => w = Some(wrk(&url, conns, secs, &script)),
+                    _ => o = Some(oha(&url, conns, secs)),
+                }
+            }
+            let (lab, w, o) = (lab.expect("ran"), w.expect("ran"), o.expect("ran"));
+            for (name, f) in [("benchlab (every answer checked)", &lab), ("wrk -t1", &w), ("oha", &o)] {
+                println!(
+                    "{:<44} {:>10.0} {:>9} {:>9} {:>10}",
+                    format!("round {} · {conns} conns · {name}", round + 1),
+                    f.rps,
+                    ms(f.p50_ms),
+                    ms(f.p99_ms),
+                    f.cpu.map_or("-".into(), |c| format!("{c:.2}"))
+                );
+            }
+            vs_wrk.push(lab.rps / w.rps);
+            vs_oha.push(lab.rps / o.rps);
+        }
+        summary.push(format!("closed loop, {conns} connections: benchlab / wrk {}", spread(&vs_wrk)));
+        summary.push(format!("closed loop, {conns} connections: benchlab / oha {}", spread(&vs_oha)));
     }
     for rate in [50_000u64, 100_000] {
-        let w = Workload::OpenLoop {
-            tool: "add_numbers".into(),
-            rate,
-            connections: 100,
-            warmup_ms: Warmup::Fixed(2000),
-            duration_ms: ms(secs),
-            idle_after_ms: 0,
-        };
-        let plan = LoadPlan::new(&w, target.clone(), Duration::from_secs(10)).expect("plan");
-        let m = drive(&plan, Suite::Weekly, &mut |_, _, _| {}, &mut |_, _, _| {}).expect("drive");
-        let Some(s) = m.latency.as_ref().map(|l| l.summary.clone()) else {
-            println!("open loop, {rate}/s: no call completed in the window");
-            continue;
-        };
-        println!(
-            "{:<34} {:>14.0} {:>14} {:>8} {:>10.3} {:>10.3}   late {} dropped {} errors {}",
-            format!("open loop, {rate}/s, 100 conns"),
-            m.throughput_rps,
-            "-",
-            "-",
-            s.p50_ms,
-            s.p99_ms,
-            m.late.unwrap_or(0),
-            m.dropped.unwrap_or(0),
-            m.failed
-        );
+        let mut late_pct = Vec::new();
+        for round in 0..rounds {
+            let args = [
+                "--rate".to_string(),
+                rate.to_string(),
+                "--workers".into(),
+                "100".into(),
+                "--duration".into(),
+                secs.to_string(),
+            ];
+            let (f, v) = lab_http(&url, &args);
+            let load = &v["load"];
+            let taken = load["ok"].as_u64().unwrap_or(0) + load["failed"].as_u64().unwrap_or(0);
+            let late = load["late"].as_u64().unwrap_or(0);
+            let pct = 100.0 * late as f64 / taken.max(1) as f64;
+            late_pct.push(pct);
+            println!(
+                "{:<44} {:>10.0} {:>9} {:>9} {:>10}   late {late} ({pct:.3} %), dropped {}",
+                format!("round {} · open loop {rate}/s · 100 conns", round + 1),
+                f.rps,
+                ms(f.p50_ms),
+                ms(f.p99_ms),
+                f.cpu.map_or("-".into(), |c| format!("{c:.2}")),
+                load["dropped"]
+            );
+        }
+        summary.push(format!("open loop, {rate}/s: late % {}", spread(&late_pct)));
+    }
+    drop(_server);
+    let _ = std::fs::remove_file(&script);
+    println!("\nstdio: one serial call, median round trip in µs (benchlab measure -- benchlab null-server, vs raw line ping-pong)");
+    for (label, server, client) in
+        [("split (server CPU 1, client CPU 0)", 1usize, 0usize), ("one core (both CPU 0)", 0, 0)]
+    {
+        let mut ratio = Vec::new();
+        for round in 0..rounds {
+            let (lab, raw) = if round % 2 == 0 {
+                let l = lab_stdio(server, client, 20_000);
+                (l, raw_pipe(client, server, 20_000))
+            } else {
+                let r = raw_pipe(client, server, 20_000);
+                (lab_stdio(server, client, 20_000), r)
+            };
+            println!(
+                "{:<44} benchlab {lab:>8.2}  raw pipe {raw:>8.2}",
+                format!("round {} · {label}", round + 1)
+            );
+            ratio.push(lab / raw);
+        }
+        summary.push(format!("stdio {label}: benchlab / raw pipe {}", spread(&ratio)));
+    }
+    println!("\nsummary (median ratio over {rounds} rounds, and its spread):");
+    for s in summary {
+        println!("  {s}");
     }
 }
