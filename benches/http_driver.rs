@@ -79,33 +79,65 @@ struct Figures {
     rps: f64,
     p50_ms: Option<f64>,
     p99_ms: Option<f64>,
-    cpu: Option<f64>,
+    /// Calls made, for the CPU per call.
+    calls: f64,
+    /// The client's CPU time per call in µs, and the server's busy share while it ran.
+    cpu_us: f64,
+    server: f64,
+}
+
+impl Figures {
+    fn new(rps: f64, p50_ms: Option<f64>, p99_ms: Option<f64>, calls: f64) -> Figures {
+        Figures { rps, p50_ms, p99_ms, calls, cpu_us: 0.0, server: 0.0 }
+    }
+}
+
+/// CPU seconds of the children waited for so far.
+fn children_cpu() -> f64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_CHILDREN with a pointer to the rusage we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// A process's CPU seconds so far (utime and stime from /proc).
+fn proc_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the command's ')'.
+    let ticks = f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Runs a load, and fills in the client's CPU per call and the server's busy share.
+fn measured(server: u32, f: impl FnOnce() -> Figures) -> Figures {
+    let (c0, s0, t0) = (children_cpu(), proc_cpu(server), Instant::now());
+    let mut fig = f();
+    let (c, s, t) = (children_cpu() - c0, proc_cpu(server) - s0, t0.elapsed().as_secs_f64());
+    fig.cpu_us = c / fig.calls.max(1.0) * 1e6;
+    fig.server = s / t;
+    fig
 }
 
 fn lab_http(url: &str, args: &[String]) -> (Figures, Value) {
+    // No warm-up: as with wrk and oha, every call it makes is counted, and its CPU per call is
+    // over all of them.
     let mut cmd = Command::new(LAB);
-    cmd.args([
-        "measure",
-        "--url",
-        url,
-        "--suite",
-        "weekly",
-        "--driver-cpus",
-        "0",
-        "--warmup-secs",
-        "1",
-        "--json",
-    ]);
-    cmd.args(args);
+    cmd.args(["measure", "--url", url, "--suite", "weekly", "--driver-cpus", "0"]);
+    cmd.args(["--warmup-secs", "0", "--json"]).args(args);
     let v: Value = serde_json::from_str(&run(&mut cmd, "benchlab measure --url")).expect("measure's JSON");
     let load = &v["load"];
-    assert_eq!(load["failed"], 0, "the lab's driver saw errors: {}", load["error_examples"]);
-    let f = Figures {
-        rps: load["throughput_rps"].as_f64().expect("throughput"),
-        p50_ms: load["latency"]["summary"]["p50_ms"].as_f64(),
-        p99_ms: load["latency"]["summary"]["p99_ms"].as_f64(),
-        cpu: load["driver_cpu_cores"].as_f64(),
-    };
+    let calls = load["ok"].as_f64().unwrap_or(0.0) + load["failed"].as_f64().unwrap_or(0.0);
+    let f = Figures::new(
+        load["throughput_rps"].as_f64().expect("throughput"),
+        load["latency"]["summary"]["p50_ms"].as_f64(),
+        load["latency"]["summary"]["p99_ms"].as_f64(),
+        calls,
+    );
     (f, v)
 }
 
@@ -118,6 +150,11 @@ fn wrk(url: &str, conns: u32, secs: u64, script: &std::path::Path) -> Figures {
         "wrk (apt-get install wrk)",
     );
     assert!(!text.contains("Non-2xx"), "wrk saw other answers than 200:\n{text}");
+    let calls = text
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in ").map(|(n, _)| n.trim().to_string()))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{text}"));
     let rps = text
         .lines()
         .find_map(|l| l.strip_prefix("Requests/sec:"))
@@ -136,7 +173,7 @@ fn wrk(url: &str, conns: u32, secs: u64, script: &std::path::Path) -> Figures {
             })
         })
     };
-    Figures { rps, p50_ms: pct("50%"), p99_ms: pct("99%"), cpu: None }
+    Figures::new(rps, pct("50%"), pct("99%"), calls)
 }
 
 fn oha(url: &str, conns: u32, secs: u64) -> Figures {
@@ -165,12 +202,13 @@ fn oha(url: &str, conns: u32, secs: u64) -> Figures {
     let codes = v["statusCodeDistribution"].as_object().cloned().unwrap_or_default();
     assert!(codes.keys().all(|k| k == "200"), "oha saw other answers than 200: {codes:?}");
     let ms = |p: &str| v["latencyPercentiles"][p].as_f64().map(|s| s * 1e3);
-    Figures {
-        rps: v["summary"]["requestsPerSec"].as_f64().expect("requestsPerSec"),
-        p50_ms: ms("p50"),
-        p99_ms: ms("p99"),
-        cpu: None,
-    }
+    let calls = codes.values().filter_map(Value::as_f64).sum();
+    Figures::new(
+        v["summary"]["requestsPerSec"].as_f64().expect("requestsPerSec"),
+        ms("p50"),
+        ms("p99"),
+        calls,
+    )
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -180,6 +218,11 @@ fn ms(v: Option<f64>) -> String {
 /// Round trips of one request line and one answer line over pipes, the peer on `peer_cpu` and
 /// this thread on `cpu`; the median in µs.
 fn raw_pipe(cpu: usize, peer_cpu: usize, n: usize) -> f64 {
+    // On a thread of its own: the pin must not outlive it (later commands inherit this one's).
+    std::thread::spawn(move || raw_pipe_here(cpu, peer_cpu, n)).join().expect("the ping-pong thread")
+}
+
+fn raw_pipe_here(cpu: usize, peer_cpu: usize, n: usize) -> f64 {
     pin(cpu);
     let mut child = Command::new("taskset")
         .args(["-c", &peer_cpu.to_string()])
@@ -237,8 +280,11 @@ fn main() {
     assert!(cpus >= 2, "this benchmark needs two CPUs (client on 0, server on 1); this host has {cpus}");
     let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
     let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let port =
-        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    // A network namespace of our own, its loopback up: what the children start in.
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+        .expect("a network namespace of its own (this benchmark runs as root)");
+    run(Command::new("ip").args(["link", "set", "lo", "up"]), "ip link set lo up");
+    let port = 8000;
     // A server that goes away with us even if a measurement panics.
     struct Server(std::process::Child);
     impl Drop for Server {
@@ -247,12 +293,13 @@ fn main() {
             let _ = self.0.wait();
         }
     }
-    let _server = Server(
+    let server = Server(
         Command::new("taskset")
             .args(["-c", "1", LAB, "null-server", "--http", &port.to_string()])
             .spawn()
             .expect("spawn the null server"),
     );
+    let spid = server.0.id();
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the null server did not listen");
@@ -268,12 +315,27 @@ fn main() {
     )
     .expect("write the wrk script");
     println!(
-        "null server (streamable HTTP, JSON replies, stateless) on CPU 1; each client on CPU 0; {secs} s per load, {rounds} rounds, the tools taking turns"
+        "null server (streamable HTTP, JSON replies, stateless) on CPU 1, each client on CPU 0, in a network namespace of their own; {secs} s per load, {rounds} rounds, the tools taking turns"
     );
-    println!("{:<44} {:>10} {:>9} {:>9} {:>10}", "load", "calls/s", "p50 ms", "p99 ms", "client CPU");
+    println!(
+        "{:<48} {:>9} {:>8} {:>8} {:>12} {:>7}",
+        "load", "calls/s", "p50 ms", "p99 ms", "client µs/call", "server"
+    );
+    let row = |label: String, f: &Figures, extra: String| {
+        println!(
+            "{label:<48} {:>9.0} {:>8} {:>8} {:>12.2} {:>6.0}%{extra}",
+            f.rps,
+            ms(f.p50_ms),
+            ms(f.p99_ms),
+            f.cpu_us,
+            f.server * 100.0
+        )
+    };
     let mut summary = Vec::new();
     for conns in [10u32, 100] {
-        let (mut vs_wrk, mut vs_oha) = (Vec::new(), Vec::new());
+        let (mut vs_wrk, mut vs_oha, mut cpu_wrk, mut cpu_oha) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut server_busy = Vec::new();
         for round in 0..rounds {
             let (mut lab, mut w, mut o) = (None, None, None);
             for k in 0..3 {
@@ -285,31 +347,46 @@ fn main() {
                             "--duration".into(),
                             secs.to_string(),
                         ];
-                        lab = Some(lab_http(&url, &args).0)
+                        let f = measured(spid, || {
+                            let (f, v) = lab_http(&url, &args);
+                            assert_eq!(v["load"]["failed"], 0, "the lab's driver saw errors: {}", v["load"]);
+                            f
+                        });
+                        lab = Some(f)
                     }
-                    1 => w = Some(wrk(&url, conns, secs, &script)),
-                    _ => o = Some(oha(&url, conns, secs)),
+                    1 => w = Some(measured(spid, || wrk(&url, conns, secs, &script))),
+                    _ => o = Some(measured(spid, || oha(&url, conns, secs))),
                 }
             }
             let (lab, w, o) = (lab.expect("ran"), w.expect("ran"), o.expect("ran"));
             for (name, f) in [("benchlab (every answer checked)", &lab), ("wrk -t1", &w), ("oha", &o)] {
-                println!(
-                    "{:<44} {:>10.0} {:>9} {:>9} {:>10}",
-                    format!("round {} · {conns} conns · {name}", round + 1),
-                    f.rps,
-                    ms(f.p50_ms),
-                    ms(f.p99_ms),
-                    f.cpu.map_or("-".into(), |c| format!("{c:.2}"))
-                );
+                row(format!("r{} · {conns} conns · {name}", round + 1), f, String::new());
             }
             vs_wrk.push(lab.rps / w.rps);
             vs_oha.push(lab.rps / o.rps);
+            cpu_wrk.push(lab.cpu_us / w.cpu_us);
+            cpu_oha.push(lab.cpu_us / o.cpu_us);
+            server_busy.extend([lab.server, w.server, o.server].map(|s| s * 100.0));
         }
-        summary.push(format!("closed loop, {conns} connections: benchlab / wrk {}", spread(&vs_wrk)));
-        summary.push(format!("closed loop, {conns} connections: benchlab / oha {}", spread(&vs_oha)));
+        summary
+            .push(format!("closed loop, {conns} connections: throughput benchlab / wrk {}", spread(&vs_wrk)));
+        summary
+            .push(format!("closed loop, {conns} connections: throughput benchlab / oha {}", spread(&vs_oha)));
+        summary.push(format!(
+            "closed loop, {conns} connections: client CPU per call benchlab / wrk {}",
+            spread(&cpu_wrk)
+        ));
+        summary.push(format!(
+            "closed loop, {conns} connections: client CPU per call benchlab / oha {}",
+            spread(&cpu_oha)
+        ));
+        summary.push(format!(
+            "closed loop, {conns} connections: server busy % over every load {}",
+            spread(&server_busy)
+        ));
     }
-    for rate in [50_000u64, 100_000] {
-        let mut late_pct = Vec::new();
+    for rate in [20_000u64, 50_000, 100_000] {
+        let (mut late_pct, mut achieved) = (Vec::new(), Vec::new());
         for round in 0..rounds {
             let args = [
                 "--rate".to_string(),
@@ -319,29 +396,29 @@ fn main() {
                 "--duration".into(),
                 secs.to_string(),
             ];
-            let (f, v) = lab_http(&url, &args);
-            let load = &v["load"];
+            let mut load = Value::Null;
+            let f = measured(spid, || {
+                let (f, v) = lab_http(&url, &args);
+                load = v["load"].clone();
+                f
+            });
             let taken = load["ok"].as_u64().unwrap_or(0) + load["failed"].as_u64().unwrap_or(0);
             let late = load["late"].as_u64().unwrap_or(0);
             let pct = 100.0 * late as f64 / taken.max(1) as f64;
             late_pct.push(pct);
-            println!(
-                "{:<44} {:>10.0} {:>9} {:>9} {:>10}   late {late} ({pct:.3} %), dropped {}",
-                format!("round {} · open loop {rate}/s · 100 conns", round + 1),
-                f.rps,
-                ms(f.p50_ms),
-                ms(f.p99_ms),
-                f.cpu.map_or("-".into(), |c| format!("{c:.2}")),
-                load["dropped"]
-            );
+            achieved.push(f.rps);
+            let extra =
+                format!("  late {late} ({pct:.3} %), dropped {}, errors {}", load["dropped"], load["failed"]);
+            row(format!("r{} · open loop {rate}/s · 100 conns", round + 1), &f, extra);
         }
+        summary.push(format!("open loop, {rate}/s: achieved calls/s {}", spread(&achieved)));
         summary.push(format!("open loop, {rate}/s: late % {}", spread(&late_pct)));
     }
-    drop(_server);
+    drop(server);
     let _ = std::fs::remove_file(&script);
-    println!("\nstdio: one serial call, median round trip in µs (benchlab measure -- benchlab null-server, vs raw line ping-pong)");
+    println!("\nstdio: one serial call, median round trip in µs (benchlab measure -- benchlab null-server, vs a raw ping-pong of the same lines)");
     for (label, server, client) in
-        [("split (server CPU 1, client CPU 0)", 1usize, 0usize), ("one core (both CPU 0)", 0, 0)]
+        [("split (server CPU 1, client CPU 0)", 1usize, 0usize), ("one core (both on CPU 0)", 0, 0)]
     {
         let mut ratio = Vec::new();
         for round in 0..rounds {
@@ -352,15 +429,12 @@ fn main() {
                 let r = raw_pipe(client, server, 20_000);
                 (lab_stdio(server, client, 20_000), r)
             };
-            println!(
-                "{:<44} benchlab {lab:>8.2}  raw pipe {raw:>8.2}",
-                format!("round {} · {label}", round + 1)
-            );
+            println!("{:<48} benchlab {lab:>8.2}  raw pipe {raw:>8.2}", format!("r{} · {label}", round + 1));
             ratio.push(lab / raw);
         }
         summary.push(format!("stdio {label}: benchlab / raw pipe {}", spread(&ratio)));
     }
-    println!("\nsummary (median ratio over {rounds} rounds, and its spread):");
+    println!("\nsummary (median over {rounds} rounds, and the rounds' range):");
     for s in summary {
         println!("  {s}");
     }

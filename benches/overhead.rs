@@ -1,0 +1,169 @@
+//! The lab's own cost outside the measurements, on the real Docker engine: a scenario of 1 and
+//! of 10 cells of the floor server (serial calls, a few ms of measurement each) run warm — the
+//! image built, nothing to build — so that the difference is what each further cell costs (its
+//! containers created, started and torn down, the shim and driver started, the gate, the record
+//! written) and the rest is what a run costs once (plan, image checks, host fingerprint, the
+//! store); then `report` and `audit` over a run of 100,000 records made from those records and
+//! chained as the store chains them. Each over rounds, with the median and the spread.
+//!
+//! Run: `cargo bench --bench overhead` (needs the engine: `bash scripts/engine.sh`).
+//! BENCH_ROUNDS sets the rounds (default 3), BENCH_RECORDS the big run's records (100000).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use benchlab::record::Record;
+
+const LAB: &str = env!("CARGO_BIN_EXE_benchlab");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn spread(v: &[f64], unit: &str) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.2} {unit} (rounds {lo:.2}–{hi:.2})", median(v))
+}
+
+fn scenario(dir: &Path, cells: u32) -> PathBuf {
+    let p = dir.join(format!("overhead-{cells}.toml"));
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"overhead-{cells}\"\nsuite = \"weekly\"\nrepeats = {cells}\n\n[placement]\nmode = \"split\"\nmemory = \"1GiB\"\n\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n\n[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\nwarmup = 0\ncalls = 100\n"
+        ),
+    )
+    .expect("write the scenario");
+    p
+}
+
+/// Runs a scenario; its wall time in seconds, its run folder, and the seconds its records say
+/// were measured (each cell's calls: count × mean).
+fn run(scenario: &Path, results: &Path, id: &str) -> (f64, PathBuf, f64) {
+    let t0 = Instant::now();
+    let out = Command::new(LAB)
+        .args(["run"])
+        .arg(scenario)
+        .args(["--root", ROOT, "--results"])
+        .arg(results)
+        .args(["--run-id", id, "--order", "as-written", "--json"])
+        .output()
+        .expect("run benchlab");
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "benchlab run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let name = scenario.file_stem().and_then(|s| s.to_str()).expect("a name");
+    let dir = results.join(name).join(id);
+    let mut measured = 0.0;
+    for r in records(&dir) {
+        let v = serde_json::to_value(&r.metrics).expect("metrics");
+        let s = &v["calls"]["summary"];
+        measured += s["count"].as_f64().unwrap_or(0.0) * s["mean_ms"].as_f64().unwrap_or(0.0) / 1e3;
+    }
+    (wall, dir, measured)
+}
+
+fn records(dir: &Path) -> Vec<Record> {
+    let text = std::fs::read_to_string(dir.join("records.jsonl")).expect("records");
+    text.lines().map(|l| serde_json::from_str(l).expect("a record")).collect()
+}
+
+/// A copy of `dir` whose store holds `n` records: its records over and over, each re-numbered and
+/// chained as the store chains them.
+fn big_run(dir: &Path, n: usize, into: &Path) -> PathBuf {
+    let out = into.join(dir.file_name().expect("a run folder"));
+    std::fs::create_dir_all(&out).expect("mkdir");
+    for e in std::fs::read_dir(dir).expect("read the run").flatten() {
+        if e.path().is_file() && e.file_name() != "records.jsonl" {
+            std::fs::copy(e.path(), out.join(e.file_name())).expect("copy");
+        }
+    }
+    let base = records(dir);
+    let mut text = String::new();
+    let mut prev: Option<String> = None;
+    for i in 0..n {
+        let mut r = base[i % base.len()].clone();
+        r.seq = i as u64;
+        r.prev_hash = prev.clone();
+        r.hash = r.compute_hash();
+        prev = Some(r.hash.clone());
+        text.push_str(&serde_json::to_string(&r).expect("serialise"));
+        text.push('\n');
+    }
+    std::fs::write(out.join("records.jsonl"), text).expect("write the records");
+    out
+}
+
+fn timed(args: &[&str], dir: &Path) -> f64 {
+    let t0 = Instant::now();
+    let out = Command::new(LAB).args(args).arg(dir).output().expect("run benchlab");
+    let s = t0.elapsed().as_secs_f64();
+    assert!(out.status.success(), "benchlab {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    s
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benches/overhead: a benchmark; run it with `cargo bench --bench overhead`");
+        return;
+    }
+    let docker = Command::new("docker").arg("info").output();
+    assert!(
+        docker.is_ok_and(|o| o.status.success()),
+        "no Docker engine answers: start it with `bash scripts/engine.sh`"
+    );
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let n: usize = std::env::var("BENCH_RECORDS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let tmp = tempfile::tempdir().expect("a scratch folder");
+    let (one, ten) = (scenario(tmp.path(), 1), scenario(tmp.path(), 10));
+    let results = tmp.path().join("results");
+    // Warm: the floor image is built (or found) once, before anything is timed.
+    run(&one, &results, "warm");
+    println!("warm runs of the floor server on the Docker engine (serial calls, 100 each); {rounds} rounds");
+    let (mut per_cell, mut fixed, mut ten_outside) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last = PathBuf::new();
+    for round in 0..rounds {
+        let (w1, _, m1) = run(&one, &results, &format!("one-{round}"));
+        let (w10, dir, m10) = run(&ten, &results, &format!("ten-{round}"));
+        let (o1, o10) = (w1 - m1, w10 - m10);
+        let cell = (o10 - o1) / 9.0;
+        println!(
+            "round {}: 1 cell {w1:.2} s ({m1:.3} s measured), 10 cells {w10:.2} s ({m10:.3} s measured): {cell:.2} s per further cell, {:.2} s once per run",
+            round + 1,
+            o1 - cell
+        );
+        per_cell.push(cell);
+        fixed.push(o1 - cell);
+        ten_outside.push(o10);
+        last = dir;
+    }
+    let big = big_run(&last, n, &tmp.path().join("big"));
+    let (mut report, mut audit) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        report.push(timed(&["report"], &big));
+        audit.push(timed(&["audit"], &big));
+    }
+    println!("\nsummary (median over {rounds} rounds, and the spread):");
+    println!(
+        "  each cell outside its measurement (containers up and down, shim, driver, gate, record): {}",
+        spread(&per_cell, "s")
+    );
+    println!("  once per run (plan, image checks, fingerprint, store): {}", spread(&fixed, "s"));
+    println!("  a warm 10-cell run outside its measurements: {}", spread(&ten_outside, "s"));
+    println!("  benchlab report over {n} records: {}", spread(&report, "s"));
+    println!("  benchlab audit over {n} records: {}", spread(&audit, "s"));
+}
