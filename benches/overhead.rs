@@ -105,6 +105,8 @@ fn big_run(dir: &Path, n: usize, into: &Path) -> PathBuf {
         text.push('\n');
     }
     std::fs::write(out.join("records.jsonl"), text).expect("write the records");
+    let head = serde_json::json!({"records": n, "hash": prev});
+    std::fs::write(out.join("records.head"), head.to_string()).expect("write the head");
     out
 }
 

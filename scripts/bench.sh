@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The instrument's own speed against its peers (benches/http_driver.rs): installs what the
-# benchmark compares with, idempotently — Debian's wrk, and oha (the Rust crate, a pinned
-# release, built by cargo into ~/.cargo/bin) — then runs it. Extra arguments go to cargo bench;
+# The instrument's own speed: benches/http_driver.rs (the drivers against their peers) and
+# benches/overhead.rs (what cells and runs cost outside measurement; needs the engine). Installs
+# what they compare with, idempotently — Debian's wrk, and oha (the Rust crate, a pinned release,
+# built by cargo into ~/.cargo/bin) — then runs them. Extra arguments go to cargo bench;
 # BENCH_SECONDS and BENCH_ROUNDS set each load's length (10) and the rounds (3). Nothing else may
 # run on this machine meanwhile: the figures are ratios taken in the same minute, not absolutes.
 set -euo pipefail
@@ -21,4 +22,4 @@ if [ "$(oha --version 2>/dev/null)" != "oha $oha_version" ]; then
   cargo install oha --version "$oha_version" --locked >&2
 fi
 command -v taskset >/dev/null 2>&1 || { log "taskset (util-linux) is missing"; exit 1; }
-exec cargo bench --bench http_driver "$@"
+exec cargo bench --bench http_driver --bench overhead "$@"
