@@ -2,19 +2,25 @@
 //! the lab's HTTP driver (`benchlab measure --url`, every answer checked) against wrk (Debian's
 //! package) and oha (the Rust crate) on the built-in null server's streamable-HTTP endpoint —
 //! server pinned to CPU 1, client to CPU 0, the same connections, the three tools taking turns in
-//! each round — then the open loop at 50,000 and 100,000 calls/s, then the stdio driver (`benchlab
-//! measure -- benchlab null-server`) against a raw pipe ping-pong of the same lines between the
-//! same CPUs. Prints every round and each ratio's median with its spread. Speed targets live here,
-//! not in the tests: the machine is shared and noisy, and a ratio against a peer measured in the
-//! same minute is what holds.
+//! each round — then the open loop at 20,000, 50,000 and 100,000 calls/s, then the stdio driver
+//! (`benchlab measure -- benchlab null-server`) against a raw ping-pong of the same lines between
+//! the same CPUs. Each load also says how much CPU the client took per call (its rusage) and how
+//! busy the server was: a server at 100 % caps every client alike, and then the throughput ratio
+//! says little and the CPU per call is the client's cost. Everything runs in a network namespace
+//! of its own, as the lab's server and sidecar share one (the host's loopback also passes the
+//! engine's netfilter rules). Prints every round and each ratio's median with the rounds' range.
+//! Speed targets live here, not in the tests: the machine is shared and noisy, and a ratio
+//! against a peer measured in the same minute is what holds.
 //!
-//! Run: `bash scripts/bench.sh` (installs wrk and oha), or `cargo bench --bench http_driver`.
+//! Run: `bash scripts/bench.sh` (installs wrk and oha), or `cargo bench --bench http_driver`, as
+//! root (the network namespace).
 //! BENCH_SECONDS sets each load's length (default 10), BENCH_ROUNDS the rounds (default 3).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use benchlab::host::fingerprint::median_interval;
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -45,21 +51,10 @@ fn pipe_peer() {
     }
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-
 fn spread(v: &[f64]) -> String {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{:.2} (rounds {lo:.2}–{hi:.2})", median(v))
+    format!("{:.2} (rounds {lo:.2}–{hi:.2})", median_interval(v).0)
 }
 
 fn run(cmd: &mut Command, what: &str) -> String {
@@ -249,7 +244,7 @@ fn raw_pipe_here(cpu: usize, peer_cpu: usize, n: usize) -> f64 {
     }
     drop(to);
     let _ = child.wait();
-    median(&samples)
+    median_interval(&samples).0
 }
 
 fn lab_stdio(server_cpu: usize, driver_cpu: usize, n: u32) -> f64 {

@@ -13,26 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use benchlab::host::fingerprint::median_interval;
 use benchlab::record::Record;
 
 const LAB: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-
 fn spread(v: &[f64], unit: &str) -> String {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{:.2} {unit} (rounds {lo:.2}–{hi:.2})", median(v))
+    format!("{:.2} {unit} (rounds {lo:.2}–{hi:.2})", median_interval(v).0)
 }
 
 fn scenario(dir: &Path, cells: u32) -> PathBuf {

@@ -188,9 +188,12 @@ pub enum Command {
     Fingerprint(fingerprint::FingerprintArgs),
     /// Print the JSON Schema of result records.
     Schema,
-    /// Measure a local stdio MCP server command: cold start, tools/list, serial calls.
+    /// Measure a local stdio MCP server command (cold start, tools/list, serial calls), or with
+    /// --url a running HTTP server under load (closed loop, or open loop with --rate).
     ///
     /// Example: benchlab measure -- python3 server.py
+    ///
+    /// Example: benchlab measure --url http://127.0.0.1:8000/mcp --workers 50
     Measure(crate::measure::MeasureArgs),
     /// (inside a server container) spawn and stop servers for the driver.
     #[command(hide = true)]
