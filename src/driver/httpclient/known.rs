@@ -18,8 +18,8 @@ impl KnownAnswer {
     /// digits and no further digit. A body with none or several is not kept (and is parsed
     /// every time).
     pub fn learn(body: &[u8], sse: bool, id: u64) -> Option<KnownAnswer> {
-        let mut digits = Vec::with_capacity(20);
-        super::wire::push_decimal(&mut digits, id);
+        let decimal = super::wire::Decimal::new(id);
+        let digits = decimal.as_bytes();
         let mut found = None;
         let key = b"\"id\"";
         let mut from = 0;
@@ -34,7 +34,7 @@ impl KnownAnswer {
                     j += 1;
                 }
                 let end = j + digits.len();
-                if body.get(j..end) == Some(&digits[..]) && !body.get(end).is_some_and(u8::is_ascii_digit) {
+                if body.get(j..end) == Some(digits) && !body.get(end).is_some_and(u8::is_ascii_digit) {
                     if found.is_some() {
                         return None;
                     }
@@ -49,20 +49,13 @@ impl KnownAnswer {
 
     /// Whether `body` is this answer to request `id`.
     pub fn matches(&self, body: &[u8], sse: bool, id: u64) -> bool {
-        let n = super::wire::decimal_len(id);
-        if sse != self.sse || body.len() != self.before.len() + n + self.after.len() {
-            return false;
-        }
-        if !body.starts_with(&self.before) || !body.ends_with(&self.after) {
-            return false;
-        }
-        let mut digits = [0u8; 20];
-        let mut v = id;
-        for d in digits[..n].iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        body[self.before.len()..self.before.len() + n] == digits[..n]
+        let decimal = super::wire::Decimal::new(id);
+        let digits = decimal.as_bytes();
+        sse == self.sse
+            && body.len() == self.before.len() + digits.len() + self.after.len()
+            && body.starts_with(&self.before)
+            && body.ends_with(&self.after)
+            && &body[self.before.len()..self.before.len() + digits.len()] == digits
     }
 }
 

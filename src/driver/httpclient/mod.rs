@@ -450,7 +450,8 @@ impl Streamable {
     ) -> Result<wire::Head, CallError> {
         self.out.clear();
         self.out.extend_from_slice(&self.head);
-        wire::push_decimal(&mut self.out, parts.iter().map(|p| p.len()).sum::<usize>() as u64);
+        let length = wire::Decimal::new(parts.iter().map(|p| p.len()).sum::<usize>() as u64);
+        self.out.extend_from_slice(length.as_bytes());
         self.out.extend_from_slice(b"\r\n\r\n");
         for p in parts {
             self.out.extend_from_slice(p);
@@ -467,16 +468,10 @@ impl Streamable {
         want_session: bool,
         counts: &mut Counts,
     ) -> Result<wire::Head, CallError> {
-        let mut digits = [0u8; 20];
-        let n = wire::decimal_len(id);
-        let mut v = id;
-        for d in digits[..n].iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
+        let id = wire::Decimal::new(id);
         let parts: [&[u8]; 7] = [
             b"{\"jsonrpc\":\"2.0\",\"id\":",
-            &digits[..n],
+            id.as_bytes(),
             b",\"method\":\"",
             method.as_bytes(),
             b"\",\"params\":",

@@ -399,25 +399,31 @@ fn chunk_size(line: &[u8]) -> Result<usize, Fault> {
         .ok_or_else(|| Fault::Protocol(format!("a bad chunk-size line {:?}", String::from_utf8_lossy(line))))
 }
 
-/// Appends `n`'s decimal digits.
-pub fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+/// A number's decimal digits, rendered without allocating.
+pub struct Decimal {
+    digits: [u8; 20],
+    start: usize,
 }
 
-/// How many decimal digits `n` has.
-pub fn decimal_len(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+impl Decimal {
+    pub fn new(n: u64) -> Decimal {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        let mut v = n;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        Decimal { digits, start }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
 }
 
 #[cfg(test)]
@@ -428,10 +434,7 @@ mod tests {
     #[test]
     fn decimals_render_as_std_does() {
         for n in [0u64, 7, 9, 10, 99, 100, 12345, u64::MAX] {
-            let mut v = Vec::new();
-            push_decimal(&mut v, n);
-            assert_eq!(v, n.to_string().as_bytes());
-            assert_eq!(decimal_len(n), n.to_string().len());
+            assert_eq!(Decimal::new(n).as_bytes(), n.to_string().as_bytes());
         }
     }
 
