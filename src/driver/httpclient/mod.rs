@@ -124,7 +124,7 @@ struct RawResponse<'a> {
 pub type RpcOutcome = Result<String, RpcError>;
 
 /// Finds the response to `id` in a JSON body or an SSE body.
-fn response_in(body: &[u8], is_sse: bool, id: u64) -> Result<RpcOutcome, CallError> {
+pub fn response_in(body: &[u8], is_sse: bool, id: u64) -> Result<RpcOutcome, CallError> {
     let pick = |text: &[u8]| -> Result<Option<RpcOutcome>, CallError> {
         let r: RawResponse = serde_json::from_slice(text).map_err(|e| {
             err(ErrorKind::ProtocolError, format!("not a JSON-RPC message ({e}): {}", preview(text)))
@@ -165,17 +165,22 @@ pub fn preview(b: &[u8]) -> String {
     }
 }
 
+/// Appends a JSON-RPC request's body.
+fn push_request(out: &mut Vec<u8>, id: u64, method: &str, params_json: &str) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(wire::Decimal::new(id).as_bytes());
+    out.extend_from_slice(b",\"method\":\"");
+    out.extend_from_slice(method.as_bytes());
+    out.extend_from_slice(b"\",\"params\":");
+    out.extend_from_slice(params_json.as_bytes());
+    out.push(b'}');
+}
+
 /// Renders a JSON-RPC request body.
 pub fn request_body(id: u64, method: &str, params_json: &str) -> Bytes {
-    let mut s = String::with_capacity(64 + params_json.len());
-    s.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    s.push_str(&id.to_string());
-    s.push_str(",\"method\":\"");
-    s.push_str(method);
-    s.push_str("\",\"params\":");
-    s.push_str(params_json);
-    s.push('}');
-    Bytes::from(s)
+    let mut out = Vec::with_capacity(64 + params_json.len());
+    push_request(&mut out, id, method, params_json);
+    Bytes::from(out)
 }
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -284,16 +289,6 @@ pub enum Answer<'a> {
     Found(RpcOutcome),
 }
 
-impl Answer<'_> {
-    /// The response's raw result or the server's error, parsed out of the body.
-    pub fn outcome(&self) -> Result<RpcOutcome, CallError> {
-        match self {
-            Answer::Body { body, sse, id } => response_in(body, *sse, *id),
-            Answer::Found(o) => Ok(o.clone()),
-        }
-    }
-}
-
 /// One timer per load worker for its calls' limit, instead of one per call: its deadline is
 /// only ever earlier than the current call's, and when it fires early it is moved to the
 /// current call's deadline, so it is reset about once per call limit rather than per call.
@@ -387,8 +382,10 @@ pub struct Streamable {
     /// The request head up to the `Content-Length` value: host, content type, accept, then the
     /// session id and protocol version once known.
     head: Vec<u8>,
-    /// The request being sent.
+    /// The body of the request being sent, and the whole request.
+    body: Vec<u8>,
     out: Vec<u8>,
+    /// A session id the server gave that can go in a header (one that cannot is not kept).
     session: Option<String>,
     protocol: Option<String>,
     next_id: u64,
@@ -414,6 +411,7 @@ impl Streamable {
             path: target.path.clone(),
             what: format!("POST {}", target.path),
             head: Vec::new(),
+            body: Vec::with_capacity(512),
             out: Vec::with_capacity(1024),
             session: None,
             protocol: None,
@@ -430,32 +428,23 @@ impl Streamable {
             self.path,
             self.wire.addr()
         );
-        let valid = |v: &str| HeaderValue::from_str(v).is_ok();
-        if let Some(s) = self.session.as_deref().filter(|s| valid(s)) {
+        if let Some(s) = &self.session {
             h.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
         }
-        if let Some(p) = self.protocol.as_deref().filter(|p| valid(p)) {
+        if let Some(p) = &self.protocol {
             h.push_str(&format!("MCP-Protocol-Version: {p}\r\n"));
         }
         h.push_str("Content-Length: ");
         self.head = h.into_bytes();
     }
 
-    /// Sends a body made of `parts` and reads the whole response.
-    async fn post(
-        &mut self,
-        parts: &[&[u8]],
-        want_session: bool,
-        counts: &mut Counts,
-    ) -> Result<wire::Head, CallError> {
+    /// Sends `body` and reads the whole response.
+    async fn post(&mut self, want_session: bool, counts: &mut Counts) -> Result<wire::Head, CallError> {
         self.out.clear();
         self.out.extend_from_slice(&self.head);
-        let length = wire::Decimal::new(parts.iter().map(|p| p.len()).sum::<usize>() as u64);
-        self.out.extend_from_slice(length.as_bytes());
+        self.out.extend_from_slice(wire::Decimal::new(self.body.len() as u64).as_bytes());
         self.out.extend_from_slice(b"\r\n\r\n");
-        for p in parts {
-            self.out.extend_from_slice(p);
-        }
+        self.out.extend_from_slice(&self.body);
         self.wire.exchange(&self.out, want_session, counts, &self.what).await
     }
 
@@ -468,17 +457,9 @@ impl Streamable {
         want_session: bool,
         counts: &mut Counts,
     ) -> Result<wire::Head, CallError> {
-        let id = wire::Decimal::new(id);
-        let parts: [&[u8]; 7] = [
-            b"{\"jsonrpc\":\"2.0\",\"id\":",
-            id.as_bytes(),
-            b",\"method\":\"",
-            method.as_bytes(),
-            b"\",\"params\":",
-            params_json.as_bytes(),
-            b"}",
-        ];
-        self.post(&parts, want_session, counts).await
+        self.body.clear();
+        push_request(&mut self.body, id, method, params_json);
+        self.post(want_session, counts).await
     }
 
     async fn initialize(&mut self, counts: &mut Counts) -> Result<ServerHello, CallError> {
@@ -488,15 +469,15 @@ impl Streamable {
         let id = self.next_id;
         self.next_id += 1;
         let head = self.post_rpc(id, "initialize", &initialize_json(), true, counts).await?;
-        if head.session.is_some() {
-            self.session = head.session.clone();
+        if let Some(s) = head.session.clone().filter(|s| HeaderValue::from_str(s).is_ok()) {
+            self.session = Some(s);
         }
         let hello = hello_from(self.answer(&head, id)?)?;
         self.protocol = Some(hello.protocol_version.clone());
         self.set_headers();
-        let head = self
-            .post(&[b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"], false, counts)
-            .await?;
+        self.body.clear();
+        self.body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        let head = self.post(false, counts).await?;
         if !(200..300).contains(&head.status) {
             return Err(err(
                 ErrorKind::HttpStatus,
@@ -555,7 +536,7 @@ impl Streamable {
 
     /// Ends a stateful session (DELETE); errors are ignored.
     async fn delete(&mut self, counts: &mut Counts) {
-        let Some(id) = self.session.clone().filter(|s| HeaderValue::from_str(s).is_ok()) else {
+        let Some(id) = &self.session else {
             return;
         };
         let req = format!(

@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 
 use crate::driver::httpclient::{
-    Answer, CallError, CallTimer, Counts, ErrorKind, KnownAnswer, McpClient, RestClient,
+    response_in, Answer, CallError, CallTimer, Counts, ErrorKind, KnownAnswer, McpClient, RestClient,
 };
 use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
@@ -61,17 +61,21 @@ impl Prepared {
     /// Checks a tools/call answer: a body that is a known correct one with this request's id,
     /// or else the response parsed out of it and checked in full (and then kept as known).
     pub(super) fn check_answer(&self, answer: Answer<'_>) -> Result<(), CallError> {
-        if let Answer::Body { body, sse, id } = answer {
-            if self.known.borrow().as_ref().is_some_and(|k| k.matches(body, sse, id)) {
-                return Ok(());
+        let (outcome, body) = match answer {
+            Answer::Body { body, sse, id } => {
+                if self.known.borrow().as_ref().is_some_and(|k| k.matches(body, sse, id)) {
+                    return Ok(());
+                }
+                (response_in(body, sse, id)?, Some((body, sse, id)))
             }
-        }
-        let raw = answer.outcome()?.map_err(|e| CallError {
+            Answer::Found(outcome) => (outcome, None),
+        };
+        let raw = outcome.map_err(|e| CallError {
             kind: ErrorKind::ToolError,
             detail: format!("{} {}: JSON-RPC error {} {}", self.tool, self.args, e.code, e.message),
         })?;
         self.check(&self.tool, &raw, true)?;
-        if let Answer::Body { body, sse, id } = answer {
+        if let Some((body, sse, id)) = body {
             *self.known.borrow_mut() = KnownAnswer::learn(body, sse, id);
         }
         Ok(())
