@@ -39,6 +39,15 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
+/// CPUs as an affinity mask (for `sched_setaffinity`; this module sets nothing itself).
+pub fn cpu_mask(cpus: &[u32]) -> Result<nix::sched::CpuSet, String> {
+    let mut set = nix::sched::CpuSet::new();
+    for c in cpus {
+        set.set(*c as usize).map_err(|e| format!("CPU {c}: {e}"))?;
+    }
+    Ok(set)
+}
+
 /// Formats CPUs as a compact list (`0-3,6`).
 pub fn format_cpu_list(cpus: &[u32]) -> String {
     let mut v = cpus.to_vec();

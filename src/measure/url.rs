@@ -121,10 +121,7 @@ fn workload(args: &MeasureArgs, tool: &str) -> Result<Workload, MeasureError> {
 
 /// Pins this thread (where the driver's runtime runs) to `cpus`.
 fn pin(cpus: &[u32]) -> Result<(), MeasureError> {
-    let mut set = nix::sched::CpuSet::new();
-    for c in cpus {
-        set.set(*c as usize).map_err(|e| MeasureError::input(format!("CPU {c}: {e}")))?;
-    }
+    let set = crate::placement::cpu_mask(cpus).map_err(MeasureError::input)?;
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
         .map_err(|e| MeasureError::environment(format!("pin the client to CPUs {cpus:?}: {e}")))
 }

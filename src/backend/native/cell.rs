@@ -84,11 +84,7 @@ impl Drop for LabDir {
 fn cpu_set(list: &str) -> Result<CpuSet, EngineError> {
     let cpus =
         crate::placement::parse_cpu_list(list).map_err(|e| EngineError::op("parse the CPU list", list, e))?;
-    let mut set = CpuSet::new();
-    for c in cpus {
-        set.set(c as usize).map_err(|e| EngineError::op("pin to CPU", c.to_string(), e))?;
-    }
-    Ok(set)
+    crate::placement::cpu_mask(&cpus).map_err(|e| EngineError::op("pin to CPUs", list, e))
 }
 
 /// Writes the calling process's pid into each file (cgroup.procs), in a child before exec: only
