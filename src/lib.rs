@@ -21,6 +21,7 @@ pub mod report;
 pub mod scenario;
 pub mod services;
 pub mod shim;
+pub mod site;
 pub mod spec;
 pub mod stats;
 pub mod text;

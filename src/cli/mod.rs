@@ -31,6 +31,7 @@ mod run;
 mod schema;
 mod service_api;
 mod shim;
+mod site;
 mod status;
 mod verify;
 mod worker;
@@ -188,6 +189,22 @@ pub enum Command {
     Fingerprint(fingerprint::FingerprintArgs),
     /// Print the JSON Schema of result records.
     Schema,
+    /// Write one static site over every run in results/: a front page (each series' newest
+    /// figures, filterable; the newest steps the history rule found; the claims audits), a
+    /// history page per SDK family x runtime x transport (a chart per metric with 95% intervals,
+    /// fitted levels and named steps; click a point for its release, lock and records; two
+    /// releases compared), each reproduction's audit (verdicts by evidence, the source's words
+    /// beside the lab's figure), a compare page per scenario with two runs or more, and every
+    /// run's report. Series are split by host class (CPU model, CPUs, memory, cgroup, engine)
+    /// and by server environment, never merged across them.
+    ///
+    /// No page fetches anything: it works from file:// and any static host. Every view (filters,
+    /// metric, percentile, the compared pair) is kept in the address as a permalink.
+    ///
+    /// Example: benchlab site results --out docs/site
+    ///
+    /// Example: benchlab site --out /tmp/site --serve --port 8000
+    Site(site::SiteArgs),
     /// Measure a local stdio MCP server command (cold start, tools/list, serial calls), or with
     /// --url a running HTTP server under load (closed loop, or open loop with --rate).
     ///
@@ -226,6 +243,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Status(args) => status::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Schema => schema::run(),
+        Command::Site(args) => site::run(args),
         Command::Measure(args) => measure::run(args),
         Command::Shim(args) => shim::run(args),
         Command::Driver(args) => driver::run(args),

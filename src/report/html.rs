@@ -21,7 +21,7 @@ use super::rows::{is_load, metric_rows, summary_rows, Metric, MetricRow, Unit, C
 use super::units::{mib, ms, ms_interval, percent, rate_number};
 
 /// Escapes text for HTML content and attribute values.
-pub(super) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -36,7 +36,7 @@ pub use compare::{
 };
 pub use csv::csv;
 pub use history::{compare_versions, histories, history_json, History, HistoryMetric, Step};
-pub use html::html;
+pub use html::{esc, html};
 pub use load::{load_rows, load_summary_rows, transport_label, LoadRow};
 pub use markdown::{history_markdown, markdown};
 pub use rows::{

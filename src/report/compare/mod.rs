@@ -63,6 +63,12 @@ pub use render::{
     compare_markdown, compare_table, compare_text, diff_env_markdown, diff_env_table, diff_env_text,
     render_compare, render_diff_env, CompareFormat, UnknownCompareFormat,
 };
+/// The pieces of the comparison's text the results site's compare page shows in HTML.
+pub mod text {
+    pub use super::render::{
+        counts_text, diff_line, hosts_text, ratio_cell, ratio_interval_text, rule_text, value_text,
+    };
+}
 
 /// The threshold of `benchlab compare` when none is given, in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;

@@ -56,7 +56,7 @@ impl FromStr for CompareFormat {
     }
 }
 
-fn value_text(unit: Unit, v: f64) -> String {
+pub fn value_text(unit: Unit, v: f64) -> String {
     unit_text(unit, v)
 }
 
@@ -66,7 +66,7 @@ fn pp(d: f64) -> String {
 }
 
 /// `1.502x`, or a difference for error rates.
-fn ratio_cell(m: &MetricComparison) -> String {
+pub fn ratio_cell(m: &MetricComparison) -> String {
     if m.method == Method::Difference {
         pp(m.ratio.estimate)
     } else {
@@ -84,7 +84,7 @@ fn ratio_text(r: f64) -> String {
 }
 
 /// `1.421–1.587x`, or `(one reading)`.
-fn ratio_interval_text(m: &MetricComparison) -> String {
+pub fn ratio_interval_text(m: &MetricComparison) -> String {
     if m.method == Method::SingleReading {
         "(one reading)".into()
     } else if m.method == Method::Difference && m.ratio.is_finite() {
@@ -116,12 +116,12 @@ fn runs_text(runs: &[String]) -> String {
     }
 }
 
-fn counts_text(c: &Comparison) -> String {
+pub fn counts_text(c: &Comparison) -> String {
     c.counts().iter().map(|(v, n)| format!("{n} {}", v.as_str())).collect::<Vec<_>>().join(", ")
 }
 
 /// The rule the verdicts follow, in one sentence.
-fn rule_text(c: &Comparison) -> String {
+pub fn rule_text(c: &Comparison) -> String {
     let hi = 1.0 + c.threshold_pct / 100.0;
     format!(
         "Ratios are b/a with {:.0}% intervals; slower when the interval is above {hi:.3}, faster when below {:.3}, \
@@ -149,7 +149,7 @@ pub(super) fn show_short(v: Option<&serde_json::Value>) -> String {
     }
 }
 
-fn diff_line(d: &EnvDiff) -> String {
+pub fn diff_line(d: &EnvDiff) -> String {
     format!("{}: {} → {}", d.path, show_short(d.a.as_ref()), show_short(d.b.as_ref()))
 }
 
@@ -182,7 +182,7 @@ fn specific_diffs<'a>(c: &'a Comparison, cell: &'a CellComparison) -> impl Itera
 /// differences.
 /// The hosts line: whether the two runs' machines have the same speed (their fingerprints), or
 /// that a run has none.
-fn hosts_text(c: &Comparison) -> String {
+pub fn hosts_text(c: &Comparison) -> String {
     match &c.hosts {
         None => "hosts: no speed fingerprint in one of the runs (recorded before fingerprints); whether they ran on \
                  machines of the same speed is unknown"

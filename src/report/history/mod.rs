@@ -71,7 +71,7 @@ use crate::stats::Interval;
 use super::rows::Unit;
 
 pub use leaks::{soak_lines, LeakChange, SoakPoint};
-pub use series::{histories, MIN_VERSIONS};
+pub use series::{histories, histories_with, MIN_VERSIONS};
 pub use steps::{MIN_SEGMENT, MIN_STEP_CHANGE, NOISE_FLOOR, PENALTY_PER_LN_N};
 pub(super) use text::{arrow, change_text, point_text, step_at};
 pub use text::{control_lines, control_text, history_json, method_note, step_line};
@@ -163,7 +163,8 @@ pub struct SeriesKey {
 }
 
 impl SeriesKey {
-    fn of(r: &Record) -> SeriesKey {
+    /// The series a record belongs to.
+    pub fn of(r: &Record) -> SeriesKey {
         let c = &r.cell;
         SeriesKey {
             family: c.server.family.clone(),

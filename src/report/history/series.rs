@@ -169,6 +169,13 @@ fn pooled_point(label: &str, version: &str, metric: HistoryMetric, records: &[&R
 /// make points; a failed record shows as its version's failure. Repeats of a cell are pooled:
 /// their samples and histograms together, or the median of their readings.
 pub fn histories(records: &[Record]) -> Vec<History> {
+    histories_with(records, MIN_VERSIONS)
+}
+
+/// [`histories`] of the series with at least `min_versions` versions that have an ok record: the
+/// results site draws every series, one release or many (a series with fewer than
+/// 2 × [`super::MIN_SEGMENT`] versions names no step).
+pub fn histories_with(records: &[Record], min_versions: usize) -> Vec<History> {
     let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
     let mut controls: BTreeMap<SeriesKey, Vec<&Record>> = BTreeMap::new();
     for r in records {
@@ -190,7 +197,7 @@ pub fn histories(records: &[Record]) -> Vec<History> {
     groups
         .into_iter()
         .filter(|g| {
-            g.1.values().filter(|rs| rs.iter().any(|r| r.status == Status::Ok)).count() >= MIN_VERSIONS
+            g.1.values().filter(|rs| rs.iter().any(|r| r.status == Status::Ok)).count() >= min_versions
         })
         .map(|(key, all)| {
             let controls = controls.remove(&key).unwrap_or_default();
