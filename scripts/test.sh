@@ -26,6 +26,13 @@ if ! "$attest_venv/bin/python3" -c 'import securesystemslib.dsse, securesystemsl
   "$attest_venv/bin/pip" install -q ${SSL_CERT_FILE:+--cert "$SSL_CERT_FILE"} \
     'securesystemslib[crypto]>=1,<2' 'in-toto>=3,<4' 'in-toto-attestation>=0.9,<1' 'hdrhistogram>=0.10,<1' >&2
 fi
+# Debian's Chromium and its WebDriver, which tests/site_browser.rs drives to check the static site
+# of `benchlab site` in a real browser (it fails, never skips, without them).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  echo "test.sh: installing Debian's chromium and chromium-driver (tests/site_browser.rs)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver >&2 ||
+    { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver >&2; }
+fi
 cargo test --all-targets "$@"
 
 # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on

@@ -34,6 +34,7 @@ pub struct SiteArgs {
 }
 
 pub(super) fn run(args: SiteArgs) -> Result<i32, Exit> {
+    let started = std::time::Instant::now();
     let runs = read_runs(&args.results)?;
     if runs.is_empty() {
         return Err(Exit::input(format!(
@@ -41,9 +42,16 @@ pub(super) fn run(args: SiteArgs) -> Result<i32, Exit> {
             args.results.display()
         )));
     }
+    eprintln!(
+        "site: read {} runs ({} records) in {:.1} s; judging claims, drawing the pages…",
+        runs.len(),
+        runs.iter().map(|r| r.records.len()).sum::<usize>(),
+        started.elapsed().as_secs_f64()
+    );
     let audits = audits(&runs, &args.results);
     let built = site::build(&runs, &audits);
     write_site(&args.out, &built.files)?;
+    eprintln!("site: done in {:.1} s", started.elapsed().as_secs_f64());
     let s = &built.summary;
     let text = format!(
         "{}: {} runs of {} scenarios ({} records): {} history pages ({} series), {} audits, {} compare pages; \
@@ -243,6 +251,8 @@ fn answer(root: &Path, mut conn: TcpStream) -> std::io::Result<()> {
     }
     match file_for(root, target).and_then(|p| std::fs::read(&p).ok().map(|b| (p, b))) {
         Some((p, body)) => reply(&mut conn, "200 OK", content_type(&p), &body, method == "HEAD"),
+        // Browsers ask for one on their own; the site has none, and a 404 would be a console error.
+        None if target == "/favicon.ico" => reply(&mut conn, "204 No Content", "image/x-icon", b"", true),
         None => reply(&mut conn, "404 Not Found", "text/plain", b"not found\n", method == "HEAD"),
     }
 }

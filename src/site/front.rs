@@ -15,7 +15,7 @@ use super::model::Series;
 use super::pages::{audit_path, compare_path, layout, run_path};
 use super::RunInput;
 
-const SHOWN_STEPS: usize = 12;
+const SHOWN_STEPS: usize = 6;
 
 /// `<select id="f-NAME">` of the values, all first.
 fn filter_select(o: &mut String, name: &str, label: &str, values: &BTreeSet<&str>) {
@@ -39,7 +39,10 @@ fn newest_steps(o: &mut String, series: &[Series]) {
         return;
     }
     o.push_str("<ul class=\"steps\">\n");
-    for (s, st) in steps.iter().take(SHOWN_STEPS) {
+    for (k, (s, st)) in steps.iter().enumerate() {
+        if k == SHOWN_STEPS {
+            let _ = write!(o, "</ul>\n<details><summary>{} older steps</summary><ul class=\"steps\">\n", steps.len() - k);
+        }
         let class = if st.regression { "regression" } else { "improvement" };
         let _ = writeln!(
             o,
@@ -53,6 +56,9 @@ fn newest_steps(o: &mut String, series: &[Series]) {
         );
     }
     o.push_str("</ul>\n");
+    if steps.len() > SHOWN_STEPS {
+        o.push_str("</details>\n");
+    }
 }
 
 /// The history page's `#metric` value of a metric (both call percentiles are `call`).

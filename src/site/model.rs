@@ -285,7 +285,13 @@ pub fn series_json(s: &Series) -> SeriesJson<'_> {
         notes.push(format!("runtime versions: {}", h.runtime_versions.join(", ")));
     }
     if h.api_changes() {
-        notes.push(format!("the server source's API generation changes: {}", h.apis.join(" → ")));
+        let mut apis: Vec<String> = Vec::new();
+        for (v, api) in h.versions.iter().zip(&h.apis) {
+            if apis.last().is_none_or(|last: &String| !last.ends_with(&format!(" {api}"))) {
+                apis.push(format!("from {v}: {api}"));
+            }
+        }
+        notes.push(format!("the server source's API generation changes: {}", apis.join("; ")));
     }
     notes.extend(history::control_lines(h));
     SeriesJson {

@@ -174,14 +174,19 @@ fn comparison_html(c: &Comparison) -> String {
     o.push_str("</tbody></table></div>\n");
     let list = |o: &mut String, what: &str, items: Vec<String>| {
         if !items.is_empty() {
-            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&items.join(", ")));
+            let _ = writeln!(
+                o,
+                "<details><summary>{what}: {}</summary><p>{}</p></details>",
+                items.len(),
+                esc(&items.join(", "))
+            );
         }
     };
-    list(&mut o, "Only in a", c.only_in_a.clone());
-    list(&mut o, "Only in b", c.only_in_b.clone());
+    list(&mut o, "Cells only in a", c.only_in_a.clone());
+    list(&mut o, "Cells only in b", c.only_in_b.clone());
     list(
         &mut o,
-        "Failed in a run",
+        "Cells failed in a run",
         c.failed.iter().map(|f| format!("{} ({} / {})", f.cell, f.status_a, f.status_b)).collect(),
     );
     list(&mut o, "Environment differences of every cell", c.env_common.iter().map(ct::diff_line).collect());
@@ -203,16 +208,21 @@ pub(super) fn compare_page(scenario: &str, runs: &[&RunInput]) -> String {
          <div id=\"cmp-out\"></div>",
         compare::DEFAULT_THRESHOLD_PCT
     );
+    // The pair shown first: the one with the most cells in common, the newest among equals.
+    let mut best = (0, 0, 0);
     for (i, a) in runs.iter().enumerate() {
         for (j, b) in runs.iter().enumerate() {
             if i != j {
                 let c = compare::compare(&a.records, &b.records, compare::DEFAULT_THRESHOLD_PCT);
+                if i < j && c.cells.len() >= best.0 {
+                    best = (c.cells.len(), i, j);
+                }
                 let _ = writeln!(o, "<template id=\"cmp-{i}-{j}\">{}</template>", comparison_html(&c));
             }
         }
     }
     let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-    let json = serde_json::json!({ "runs": ids }).to_string();
+    let json = serde_json::json!({ "runs": ids, "first": [best.1, best.2] }).to_string();
     layout("compare", 1, &format!("compare: {scenario}"), &o, Some(json))
 }
 

@@ -122,7 +122,7 @@
         o.push('<line class="grid" x1="' + L + '" x2="' + (W0 - R) + '" y1="' + y(v) + '" y2="' + y(v) + '"/>' +
           '<text class="ax" x="' + (L - 6) + '" y="' + (+y(v) + 4) + '" text-anchor="end">' + axis(m.unit, v) + '</text>');
       }
-      var every = Math.ceil(n / 28);
+      var every = Math.max(1, Math.ceil(n * 16 / (W0 - L - R)));
       s.versions.forEach(function (v, i) {
         if (i % every === 0 || i === n - 1) {
           o.push('<text class="ax" transform="translate(' + x(i) + ',' + (H0 - BT + 14) + ') rotate(-45)" text-anchor="end">' +
@@ -133,11 +133,11 @@
         o.push('<line class="level" x1="' + (x(g[0]) - 5) + '" x2="' + (+x(g[1]) + 5) + '" y1="' + y(g[2]) + '" y2="' +
           y(g[2]) + '"/>');
       });
-      m.steps.forEach(function (t) {
-        var sx = ((+x(t.from) + +x(t.to)) / 2).toFixed(1);
+      m.steps.forEach(function (t, k) {
+        var sx = ((+x(t.from) + +x(t.to)) / 2).toFixed(1), ly = k % 2 ? TP + 10 : TP - 6;
         o.push('<line class="step ' + (t.regression ? 'regression' : 'improvement') + '" x1="' + sx + '" x2="' + sx +
           '" y1="' + TP + '" y2="' + (H0 - BT) + '"><title>' + esc(t.text) + '</title></line>' +
-          '<text class="steplabel" x="' + (+sx + 3) + '" y="' + (TP - 6) + '">' + pct(t.ratio) + ' at ' +
+          '<text class="steplabel" x="' + (+sx + 3) + '" y="' + ly + '">' + pct(t.ratio) + ' at ' +
           esc(s.versions[t.to]) + '</text>');
       });
       m.points.forEach(function (p, i) {
@@ -242,8 +242,8 @@
 
   function comparePage() {
     var data = JSON.parse($('#data').textContent), A = $('#run-a'), B = $('#run-b'), st = hashState();
-    setSelect(A, st.a || data.runs[Math.max(0, data.runs.length - 2)]);
-    setSelect(B, st.b || data.runs[data.runs.length - 1]);
+    setSelect(A, st.a || data.runs[data.first[0]]);
+    setSelect(B, st.b || data.runs[data.first[1]]);
     function show() {
       var i = data.runs.indexOf(A.value), j = data.runs.indexOf(B.value), out = $('#cmp-out');
       writeHash({ a: A.value, b: B.value });
