@@ -41,7 +41,11 @@ fn newest_steps(o: &mut String, series: &[Series]) {
     o.push_str("<ul class=\"steps\">\n");
     for (k, (s, st)) in steps.iter().enumerate() {
         if k == SHOWN_STEPS {
-            let _ = write!(o, "</ul>\n<details><summary>{} older steps</summary><ul class=\"steps\">\n", steps.len() - k);
+            let _ = write!(
+                o,
+                "</ul>\n<details><summary>{} older steps</summary><ul class=\"steps\">\n",
+                steps.len() - k
+            );
         }
         let class = if st.regression { "regression" } else { "improvement" };
         let _ = writeln!(
