@@ -1,10 +1,11 @@
-//! The report as one static HTML page: summary, inline SVG charts (cold start with confidence
+//! The report as one static HTML page: a version sweep's history first (a table and a chart per
+//! metric with its steps), then the summary, inline SVG charts (cold start with confidence
 //! whiskers, RSS after initialize, call latency by percentile), the HTTP load table and its charts
 //! (throughput, p99 and error rate against workers, latency by percentile per workload and load
-//! level, RSS idle against peak under load), the version histories of version-matrix sweeps (a
-//! table and a chart per metric with its steps), per-cell statistics, failures, the environment
-//! of every cell and the percentile rule. Self-contained: inline CSS, no scripts, no external resource,
-//! and a Content-Security-Policy that forbids fetching any. All text from records is escaped.
+//! level, RSS idle against peak under load), per-cell statistics, failures, the environment of
+//! every cell and the percentile rule. Self-contained: inline CSS, no scripts, no external
+//! resource, and a Content-Security-Policy that forbids fetching any. All text from records is
+//! escaped.
 
 use std::fmt::Write as _;
 
@@ -43,7 +44,8 @@ table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}\
 th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#f4f4f4}td.n{text-align:right;white-space:nowrap}\
 code{font-size:.8rem;word-break:break-all}figure{margin:1rem 0}figcaption,.note{color:#555;font-size:.85rem}\
-.wide{overflow-x:auto}.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
+.wide{overflow-x:auto}table.load{font-size:.78rem}table.load td,table.load th{white-space:nowrap}\
+table.load td:first-child,table.load th:first-child{position:sticky;left:0;background:#fff}table.load th:first-child{background:#f4f4f4}.noisy{color:#b35c00;font-weight:bold}.failed{color:#b00020}pre{white-space:pre-wrap;font-size:.75rem;background:#f8f8f8;padding:.5rem}";
 
 pub(super) fn chart_or_note(o: &mut String, drawn: Result<String, charts::ChartError>, caption: &str) {
     match drawn {
@@ -243,6 +245,11 @@ pub fn html(records: &[Record]) -> String {
         let _ = write!(o, " Recorded {} to {}.", esc(first), esc(last));
     }
     o.push_str("</p>\n");
+    // A version sweep is read for its history: it comes first, before a table of every cell.
+    if !histories(records).is_empty() {
+        o.push_str("<p class=\"note\">A version sweep: its history across versions comes first; the summary of every cell follows it.</p>\n");
+        history_section(&mut o, records);
+    }
     let load_rows = load_summary_rows(records);
     let stdio = !summary_rows(records).is_empty() || load_rows.is_empty();
     if stdio {
@@ -265,7 +272,6 @@ pub fn html(records: &[Record]) -> String {
     }
 
     super::timeseries::over_time_section(&mut o, records);
-    history_section(&mut o, records);
     o.push_str("<h2>Per cell</h2>\n");
     metric_table(&mut o, &rows);
     failures(&mut o, records);
@@ -429,7 +435,8 @@ fn load_section(o: &mut String, records: &[Record], rows: &[LoadRow]) {
         esc(LOAD_NOTE),
         esc(&place)
     );
-    o.push_str("<div class=\"wide\"><table>\n<tr>");
+    // One line per row (no cell wraps), the server column kept in view when the table scrolls.
+    o.push_str("<div class=\"wide\"><table class=\"load\">\n<tr>");
     for h in LOAD_HEADER.iter().chain(std::iter::once(&"status")) {
         let _ = write!(o, "<th>{}</th>", esc(h));
     }
