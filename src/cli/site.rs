@@ -191,29 +191,13 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-/// `%XX` decoded; None when the escapes are not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 /// The file a request path names inside `root`: no `..`, no absolute part; a folder means its
 /// index.html.
 pub(super) fn file_for(root: &Path, target: &str) -> Option<PathBuf> {
     let path = target.split(['?', '#']).next()?;
-    let decoded = percent_decode(path)?;
+    // Site paths are slugs (letters, digits, `.-_`): a `+`, which this decodes as a space, names
+    // no file of a site.
+    let decoded = crate::services::api::percent_decode(path).ok()?;
     let rel = Path::new(decoded.trim_start_matches('/'));
     if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return None;

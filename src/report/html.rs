@@ -246,9 +246,10 @@ pub fn html(records: &[Record]) -> String {
     }
     o.push_str("</p>\n");
     // A version sweep is read for its history: it comes first, before a table of every cell.
-    if !histories(records).is_empty() {
+    let hs = histories(records);
+    if !hs.is_empty() {
         o.push_str("<p class=\"note\">A version sweep: its history across versions comes first; the summary of every cell follows it.</p>\n");
-        history_section(&mut o, records);
+        history_section(&mut o, &hs);
     }
     let load_rows = load_summary_rows(records);
     let stdio = !summary_rows(records).is_empty() || load_rows.is_empty();
@@ -510,17 +511,13 @@ fn load_section(o: &mut String, records: &[Record], rows: &[LoadRow]) {
 
 /// `History across versions`, when some series has at least [`history::MIN_VERSIONS`] versions:
 /// per series its table and steps, then a chart per metric.
-fn history_section(o: &mut String, records: &[Record]) {
-    let hs = histories(records);
-    if hs.is_empty() {
-        return;
-    }
+fn history_section(o: &mut String, hs: &[History]) {
     let _ = writeln!(
         o,
         "<h2>History across versions</h2>\n<p class=\"note\">{}</p>",
         esc(&history::method_note())
     );
-    for h in &hs {
+    for h in hs {
         let _ = writeln!(
             o,
             "<h3>{}</h3>\n<p class=\"note\">{} versions, runtime {}.</p>",

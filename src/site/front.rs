@@ -11,7 +11,7 @@ use crate::report::compare::text::value_text;
 use crate::report::esc;
 use crate::report::history::{step_line, HistoryMetric};
 
-use super::model::Series;
+use super::model::{PageKey, Series};
 use super::pages::{audit_path, compare_path, layout, run_path};
 use super::RunInput;
 
@@ -157,25 +157,20 @@ fn latest(o: &mut String, series: &[Series]) {
     o.push_str("</tbody></table></div>\n");
 }
 
-fn history_list(o: &mut String, series: &[Series]) {
+fn history_list(o: &mut String, pages: &[(PageKey, Vec<&Series>)]) {
     o.push_str("<h2>Histories</h2>\n<ul id=\"histories\" class=\"filterable cols\">\n");
-    let mut seen = BTreeSet::new();
-    for s in series {
-        if !seen.insert(s.page.path()) {
-            continue;
-        }
-        let n = series.iter().filter(|x| x.page == s.page).count();
-        let versions = series.iter().filter(|x| x.page == s.page).map(|x| x.history.versions.len()).max();
+    for (page, series) in pages {
+        let versions = series.iter().map(|x| x.history.versions.len()).max().unwrap_or(0);
         let _ = writeln!(
             o,
             "<li data-family=\"{}\" data-runtime=\"{}\" data-transport=\"{}\"><a href=\"{}\">{}</a> \
-             <span class=\"note\">{n} series, up to {} releases</span></li>",
-            esc(&s.page.family),
-            esc(&s.page.runtime),
-            esc(&s.page.transport),
-            s.page.path(),
-            esc(&s.page.title()),
-            versions.unwrap_or(0)
+             <span class=\"note\">{} series, up to {versions} releases</span></li>",
+            esc(&page.family),
+            esc(&page.runtime),
+            esc(&page.transport),
+            page.path(),
+            esc(&page.title()),
+            series.len()
         );
     }
     o.push_str("</ul>\n");
@@ -208,7 +203,12 @@ fn run_list(o: &mut String, runs: &[RunInput]) {
     o.push_str("</tbody></table></div>\n");
 }
 
-pub(super) fn front_page(runs: &[RunInput], series: &[Series], audit_list: &[Audit]) -> String {
+pub(super) fn front_page(
+    runs: &[RunInput],
+    series: &[Series],
+    pages: &[(PageKey, Vec<&Series>)],
+    audit_list: &[Audit],
+) -> String {
     let mut o = String::new();
     let records: usize = runs.iter().map(|r| r.records.len()).sum();
     let hosts: BTreeSet<String> = series.iter().map(|s| s.host.clone()).collect();
@@ -226,7 +226,7 @@ pub(super) fn front_page(runs: &[RunInput], series: &[Series], audit_list: &[Aud
     newest_steps(&mut o, series);
     audits(&mut o, audit_list);
     latest(&mut o, series);
-    history_list(&mut o, series);
+    history_list(&mut o, pages);
     run_list(&mut o, runs);
     layout("front", 0, "benchlab results", &o, None)
 }

@@ -121,14 +121,8 @@ pub fn build(runs: &[RunInput], audits: &[Audit]) -> Site {
         manifest.pages.push(ManifestPage { path: path.clone(), kind });
         files.push((path, text));
     };
-    page(&mut files, "index.html".into(), "front", front::front_page(runs, &series, audits));
-    let mut pages_of: Vec<(PageKey, Vec<&model::Series>)> = Vec::new();
-    for s in &series {
-        match pages_of.last_mut() {
-            Some((k, v)) if *k == s.page => v.push(s),
-            _ => pages_of.push((s.page.clone(), vec![s])),
-        }
-    }
+    let pages_of = model::pages(&series);
+    page(&mut files, "index.html".into(), "front", front::front_page(runs, &series, &pages_of, audits));
     for (key, ss) in &pages_of {
         manifest.histories.push(ManifestHistory {
             path: key.path(),

@@ -119,10 +119,7 @@ pub fn series(runs: &[RunInput]) -> Vec<Series> {
     }
     let parts: Vec<(String, Vec<(&Record, &RunInput)>)> = parts.into_iter().collect();
     let mut out = Vec::new();
-    let built = super::par_map(&parts, |(_, part)| {
-        let records: Vec<Record> = part.iter().map(|(r, _)| (*r).clone()).collect();
-        history::histories_with(&records, 1)
-    });
+    let built = super::par_map(&parts, |(_, part)| history::histories_with(part.iter().map(|(r, _)| *r), 1));
     for ((host, part), histories) in parts.iter().zip(built) {
         let keys: Vec<SeriesKey> = part.iter().map(|(r, _)| SeriesKey::of(r)).collect();
         for h in histories {
@@ -141,6 +138,18 @@ pub fn series(runs: &[RunInput]) -> Vec<Series> {
         }
     }
     out.sort_by(|a, b| (&a.page, &a.history.label, &a.host).cmp(&(&b.page, &b.history.label, &b.host)));
+    out
+}
+
+/// The series by history page, in page order (`series` is sorted by page).
+pub fn pages(series: &[Series]) -> Vec<(PageKey, Vec<&Series>)> {
+    let mut out: Vec<(PageKey, Vec<&Series>)> = Vec::new();
+    for s in series {
+        match out.last_mut() {
+            Some((k, v)) if *k == s.page => v.push(s),
+            _ => out.push((s.page.clone(), vec![s])),
+        }
+    }
     out
 }
 
@@ -285,10 +294,13 @@ pub fn series_json(s: &Series) -> SeriesJson<'_> {
         notes.push(format!("runtime versions: {}", h.runtime_versions.join(", ")));
     }
     if h.api_changes() {
+        // Each generation once, at the first release that has it.
         let mut apis: Vec<String> = Vec::new();
+        let mut last = None;
         for (v, api) in h.versions.iter().zip(&h.apis) {
-            if apis.last().is_none_or(|last: &String| !last.ends_with(&format!(" {api}"))) {
+            if last != Some(api) {
                 apis.push(format!("from {v}: {api}"));
+                last = Some(api);
             }
         }
         notes.push(format!("the server source's API generation changes: {}", apis.join("; ")));

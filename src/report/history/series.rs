@@ -175,7 +175,10 @@ pub fn histories(records: &[Record]) -> Vec<History> {
 /// [`histories`] of the series with at least `min_versions` versions that have an ok record: the
 /// results site draws every series, one release or many (a series with fewer than
 /// 2 × [`super::MIN_SEGMENT`] versions names no step).
-pub fn histories_with(records: &[Record], min_versions: usize) -> Vec<History> {
+pub fn histories_with<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    min_versions: usize,
+) -> Vec<History> {
     let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
     let mut controls: BTreeMap<SeriesKey, Vec<&Record>> = BTreeMap::new();
     for r in records {
