@@ -45,12 +45,26 @@ pub async fn interrupted() -> &'static str {
     }
 }
 
-/// Copies the lab's executable to `<work>/bin/<sha256>/benchlab` (once per content) and returns
-/// that path with the sha256.
-pub fn freeze_binary(exe: &Path, work_dir: &Path) -> Result<(PathBuf, String), RunError> {
+/// A frozen copy of the lab's executable, held in use for as long as this value lives: a shared
+/// flock on the copy tells other benchlabs not to prune it.
+pub struct FrozenBinary {
+    pub path: PathBuf,
+    pub sha256: String,
+    _in_use: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
+/// Copies younger than this are never pruned: another benchlab may have copied one and not yet
+/// taken its lock.
+const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Copies the lab's executable to `<work>/bin/<sha256>/benchlab` (once per content), holds it in
+/// use, and removes the other copies no running benchlab holds (older than an hour): each rebuild
+/// of the lab would otherwise leave a copy of its executable behind for good.
+pub fn freeze_binary(exe: &Path, work_dir: &Path) -> Result<FrozenBinary, RunError> {
     let io = |what: String| move |source| RunError::Io { what, source };
     let sha = crate::hash::sha256_file(exe).map_err(io(format!("hash {}", exe.display())))?;
-    let dir = work_dir.join("bin").join(&sha);
+    let bin = work_dir.join("bin");
+    let dir = bin.join(&sha);
     let frozen = dir.join("benchlab");
     if crate::hash::sha256_file(&frozen).ok().as_deref() != Some(sha.as_str()) {
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
@@ -58,5 +72,77 @@ pub fn freeze_binary(exe: &Path, work_dir: &Path) -> Result<(PathBuf, String), R
         std::fs::copy(exe, &tmp).map_err(io(format!("copy {} to {}", exe.display(), tmp.display())))?;
         std::fs::rename(&tmp, &frozen).map_err(io(format!("place {}", frozen.display())))?;
     }
-    Ok((frozen, sha))
+    let in_use = hold(&frozen, nix::fcntl::FlockArg::LockSharedNonblock);
+    prune_frozen(&bin, &sha);
+    Ok(FrozenBinary { path: frozen, sha256: sha, _in_use: in_use })
+}
+
+fn hold(path: &Path, how: nix::fcntl::FlockArg) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    nix::fcntl::Flock::lock(std::fs::File::open(path).ok()?, how).ok()
+}
+
+/// Removes `<bin>/<sha>/` for every sha but `keep` whose copy is older than [`PRUNE_AFTER`] and
+/// held by no benchlab (an exclusive flock can be taken). Best effort: what cannot be removed
+/// stays.
+fn prune_frozen(bin: &Path, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(bin) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name == keep || name.len() != 64 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let copy = entry.path().join("benchlab");
+        let old = std::fs::metadata(&copy)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= PRUNE_AFTER);
+        if !old {
+            continue;
+        }
+        // Held while removing, so no benchlab can take it up in between.
+        if let Some(_unused) = hold(&copy, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn age(path: &Path, by: std::time::Duration) {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(std::time::SystemTime::now() - by).unwrap();
+    }
+
+    #[test]
+    fn frozen_copies_are_pruned_unless_held_or_young() {
+        let work = tempfile::tempdir().unwrap();
+        let exe = work.path().join("exe");
+        let copy = |content: &str| {
+            std::fs::write(&exe, content).unwrap();
+            freeze_binary(&exe, work.path()).unwrap()
+        };
+        let held = copy("held by a running benchlab");
+        let unused = copy("left by an earlier build");
+        let young = copy("copied a moment ago");
+        drop(unused);
+        drop(young);
+        let (held_dir, unused_dir, young_dir) = {
+            let d = |s: &str| work.path().join("bin").join(crate::hash::sha256_hex(s.as_bytes()));
+            (d("held by a running benchlab"), d("left by an earlier build"), d("copied a moment ago"))
+        };
+        for d in [&held_dir, &unused_dir] {
+            age(&d.join("benchlab"), PRUNE_AFTER * 2);
+        }
+        let current = copy("this build");
+        assert!(current.path.exists());
+        assert!(held_dir.join("benchlab").exists(), "a copy a live run holds stays");
+        assert!(!unused_dir.exists(), "an old copy nobody holds goes");
+        assert!(young_dir.join("benchlab").exists(), "a young copy stays");
+        assert_eq!(std::fs::read(&held.path).unwrap(), b"held by a running benchlab");
+        assert_eq!(current.sha256, crate::hash::sha256_hex(b"this build"));
+    }
 }

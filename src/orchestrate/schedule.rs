@@ -71,7 +71,9 @@ pub async fn run_cells<B: Backend>(
 
     // Every cell of the run mounts (or runs) this frozen copy, so the binary that runs is the one
     // the records name even if the executable is rebuilt while the run goes on.
-    let (benchlab_exe, binary_sha256) = freeze_binary(&opts.benchlab_exe, &opts.work_dir)?;
+    // Held (and so kept from pruning) until the run returns.
+    let frozen = freeze_binary(&opts.benchlab_exe, &opts.work_dir)?;
+    let (benchlab_exe, binary_sha256) = (frozen.path.clone(), frozen.sha256.clone());
     // The host's speed, once, before anything runs: on the first cell's server and driver CPUs
     // (a cluster's nodes measure their own).
     // (the scripted backend of the scheduler's tests runs nothing on this host).
