@@ -8,6 +8,8 @@
 //!
 //! Run: `cargo bench --bench overhead` (needs the engine: `bash scripts/engine.sh`).
 //! BENCH_ROUNDS sets the rounds (default 3), BENCH_RECORDS the big run's records (100000).
+//! BENCH_BIG_FROM=<run folder> times only `report` and `audit`, over a big run made from that run's
+//! records (no engine needed); BENCH_KEEP=1 keeps that big run for profiling.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,7 +106,13 @@ fn timed(args: &[&str], dir: &Path) -> f64 {
     let t0 = Instant::now();
     let out = Command::new(LAB).args(args).arg(dir).output().expect("run benchlab");
     let s = t0.elapsed().as_secs_f64();
-    assert!(out.status.success(), "benchlab {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    // verify exits 1 when a claim is contradicted: a verdict, not a failure of the command.
+    let verdict = args.first() == Some(&"verify") && out.status.code() == Some(1);
+    assert!(
+        out.status.success() || verdict,
+        "benchlab {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     s
 }
 
@@ -113,14 +121,24 @@ fn main() {
         println!("benches/overhead: a benchmark; run it with `cargo bench --bench overhead`");
         return;
     }
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let n: usize = std::env::var("BENCH_RECORDS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let tmp = tempfile::tempdir().expect("a scratch folder");
+    if let Some(from) = std::env::var_os("BENCH_BIG_FROM") {
+        let big = big_run(Path::new(&from), n, &tmp.path().join("big"));
+        report_and_audit(&big, n, rounds);
+        verify_big(n, rounds, tmp.path());
+        if std::env::var_os("BENCH_KEEP").is_some() {
+            println!("  the big run is kept: {}", big.display());
+            let _ = tmp.keep();
+        }
+        return;
+    }
     let docker = Command::new("docker").arg("info").output();
     assert!(
         docker.is_ok_and(|o| o.status.success()),
         "no Docker engine answers: start it with `bash scripts/engine.sh`"
     );
-    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let n: usize = std::env::var("BENCH_RECORDS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
-    let tmp = tempfile::tempdir().expect("a scratch folder");
     let (one, ten) = (scenario(tmp.path(), 1), scenario(tmp.path(), 10));
     let results = tmp.path().join("results");
     // Warm: the floor image is built (or found) once, before anything is timed.
@@ -143,12 +161,6 @@ fn main() {
         ten_outside.push(o10);
         last = dir;
     }
-    let big = big_run(&last, n, &tmp.path().join("big"));
-    let (mut report, mut audit) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        report.push(timed(&["report"], &big));
-        audit.push(timed(&["audit"], &big));
-    }
     println!("\nsummary (median over {rounds} rounds, and the spread):");
     println!(
         "  each cell outside its measurement (containers up and down, shim, driver, gate, record): {}",
@@ -156,6 +168,38 @@ fn main() {
     );
     println!("  once per run (plan, image checks, fingerprint, store): {}", spread(&fixed, "s"));
     println!("  a warm 10-cell run outside its measurements: {}", spread(&ten_outside, "s"));
-    println!("  benchlab report over {n} records: {}", spread(&report, "s"));
+    let big = big_run(&last, n, &tmp.path().join("big"));
+    report_and_audit(&big, n, rounds);
+    verify_big(n, rounds, tmp.path());
+}
+
+/// `verify` of seed-000-stdio's claims over a run of `n` records made from its newest committed
+/// run's records (each cell repeated over and over).
+fn verify_big(n: usize, rounds: usize, tmp: &Path) {
+    let runs = Path::new(ROOT).join("results/seed-000-stdio");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .expect("results/seed-000-stdio")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("records.jsonl").exists())
+        .collect();
+    dirs.sort();
+    let newest = dirs.last().expect("a committed seed-000-stdio run");
+    let big = big_run(newest, n, &tmp.join("verify"));
+    let scenario = Path::new(ROOT).join("scenarios/seed-000-stdio.toml");
+    let scenario = scenario.to_str().expect("a UTF-8 path");
+    let times: Vec<f64> = (0..rounds).map(|_| timed(&["verify", scenario, "--run"], &big)).collect();
+    println!("  benchlab verify (seed-000-stdio's claims) over {n} records: {}", spread(&times, "s"));
+}
+
+/// `report` and `audit` over the big run, each `rounds` times, with the median and spread.
+fn report_and_audit(big: &Path, n: usize, rounds: usize) {
+    let bytes = std::fs::metadata(big.join("records.jsonl")).map(|m| m.len()).unwrap_or(0);
+    let (mut report, mut audit) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        report.push(timed(&["report"], big));
+        audit.push(timed(&["audit"], big));
+    }
+    println!("  benchlab report over {n} records ({:.2} GB): {}", bytes as f64 / 1e9, spread(&report, "s"));
     println!("  benchlab audit over {n} records: {}", spread(&audit, "s"));
 }

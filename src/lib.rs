@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod measure;
 pub mod nullserver;
 pub mod orchestrate;
+pub mod par;
 pub mod placement;
 pub mod recipe;
 pub mod record;

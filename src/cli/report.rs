@@ -49,8 +49,7 @@ pub(super) fn run(args: ReportArgs) -> Result<i32, Exit> {
 /// `--hlog DIR`: the run's interval logs written into DIR, one path per line on stdout. The exit
 /// code is the report's: 1 when some cell did not do what the scenario expects.
 fn hlog_cmd(run: &Path, dir: &Path) -> Result<i32, Exit> {
-    let records = load_run(run)?;
-    warn_unless_clean(run);
+    let records = load_warning_unless_clean(run)?;
     let files = report::hlog::hlog_files(&records).map_err(|e| Exit::input(e.to_string()))?;
     if files.is_empty() {
         return Err(Exit::input(format!(
@@ -72,10 +71,16 @@ fn hlog_cmd(run: &Path, dir: &Path) -> Result<i32, Exit> {
     Ok(if records.iter().all(|r| r.as_expected()) { OK } else { FAILED })
 }
 
-/// A report from a store that does not audit clean says so before anything else.
-fn warn_unless_clean(run: &Path) {
+/// The run's records; a report from a store that does not audit clean says so before anything
+/// else. A clean store is read once (the audit's own reading); any other is read again as
+/// `load_run` reads it, which refuses what it cannot read before the warning.
+fn load_warning_unless_clean(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
     let path = records_path(run);
-    let audit = crate::record::audit::audit(&path);
+    let (audit, records) = crate::record::audit::audit_and_read(&path);
+    let records = match records {
+        Some(r) => r,
+        None => load_run(run)?,
+    };
     if let Some(first) = audit.first_problem() {
         eprintln!(
             "warning: {} does not audit clean ({} problem(s); the first is {first}); `benchlab audit {}` lists them",
@@ -84,11 +89,11 @@ fn warn_unless_clean(run: &Path) {
             run.display()
         );
     }
+    Ok(records)
 }
 
 fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: bool) -> Result<i32, Exit> {
-    let records = load_run(run)?;
-    warn_unless_clean(run);
+    let records = load_warning_unless_clean(run)?;
     let text = match by_node {
         true => report::render_by_node(format, &records),
         false => report::render(format, &records),

@@ -97,8 +97,13 @@ fn read_runs(results: &Path) -> Result<Vec<RunInput>, Exit> {
             if !path.metadata().is_ok_and(|m| m.len() > 0) {
                 continue;
             }
-            let records = read_records(&path).map_err(|e| Exit::input(e.to_string()))?;
-            let damaged = crate::record::audit::audit(&path).first_problem().map(|p| p.to_string());
+            // A clean store is read once, by its audit.
+            let (audit, clean) = crate::record::audit::audit_and_read(&path);
+            let records = match clean {
+                Some(r) => r,
+                None => read_records(&path).map_err(|e| Exit::input(e.to_string()))?,
+            };
+            let damaged = audit.first_problem().map(|p| p.to_string());
             let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             runs.push(RunInput { scenario: name(&scenario), id: name(&run), records, damaged });
         }

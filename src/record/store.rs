@@ -67,7 +67,7 @@ impl Store {
         let created = !path.exists();
         let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io(&path))?;
 
-        let report = audit_with(&path, false);
+        let (report, _) = audit_with(&path, false, false);
         if let Some(first) = report.first_problem() {
             let at = match first.line {
                 Some(l) => format!("{}:{l}", path.display()),
@@ -200,36 +200,41 @@ fn write_head(run_dir: &Path, head: &Head) -> std::io::Result<()> {
     File::open(run_dir)?.sync_all()
 }
 
-/// Reads every record of a store, refusing unknown format versions and torn lines.
+/// Reads every record of a store, refusing unknown format versions and torn lines (the first
+/// problem in file order). Lines are parsed on every CPU.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let mut out = Vec::new();
-    let line_count = text.lines().count();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if n == line_count && !text.ends_with('\n') {
-            return Err(StoreError::Torn { path: path.into(), line: n });
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| StoreError::Parse {
-            path: path.into(),
-            line: n,
-            message: e.to_string(),
-        })?;
-        let version = value.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0);
-        if !READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == version) {
-            return Err(StoreError::Version { path: path.into(), line: n, found: version });
-        }
-        let record: Record = serde_json::from_value(value).map_err(|e| StoreError::Parse {
-            path: path.into(),
-            line: n,
-            message: e.to_string(),
-        })?;
-        out.push(record);
+    let mut lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+    let torn = (!text.is_empty() && !text.ends_with('\n')).then(|| lines.pop().map_or(1, |(n, _)| n));
+    let parsed = crate::par::par_map(&lines, |(n, line)| read_line(path, *n, line));
+    let mut out = Vec::with_capacity(parsed.len());
+    for r in parsed {
+        out.extend(r?);
     }
-    Ok(out)
+    match torn {
+        Some(line) => Err(StoreError::Torn { path: path.into(), line }),
+        None => Ok(out),
+    }
+}
+
+/// One line of a store: None when blank.
+fn read_line(path: &Path, n: usize, line: &str) -> Result<Option<Record>, StoreError> {
+    /// The version alone, read before the rest (whose shape depends on it).
+    #[derive(serde::Deserialize)]
+    struct Version {
+        format_version: Option<serde_json::Value>,
+    }
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let parse =
+        |e: serde_json::Error| StoreError::Parse { path: path.into(), line: n, message: e.to_string() };
+    let version = serde_json::from_str::<Version>(line).map_err(parse)?;
+    let version = version.format_version.and_then(|v| v.as_u64()).unwrap_or(0);
+    if !READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == version) {
+        return Err(StoreError::Version { path: path.into(), line: n, found: version });
+    }
+    serde_json::from_str::<Record>(line).map(Some).map_err(parse)
 }
 
 #[cfg(test)]

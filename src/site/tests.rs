@@ -86,10 +86,3 @@ fn the_site_has_every_page_in_its_manifest_and_the_data_stays_inert() {
     assert_eq!(site.summary.runs, 2);
     assert!(site.summary.front_page_bytes > front.len());
 }
-
-#[test]
-fn par_map_keeps_the_order() {
-    let v: Vec<u32> = (0..100).collect();
-    assert_eq!(par_map(&v, |x| x * 2), v.iter().map(|x| x * 2).collect::<Vec<_>>());
-    assert!(par_map(&Vec::<u32>::new(), |x| *x).is_empty());
-}

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::hash::{canonical_json, sha256_hex};
+use crate::hash::canonical_sha256;
 use crate::record::audit::report::{AuditReport, Check, Problem};
 use crate::record::audit::written::{encoding_difference, Written};
 use crate::record::{Record, READABLE_FORMAT_VERSIONS};
@@ -41,58 +41,160 @@ impl At {
     }
 }
 
-/// Audits one complete line; returns its `prev_hash` as written (for the head check) when the
-/// line is a JSON object.
-pub(super) fn audit_line(
-    n: usize,
-    content: &[u8],
-    chain: &mut Chain,
-    report: &mut AuditReport,
-) -> Option<Option<String>> {
-    if content.is_empty() {
-        // Not a record and no damage to one: the chain runs on to the next line.
-        let at = At { line: n, seq: None, cell_id: None };
-        report.problems.push(at.problem(Check::Blank, None, "a record".into(), "an empty line".into()));
-        return None;
-    }
-    let Some((text, written, value)) = read_object(n, content, report) else {
-        *chain = Chain::Unknown;
-        return None;
-    };
+/// What one complete line says on its own, checked without the lines around it (so the lines of
+/// a store are checked in parallel); [`follow`] then checks it against the run and the chain.
+pub(super) enum Line {
+    /// An empty line.
+    Blank(usize),
+    /// Not UTF-8 or not one JSON object: the problem, and nothing to chain.
+    Unreadable(Box<Problem>),
+    Object(Box<Facts>),
+}
 
+/// A JSON object line: its own problems and the fields the run and chain checks need, as found.
+pub(super) struct Facts {
+    at: At,
+    /// The format version, encoding, schema, round-trip, hash and env_hash problems, in order.
+    own: Vec<Problem>,
+    /// The format is one this build reads (else the content checks did not run).
+    known_format: bool,
+    is_record: bool,
+    seq_found: Option<Value>,
+    hash: Option<String>,
+    prev_hash_found: Option<Value>,
+    run_id: Option<Value>,
+    scenario_found: Option<Value>,
+    /// The record the line holds, when it is one.
+    record: Option<Record>,
+}
+
+impl Line {
+    /// The record the line holds, taken out (for a reader that wants the records too).
+    pub(super) fn take_record(&mut self) -> Option<Record> {
+        match self {
+            Line::Object(facts) => facts.record.take(),
+            _ => None,
+        }
+    }
+}
+
+/// Checks one line on its own. A line the writer wrote (a record that re-encodes to exactly its
+/// bytes) takes the short way: one parse, one re-encoding, one serialisation for both hashes. Any
+/// other line is parsed keeping its order and spelling, to say where it departs.
+/// `keep`: whether the line keeps its record (for [`Line::take_record`]).
+pub(super) fn read_line(n: usize, content: &[u8], keep: bool) -> Line {
+    if content.is_empty() {
+        return Line::Blank(n);
+    }
+    if let Ok(text) = std::str::from_utf8(content) {
+        if let Some(mut facts) = as_written(n, text) {
+            if !keep {
+                facts.record = None;
+            }
+            return Line::Object(Box::new(facts));
+        }
+    }
+    read_line_parsed(n, content, keep)
+}
+
+/// The long way: the line parsed keeping its order and spelling, every check made from that.
+pub(super) fn read_line_parsed(n: usize, content: &[u8], keep: bool) -> Line {
+    let mut own = Vec::new();
+    let Some((text, written, value)) = read_object(n, content, &mut own) else {
+        return Line::Unreadable(Box::new(own.remove(0)));
+    };
     let at = At {
         line: n,
         seq: value.get("seq").and_then(Value::as_u64),
         cell_id: value.pointer("/cell/id").and_then(Value::as_str).map(String::from),
     };
     let hash = value.get("hash").and_then(Value::as_str).map(String::from);
-    let prev_hash_found = value.get("prev_hash");
-
     // Content checks mean nothing for a format this build does not know; the chain still does.
-    if check_format_version(&at, &value, report) {
-        let record = check_record(&at, text, &written, &value, report);
-        check_hashes(&at, record.as_ref(), &hash, &value, report);
-        check_run(&at, &value, report);
+    let known_format = check_format_version(&at, &value, &mut own);
+    let mut record = None;
+    if known_format {
+        record = check_record(&at, text, &written, &value, &mut own);
+        check_hashes(&at, record.as_ref(), &hash, &value, &mut own);
     }
+    Line::Object(Box::new(Facts {
+        own,
+        known_format,
+        is_record: record.is_some(),
+        record: record.filter(|_| keep),
+        seq_found: value.get("seq").cloned(),
+        hash,
+        prev_hash_found: value.get("prev_hash").cloned(),
+        run_id: value.get("run_id").cloned(),
+        scenario_found: value.pointer("/environment/scenario_sha256").cloned(),
+        at,
+    }))
+}
 
-    check_chain(&at, chain, prev_hash_found, &value, report);
-    *chain = Chain::Known { seq: at.seq, hash };
-    Some(prev_hash_found.and_then(Value::as_str).map(String::from))
+/// The short way: the facts of a line that is a record of a known format whose re-encoding is
+/// exactly the line (so the encoding and round-trip checks hold); None otherwise.
+fn as_written(n: usize, text: &str) -> Option<Facts> {
+    let r: Record = serde_json::from_str(text).ok()?;
+    if !READABLE_FORMAT_VERSIONS.contains(&r.format_version) || serde_json::to_string(&r).ok()? != text {
+        return None;
+    }
+    let at = At { line: n, seq: Some(r.seq), cell_id: Some(r.cell.id.clone()) };
+    let mut own = Vec::new();
+    let (hash, env_hash) = r.compute_hashes();
+    if r.hash != hash {
+        own.push(at.problem(Check::Hash, None, hash, r.hash.clone()));
+    }
+    if r.env_hash != env_hash {
+        own.push(at.problem(Check::EnvHash, None, env_hash, r.env_hash.clone()));
+    }
+    Some(Facts {
+        at,
+        own,
+        known_format: true,
+        is_record: true,
+        seq_found: Some(Value::from(r.seq)),
+        prev_hash_found: Some(r.prev_hash.clone().map_or(Value::Null, Value::String)),
+        run_id: Some(Value::String(r.run_id.clone())),
+        scenario_found: Some(Value::String(r.environment.scenario_sha256.clone())),
+        hash: Some(r.hash.clone()),
+        record: Some(r),
+    })
+}
+
+/// Checks a line against the run and the line before (in file order), and records it in the
+/// report; returns its `prev_hash` as written (for the head check) when the line is a JSON object.
+pub(super) fn follow(line: Line, chain: &mut Chain, report: &mut AuditReport) -> Option<Option<String>> {
+    let facts = match line {
+        Line::Blank(n) => {
+            // Not a record and no damage to one: the chain runs on to the next line.
+            let at = At { line: n, seq: None, cell_id: None };
+            report.problems.push(at.problem(Check::Blank, None, "a record".into(), "an empty line".into()));
+            return None;
+        }
+        Line::Unreadable(problem) => {
+            report.problems.push(*problem);
+            *chain = Chain::Unknown;
+            return None;
+        }
+        Line::Object(facts) => *facts,
+    };
+    report.records += usize::from(facts.is_record);
+    report.problems.extend(facts.own);
+    if facts.known_format {
+        check_run(&facts.at, facts.run_id.as_ref(), facts.scenario_found.as_ref(), report);
+    }
+    check_chain(&facts.at, chain, facts.prev_hash_found.as_ref(), facts.seq_found.as_ref(), report);
+    *chain = Chain::Known { seq: facts.at.seq, hash: facts.hash };
+    Some(facts.prev_hash_found.as_ref().and_then(Value::as_str).map(String::from))
 }
 
 /// The line as UTF-8 text, parsed once keeping its order and spelling (for the encoding check)
-/// and as a `Value` (for the rest); None, with the problem reported, when it is not one JSON
-/// object.
-fn read_object<'a>(
-    n: usize,
-    content: &'a [u8],
-    report: &mut AuditReport,
-) -> Option<(&'a str, Written, Value)> {
+/// and as a `Value` (for the rest); None, with the problem pushed, when it is not one JSON object.
+fn read_object<'a>(n: usize, content: &'a [u8], own: &mut Vec<Problem>) -> Option<(&'a str, Written, Value)> {
     let at = At { line: n, seq: None, cell_id: None };
     let text = match std::str::from_utf8(content) {
         Ok(t) => t,
         Err(e) => {
-            report.problems.push(at.problem(
+            own.push(at.problem(
                 Check::Json,
                 Some(e.valid_up_to() + 1),
                 "UTF-8 text".into(),
@@ -104,7 +206,7 @@ fn read_object<'a>(
     let written: Written = match serde_json::from_str(text) {
         Ok(w) => w,
         Err(e) => {
-            report.problems.push(at.problem(
+            own.push(at.problem(
                 Check::Json,
                 Some(e.column()),
                 "one JSON object".into(),
@@ -116,7 +218,7 @@ fn read_object<'a>(
     let value = match written.to_value() {
         Value::Object(m) => Value::Object(m),
         other => {
-            report.problems.push(at.problem(
+            own.push(at.problem(
                 Check::Json,
                 None,
                 "a JSON object".into(),
@@ -128,14 +230,14 @@ fn read_object<'a>(
     Some((text, written, value))
 }
 
-/// Whether `format_version` is one this build reads (reported when not).
-fn check_format_version(at: &At, value: &Value, report: &mut AuditReport) -> bool {
+/// Whether `format_version` is one this build reads (pushed as a problem when not).
+fn check_format_version(at: &At, value: &Value, own: &mut Vec<Problem>) -> bool {
     let version = value.get("format_version");
     let known_version = version
         .and_then(Value::as_u64)
         .is_some_and(|v| READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == v));
     if !known_version {
-        report.problems.push(at.problem(
+        own.push(at.problem(
             Check::FormatVersion,
             None,
             READABLE_FORMAT_VERSIONS.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" or "),
@@ -151,19 +253,16 @@ fn check_record(
     text: &str,
     written: &Written,
     value: &Value,
-    report: &mut AuditReport,
+    own: &mut Vec<Problem>,
 ) -> Option<Record> {
     if let Some((column, expected, found)) = encoding_difference(written, text) {
-        report.problems.push(at.problem(Check::Encoding, Some(column), expected, found));
+        own.push(at.problem(Check::Encoding, Some(column), expected, found));
     }
 
     let record = match serde_json::from_str::<Record>(text) {
-        Ok(r) => {
-            report.records += 1;
-            Some(r)
-        }
+        Ok(r) => Some(r),
         Err(e) => {
-            report.problems.push(at.problem(
+            own.push(at.problem(
                 Check::Schema,
                 Some(e.column()),
                 "a record".into(),
@@ -176,7 +275,7 @@ fn check_record(
     if let Some(r) = &record {
         let again = serde_json::to_value(r).expect("records serialise");
         if let Some((path, expected, found)) = first_difference(&again, value, "") {
-            report.problems.push(at.problem(
+            own.push(at.problem(
                 Check::RoundTrip,
                 None,
                 format!("{path} = {expected}"),
@@ -193,39 +292,36 @@ fn check_hashes(
     record: Option<&Record>,
     hash: &Option<String>,
     value: &Value,
-    report: &mut AuditReport,
+    own: &mut Vec<Problem>,
 ) {
     // Record::compute_hash() is the definition. For a line that is not a record, the same
     // canonical hash over the line's own JSON still says whether `hash` was tampered with
     // (for a record that round-trips the two are equal).
-    let expected_hash = match record {
-        Some(r) => r.compute_hash(),
+    let (expected_hash, expected_env) = match record {
+        Some(r) => {
+            let (hash, env) = r.compute_hashes();
+            (hash, Some(env))
+        }
         None => {
             let mut without = value.clone();
             without.as_object_mut().expect("checked to be an object").remove("hash");
-            sha256_hex(canonical_json(&without).as_bytes())
+            (canonical_sha256(&without), value.get("environment").map(canonical_sha256))
         }
     };
     if hash.as_deref() != Some(expected_hash.as_str()) {
-        report.problems.push(at.problem(Check::Hash, None, expected_hash, shown(value.get("hash"))));
+        own.push(at.problem(Check::Hash, None, expected_hash, shown(value.get("hash"))));
     }
-
-    let expected_env = match record {
-        Some(r) => Some(r.environment.hash()),
-        None => value.get("environment").map(|env| sha256_hex(canonical_json(env).as_bytes())),
-    };
     let env_found = value.get("env_hash");
     match expected_env {
         Some(e) if env_found.and_then(Value::as_str) != Some(e.as_str()) => {
-            report.problems.push(at.problem(Check::EnvHash, None, e, shown(env_found)))
+            own.push(at.problem(Check::EnvHash, None, e, shown(env_found)))
         }
         _ => {}
     }
 }
 
 /// The checks against the run: the first record's `run_id`, and the scenario beside the records.
-fn check_run(at: &At, value: &Value, report: &mut AuditReport) {
-    let run_id = value.get("run_id");
+fn check_run(at: &At, run_id: Option<&Value>, scenario_found: Option<&Value>, report: &mut AuditReport) {
     match (&report.run_id, run_id.and_then(Value::as_str)) {
         (None, Some(id)) => report.run_id = Some(id.to_string()),
         (Some(first), Some(id)) if first == id => {}
@@ -237,10 +333,9 @@ fn check_run(at: &At, value: &Value, report: &mut AuditReport) {
     }
 
     if let Some(want) = &report.scenario_sha256 {
-        let found = value.pointer("/environment/scenario_sha256");
-        if found.and_then(Value::as_str) != Some(want.as_str()) {
+        if scenario_found.and_then(Value::as_str) != Some(want.as_str()) {
             let want = want.clone();
-            report.problems.push(at.problem(Check::Scenario, None, want, shown(found)));
+            report.problems.push(at.problem(Check::Scenario, None, want, shown(scenario_found)));
         }
     }
 }
@@ -250,7 +345,7 @@ fn check_chain(
     at: &At,
     chain: &Chain,
     prev_hash_found: Option<&Value>,
-    value: &Value,
+    seq_found: Option<&Value>,
     report: &mut AuditReport,
 ) {
     let (want_seq, want_prev) = match chain {
@@ -260,7 +355,7 @@ fn check_chain(
     };
     if let Some(w) = want_seq {
         if at.seq != Some(w) {
-            report.problems.push(at.problem(Check::Seq, None, w.to_string(), shown(value.get("seq"))));
+            report.problems.push(at.problem(Check::Seq, None, w.to_string(), shown(seq_found)));
         }
     }
     if let Some(w) = want_prev {
@@ -310,6 +405,9 @@ pub(super) fn cut(s: &str, max: usize) -> String {
 /// Where `a` (what the record re-encodes to) and `b` (the line) first differ, as a JSON pointer
 /// and the two values there; None when they are equal.
 fn first_difference(a: &Value, b: &Value, path: &str) -> Option<(String, String, String)> {
+    if a == b {
+        return None;
+    }
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();

@@ -13,22 +13,36 @@ use std::path::Path;
 
 use crate::hash::sha256_hex;
 use crate::record::files::{Head, HEAD_FILE, LOCK_FILE, RECORDS_FILE};
-use crate::record::FORMAT_VERSION;
+use crate::record::{Record, FORMAT_VERSION};
 
 pub use crate::record::files::SCENARIO_FILE;
 pub use report::{AuditReport, Check, Problem};
 
-use line::{audit_line, cut, Chain};
+use line::{cut, follow, read_line, Chain};
 
 /// Audits the records file at `records_path` (a run folder's `records.jsonl`), with the
 /// `records.head` and `scenario.toml` beside it when they exist.
 pub fn audit(records_path: &Path) -> AuditReport {
-    audit_with(records_path, true)
+    audit_with(records_path, true, false).0
+}
+
+/// The audit, and the records themselves when it found no problem (then every line is a record
+/// of a format this build reads, as `store::read_records` would return them): what a reader that
+/// audits first gets without reading the file twice.
+pub fn audit_and_read(records_path: &Path) -> (AuditReport, Option<Vec<Record>>) {
+    let (report, records) = audit_with(records_path, true, true);
+    let records = records.filter(|_| report.problems.is_empty());
+    (report, records)
 }
 
 /// `probe_lock`: whether to look for a writer holding the run's lock (the store itself, holding
 /// that lock, must not).
-pub(crate) fn audit_with(records_path: &Path, probe_lock: bool) -> AuditReport {
+/// `keep`: whether to return the records read.
+pub(crate) fn audit_with(
+    records_path: &Path,
+    probe_lock: bool,
+    keep: bool,
+) -> (AuditReport, Option<Vec<Record>>) {
     let dir = records_path.parent().unwrap_or(Path::new("."));
     let mut report = AuditReport {
         path: records_path.to_path_buf(),
@@ -76,41 +90,51 @@ pub(crate) fn audit_with(records_path: &Path, probe_lock: bool) -> AuditReport {
                 format!("a readable {}", records_path.display()),
                 e.to_string(),
             ));
-            return report;
+            return (report, None);
         }
     };
 
+    // Each complete line is checked on its own on every CPU; the run and chain checks then follow
+    // in file order.
+    let mut segments: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+    let torn = segments.last().filter(|s| !s.ends_with(b"\n")).map(|s| s.len());
+    if torn.is_some() {
+        segments.pop();
+    }
+    let numbered: Vec<(usize, &[u8])> =
+        segments.iter().enumerate().map(|(i, s)| (i + 1, &s[..s.len() - 1])).collect();
+    let lines = crate::par::par_map(&numbered, |(n, content)| read_line(*n, content, keep));
+    let mut kept = keep.then(|| Vec::with_capacity(lines.len()));
     let mut chain = Chain::Start;
     let mut complete = 0usize;
     let mut last_prev_hash: Option<Option<String>> = None;
-    let mut offset = 0usize;
-    for (i, segment) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
-        let n = i + 1;
-        report.lines = n;
-        let Some(content) = segment.strip_suffix(b"\n") else {
-            report.problems.push(Problem {
-                line: Some(n),
-                column: None,
-                seq: None,
-                cell_id: None,
-                check: Check::Torn,
-                expected: "a line ending in a newline".into(),
-                found: format!(
-                    "{} byte(s) without one (a write cut short; truncating the file to {offset} bytes drops it)",
-                    segment.len()
-                ),
-            });
-            break;
-        };
-        offset += segment.len();
+    for ((n, content), mut line) in numbered.iter().zip(lines) {
+        report.lines = *n;
+        if let Some(kept) = kept.as_mut() {
+            kept.extend(line.take_record());
+        }
         // The head counts records; a blank line is reported as itself.
         complete += usize::from(!content.is_empty());
-        let line = audit_line(n, content, &mut chain, &mut report);
-        if let Some(p) = line {
+        if let Some(p) = follow(line, &mut chain, &mut report) {
             last_prev_hash = Some(p);
         } else if !content.is_empty() {
             last_prev_hash = None;
         }
+    }
+    if let Some(len) = torn {
+        let offset: usize = segments.iter().map(|s| s.len()).sum();
+        report.lines = segments.len() + 1;
+        report.problems.push(Problem {
+            line: Some(report.lines),
+            column: None,
+            seq: None,
+            cell_id: None,
+            check: Check::Torn,
+            expected: "a line ending in a newline".into(),
+            found: format!(
+                "{len} byte(s) without one (a write cut short; truncating the file to {offset} bytes drops it)"
+            ),
+        });
     }
     if let Chain::Known { seq, hash } = &chain {
         report.last_seq = *seq;
@@ -120,7 +144,7 @@ pub(crate) fn audit_with(records_path: &Path, probe_lock: bool) -> AuditReport {
     check_head(dir, complete, &chain, last_prev_hash, &mut report);
     // File order, store-wide problems (an unreadable scenario.toml, the head) last.
     report.problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
-    report
+    (report, kept)
 }
 
 fn check_head(
