@@ -1,7 +1,8 @@
 //! `benchlab verify` end to end on fixture runs built in a tempdir: each verdict kind
 //! (reproduced, contradicted, inconclusive, not_measured, finding), repeats pooled, noise that
 //! widens, no verdict from one reading, the self-test, the exit codes (0, 1 for a contradiction or
-//! a claim that cannot fail, 2 with file:line:column) and the Markdown report.
+//! a claim that cannot fail, 2 with file:line:column) and the Markdown report; and that every
+//! committed `results/<scenario>/AUDIT.md` is what `verify` writes today.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -258,4 +259,36 @@ fn a_scenario_never_run_is_not_measured_and_exits_zero() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("not_measured") && text.contains("no run"), "{text}");
+}
+
+/// Each committed AUDIT.md is `benchlab verify scenarios/<scenario>.toml --markdown` of today's
+/// build (a report written by an older build said what this one no longer says).
+#[test]
+fn committed_audits_are_what_verify_writes_now() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let committed = entry.path().join("AUDIT.md");
+        if !committed.exists() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let fresh = tmp.path().join(format!("{name}.md"));
+        let out = Command::new(BIN)
+            .current_dir(root)
+            .args(["verify", &format!("scenarios/{name}.toml"), "--markdown"])
+            .arg(&fresh)
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let (want, got) =
+            (std::fs::read_to_string(&committed).unwrap(), std::fs::read_to_string(&fresh).unwrap());
+        assert!(
+            want == got,
+            "results/{name}/AUDIT.md is stale: rewrite it with `benchlab verify scenarios/{name}.toml --markdown results/{name}/AUDIT.md`"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} AUDIT.md files found");
 }

@@ -3,7 +3,7 @@
 //! explain it. The rules are in `claims`' module doc; `selftest` re-runs this with the figure
 //! perturbed.
 
-use super::measure::{measure, ratio, Measured, RatioMethod};
+use super::measure::{measure, ratio, Measure, Measured, RatioMethod};
 use super::parse::{Body, Claim, Dim, Selector};
 use super::selftest::Perturb;
 use super::{judge_band, num, show, ClaimResult, Verdict};
@@ -66,8 +66,26 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
             .map_or("not stated".to_string(), |(m, c)| format!("{m} × {c} CPUs"));
         push(format!("CPU: lab {}; source {source_hw}", host_text(r)));
     }
+    // Records of one server, placement and environment give the same lines: derived once each
+    // (a claim over many repeats would otherwise derive them per record).
+    let mut seen = std::collections::HashSet::new();
     for r in recs {
         let s = &r.cell.server;
+        let p = &r.cell.placement;
+        let key = (
+            (&r.env_hash, &s.id, &s.family, &s.sdk_version, &s.runtime, &s.runtime_version),
+            (
+                &p.server_cpus,
+                &p.driver_cpus,
+                p.shared,
+                p.memory_limit_bytes,
+                &r.cell.suite,
+                s.source.is_none(),
+            ),
+        );
+        if !seen.insert(key) {
+            continue;
+        }
         let want =
             scenario.servers.iter().find(|e| e.id.get_ref() == &s.id).and_then(|e| e.source_runtime.clone());
         let runtime = match want {
@@ -78,7 +96,6 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
             "{}: {} {} on {} {}{runtime}",
             s.id, s.family, s.sdk_version, s.runtime, s.runtime_version
         ));
-        let p = &r.cell.placement;
         push(format!(
             "placement: server CPUs {}, driver CPUs {}{}, memory limit {} MiB",
             p.server_cpus,
@@ -135,6 +152,24 @@ pub(super) struct Ctx<'a> {
     pub(super) claims: &'a [Claim],
     pub(super) records: &'a [Record],
     pub(super) perturb: Perturb,
+    /// Each selector's figure, measured once: the self-test judges again with the same selectors.
+    pub(super) measured: &'a Figures,
+}
+
+/// Figures by selector (its debug form), shared by a claim's judgement and its self-test.
+pub(super) type Figures = std::cell::RefCell<std::collections::HashMap<String, Measure>>;
+
+impl Ctx<'_> {
+    /// A selector's figure in the run's records, measured on first use.
+    fn measure(&self, sel: &Selector) -> Measure {
+        let key = format!("{sel:?}");
+        if let Some(m) = self.measured.borrow().get(&key) {
+            return m.clone();
+        }
+        let m = measure(self.records, sel);
+        self.measured.borrow_mut().insert(key, m.clone());
+        m
+    }
 }
 
 fn base(claim: &Claim) -> ClaimResult {
@@ -363,7 +398,7 @@ impl Ctx<'_> {
                 self.absolute(claim, r, sel, *value, *tolerance, relative_to.as_deref())
             }
             Body::Ratio { numerator, denominator, value, tolerance } => {
-                let (a, b) = match (measure(self.records, numerator), measure(self.records, denominator)) {
+                let (a, b) = match (self.measure(numerator), self.measure(denominator)) {
                     (Ok(a), Ok(b)) => (a, b),
                     (Err(e), _) | (_, Err(e)) => return self.finish(claim, not_measured(r, e)),
                 };
@@ -426,7 +461,7 @@ impl Ctx<'_> {
         relative_to: Option<&str>,
     ) -> ClaimResult {
         let unit = sel.dim().as_str();
-        let m = match measure(self.records, sel) {
+        let m = match self.measure(sel) {
             Ok(m) => m,
             Err(e) => return not_measured(r, e),
         };
@@ -482,7 +517,7 @@ impl Ctx<'_> {
         let Body::Absolute { measure: osel, value: ovalue, .. } = &other.body else {
             unreachable!("relative_to is checked to name an absolute claim")
         };
-        let om = match measure(self.records, osel) {
+        let om = match self.measure(osel) {
             Ok(m) => m,
             Err(e) => return not_measured(r, format!("the reference figure ({}) is missing: {e}", other.id)),
         };
@@ -508,11 +543,11 @@ impl Ctx<'_> {
     }
 
     fn ordering(&self, mut r: ClaimResult, items: &[Selector], tol: f64) -> ClaimResult {
-        let mut ms: Vec<Measured> =
-            match items.iter().map(|s| measure(self.records, s)).collect::<Result<Vec<_>, _>>() {
-                Ok(ms) => ms,
-                Err(e) => return not_measured(r, e),
-            };
+        let mut ms: Vec<Measured> = match items.iter().map(|s| self.measure(s)).collect::<Result<Vec<_>, _>>()
+        {
+            Ok(ms) => ms,
+            Err(e) => return not_measured(r, e),
+        };
         if self.perturb.flips() {
             // The self-test's counterpart of a scaled figure: the measured order reversed.
             let values: Vec<Measured> = ms.iter().rev().cloned().collect();

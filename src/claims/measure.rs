@@ -484,8 +484,10 @@ fn pooled(runs: &[&Record]) -> Record {
 /// The cell ids of the run a selector matches, in record order.
 pub fn matching_cells(records: &[Record], pattern: &str) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
+    // Each distinct cell id is matched once, however many records (repeats) it has.
+    let mut seen = std::collections::HashSet::new();
     for r in records {
-        if cell_matches(pattern, &r.cell.id) && !ids.contains(&r.cell.id) {
+        if seen.insert(r.cell.id.as_str()) && cell_matches(pattern, &r.cell.id) {
             ids.push(r.cell.id.clone());
         }
     }

@@ -187,7 +187,8 @@ pub fn show(v: f64, unit: &str) -> String {
 
 /// Judges every claim against a run's records (empty when the scenario has not been run).
 pub fn verify(scenario: &Scenario, claims: &[Claim], records: &[Record], run: Option<String>) -> Audit {
-    let ctx = judge::Ctx { scenario, claims, records, perturb: selftest::Perturb::None };
+    let measured = judge::Figures::default();
+    let ctx = judge::Ctx { scenario, claims, records, perturb: selftest::Perturb::None, measured: &measured };
     let results: Vec<ClaimResult> = claims
         .iter()
         .map(|c| {
