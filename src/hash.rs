@@ -83,6 +83,153 @@ fn write_canonical(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// The canonical JSON of a *compact* JSON text (serde_json's own encoding: no whitespace), made
+/// from the text itself: members sorted, every string and number copied as written. Equal to
+/// [`canonical_json`] of the value the text parses to whenever the text is serde_json's encoding
+/// of that value, which is the case this exists for: checking many records without building a
+/// `Value` of each. `drop` names a top-level member left out; the second sha256 is of the
+/// top-level member `member`. None where the shortcut cannot be sure (an escape in a key, a key
+/// twice, anything but compact JSON): use [`canonical_sha256`].
+pub fn canonical_sha256_of_compact(
+    text: &[u8],
+    drop: &str,
+    member: &str,
+) -> Option<(String, Option<String>)> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut member_span = None;
+    let end =
+        compact::canonical(text, 0, &mut out, Some((drop.as_bytes(), member.as_bytes(), &mut member_span)))?;
+    if end != text.len() {
+        return None;
+    }
+    Some((sha256_hex(&out), member_span.map(|m: std::ops::Range<usize>| sha256_hex(&out[m]))))
+}
+
+/// The scanner behind [`canonical_sha256_of_compact`]: one pass over the text; an object's members
+/// are written as they come, then put in order (a copy per level of nesting, no rescanning).
+mod compact {
+    use std::ops::Range;
+
+    /// What the top level does differently: the member to drop, the member whose output span to
+    /// note, and where to note it.
+    pub(super) type Top<'a, 'b> = Option<(&'a [u8], &'a [u8], &'b mut Option<Range<usize>>)>;
+
+    /// Writes the canonical form of the value starting at `i`; returns where it ends.
+    pub(super) fn canonical(b: &[u8], i: usize, out: &mut Vec<u8>, top: Top) -> Option<usize> {
+        match *b.get(i)? {
+            b'{' => object(b, i, out, top),
+            b'[' => {
+                out.push(b'[');
+                let mut j = i + 1;
+                if *b.get(j)? == b']' {
+                    out.push(b']');
+                    return Some(j + 1);
+                }
+                loop {
+                    j = canonical(b, j, out, None)?;
+                    match *b.get(j)? {
+                        b',' => out.push(b','),
+                        b']' => {
+                            out.push(b']');
+                            return Some(j + 1);
+                        }
+                        _ => return None,
+                    }
+                    j += 1;
+                }
+            }
+            b'"' => {
+                let end = string_end(b, i)?;
+                out.extend_from_slice(&b[i..end]);
+                Some(end)
+            }
+            c if c == b'-' || c.is_ascii_alphanumeric() => {
+                let mut end = i;
+                while b
+                    .get(end)
+                    .is_some_and(|c| matches!(c, b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'E'))
+                {
+                    end += 1;
+                }
+                out.extend_from_slice(&b[i..end]);
+                Some(end)
+            }
+            _ => None,
+        }
+    }
+
+    fn object(b: &[u8], i: usize, out: &mut Vec<u8>, top: Top) -> Option<usize> {
+        let mark = out.len();
+        // (key without its quotes, where its canonical value was written)
+        let mut members: Vec<(&[u8], Range<usize>)> = Vec::new();
+        let mut j = i + 1;
+        if *b.get(j)? != b'}' {
+            loop {
+                if *b.get(j)? != b'"' {
+                    return None;
+                }
+                let key_end = string_end(b, j)?;
+                let key = &b[j + 1..key_end - 1];
+                if key.contains(&b'\\') || *b.get(key_end)? != b':' {
+                    return None;
+                }
+                let start = out.len();
+                j = canonical(b, key_end + 1, out, None)?;
+                members.push((key, start..out.len()));
+                match *b.get(j)? {
+                    b',' => j += 1,
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        members.sort_unstable_by(|x, y| x.0.cmp(y.0));
+        if members.windows(2).any(|w| w[0].0 == w[1].0) {
+            return None;
+        }
+        let (drop, note, mut noted) = match top {
+            Some((d, n, at)) => (Some(d), Some(n), Some(at)),
+            None => (None, None, None),
+        };
+        let mut sorted = Vec::with_capacity(out.len() - mark + members.len() * 24 + 2);
+        sorted.push(b'{');
+        for (key, value) in members {
+            if Some(key) == drop {
+                continue;
+            }
+            if sorted.len() > 1 {
+                sorted.push(b',');
+            }
+            sorted.push(b'"');
+            sorted.extend_from_slice(key);
+            sorted.extend_from_slice(b"\":");
+            let start = mark + sorted.len();
+            sorted.extend_from_slice(&out[value]);
+            if Some(key) == note {
+                if let Some(at) = noted.as_deref_mut() {
+                    *at = Some(start..mark + sorted.len());
+                }
+            }
+        }
+        sorted.push(b'}');
+        out.truncate(mark);
+        out.extend_from_slice(&sorted);
+        Some(j + 1)
+    }
+
+    /// Where the string starting at `i` (its opening quote) ends, past its closing quote.
+    fn string_end(b: &[u8], i: usize) -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            match *b.get(j)? {
+                b'"' => return Some(j + 1),
+                b'\\' => j += 2,
+                _ => j += 1,
+            }
+        }
+    }
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -97,4 +244,38 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h)?;
     Ok(hex::encode(h.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn via_value(text: &str, drop: &str, member: &str) -> (String, Option<String>) {
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        let m = v.get(member).map(canonical_sha256);
+        v.as_object_mut().unwrap().remove(drop);
+        (canonical_sha256(&v), m)
+    }
+
+    #[test]
+    fn compact_text_canonicalises_as_its_value_does() {
+        for v in [
+            serde_json::json!({"b": 1, "a": {"z": [3, {"y": 1, "x": 2.5e-7}], "c": "é\n\"q\""}, "hash": "x"}),
+            serde_json::json!({"a!": [], "a": {}, "a b": [[], [{}], null, true, false, -1.0], "env": {"k": "v,}]"}}),
+            serde_json::json!({"n": [1e300, -0.0, 18446744073709551615u64, -9223372036854775808i64]}),
+        ] {
+            let text = serde_json::to_string(&v).unwrap();
+            let got = canonical_sha256_of_compact(text.as_bytes(), "hash", "env").unwrap();
+            assert_eq!(got, via_value(&text, "hash", "env"), "{text}");
+        }
+    }
+
+    #[test]
+    fn what_the_shortcut_cannot_be_sure_of_is_left_to_the_value() {
+        for text in
+            [r#"{"a\u0062":1}"#, r#"{"a":1,"a":2}"#, r#"{"a": 1}"#, r#"{"a":1}x"#, r#"{"a":1"#, r#"[1,2"#]
+        {
+            assert_eq!(canonical_sha256_of_compact(text.as_bytes(), "hash", "env"), None, "{text}");
+        }
+    }
 }

@@ -242,3 +242,29 @@ fn the_short_way_finds_what_the_long_way_finds_on_lines_the_writer_wrote() {
         assert_eq!(short.0 == "[]", found.is_empty(), "{}", short.0);
     }
 }
+
+/// The audit takes a record's hashes from its line's text; on every committed record that is
+/// exactly `compute_hash()` and `environment.hash()`.
+#[test]
+fn hashes_from_the_text_are_the_definitions_on_every_committed_record() {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut checked = 0;
+    for scenario in std::fs::read_dir(&results).unwrap().flatten() {
+        for run in std::fs::read_dir(scenario.path()).into_iter().flatten().flatten() {
+            let Ok(text) = std::fs::read_to_string(run.path().join(RECORDS_FILE)) else { continue };
+            for line in text.lines() {
+                let r: Record = serde_json::from_str(line).unwrap();
+                let (hash, env) =
+                    crate::hash::canonical_sha256_of_compact(line.as_bytes(), "hash", "environment").unwrap();
+                assert_eq!(
+                    (hash, env.unwrap()),
+                    (r.compute_hash(), r.environment.hash()),
+                    "{}",
+                    run.path().display()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} records");
+}
