@@ -4,12 +4,13 @@
 //! containers created, started and torn down, the shim and driver started, the gate, the record
 //! written) and the rest is what a run costs once (plan, image checks, host fingerprint, the
 //! store); then `report` and `audit` over a run of 100,000 records made from those records and
-//! chained as the store chains them. Each over rounds, with the median and the spread.
+//! chained as the store chains them, and `verify` of seed-000-stdio's claims over 100,000 records
+//! made from its newest committed run. Each over rounds, with the median and the spread.
 //!
 //! Run: `cargo bench --bench overhead` (needs the engine: `bash scripts/engine.sh`).
 //! BENCH_ROUNDS sets the rounds (default 3), BENCH_RECORDS the big run's records (100000).
-//! BENCH_BIG_FROM=<run folder> times only `report` and `audit`, over a big run made from that run's
-//! records (no engine needed); BENCH_KEEP=1 keeps that big run for profiling.
+//! BENCH_BIG_FROM=<run folder> times only `report` and `audit` over a big run made from that run's
+//! records, and `verify` (no engine needed); BENCH_KEEP=1 keeps the big runs for profiling.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -22,34 +22,6 @@ pub fn canonical_sha256(v: &Value) -> String {
     sha256_hex(&out)
 }
 
-/// sha256 of an object's canonical JSON, and of the canonical JSON of its member `key` (written
-/// once: the member's canonical JSON is a part of the object's).
-pub fn canonical_sha256_and_member(v: &Value, key: &str) -> (String, Option<String>) {
-    let mut out = Vec::new();
-    let Value::Object(map) = v else {
-        write_canonical(v, &mut out);
-        return (sha256_hex(&out), None);
-    };
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort_unstable();
-    let mut member = None;
-    out.push(b'{');
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, k.as_str()).expect("writing to memory");
-        out.push(b':');
-        let start = out.len();
-        write_canonical(&map[*k], &mut out);
-        if k.as_str() == key {
-            member = Some(start..out.len());
-        }
-    }
-    out.push(b'}');
-    (sha256_hex(&out), member.map(|m| sha256_hex(&out[m])))
-}
-
 /// Appends canonical JSON to `out`. Strings and numbers are written by serde_json itself, so they
 /// are spelled exactly as `to_string` spells them, without an allocation per value.
 fn write_canonical(v: &Value, out: &mut Vec<u8>) {

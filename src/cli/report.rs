@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::exit::{Exit, FAILED, OK};
-use super::{load_run, records_path};
+use super::records_path;
+use crate::record::store::read_audited;
 use crate::report;
 
 #[derive(Debug, clap::Args)]
@@ -72,15 +73,10 @@ fn hlog_cmd(run: &Path, dir: &Path) -> Result<i32, Exit> {
 }
 
 /// The run's records; a report from a store that does not audit clean says so before anything
-/// else. A clean store is read once (the audit's own reading); any other is read again as
-/// `load_run` reads it, which refuses what it cannot read before the warning.
+/// else (a store that cannot be read is refused first).
 fn load_warning_unless_clean(run: &Path) -> Result<Vec<crate::record::Record>, Exit> {
     let path = records_path(run);
-    let (audit, records) = crate::record::audit::audit_and_read(&path);
-    let records = match records {
-        Some(r) => r,
-        None => load_run(run)?,
-    };
+    let (records, audit) = read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
     if let Some(first) = audit.first_problem() {
         eprintln!(
             "warning: {} does not audit clean ({} problem(s); the first is {first}); `benchlab audit {}` lists them",

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::exit::{Exit, OK};
 use crate::claims::Audit;
-use crate::record::store::{read_records, RECORDS_FILE};
+use crate::record::store::{read_audited, RECORDS_FILE};
 use crate::scenario::Scenario;
 use crate::site::{self, RunInput};
 
@@ -97,12 +97,7 @@ fn read_runs(results: &Path) -> Result<Vec<RunInput>, Exit> {
             if !path.metadata().is_ok_and(|m| m.len() > 0) {
                 continue;
             }
-            // A clean store is read once, by its audit.
-            let (audit, clean) = crate::record::audit::audit_and_read(&path);
-            let records = match clean {
-                Some(r) => r,
-                None => read_records(&path).map_err(|e| Exit::input(e.to_string()))?,
-            };
+            let (records, audit) = read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
             let damaged = audit.first_problem().map(|p| p.to_string());
             let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             runs.push(RunInput { scenario: name(&scenario), id: name(&run), records, damaged });

@@ -73,7 +73,6 @@ pub async fn run_cells<B: Backend>(
     // the records name even if the executable is rebuilt while the run goes on.
     // Held (and so kept from pruning) until the run returns.
     let frozen = freeze_binary(&opts.benchlab_exe, &opts.work_dir)?;
-    let (benchlab_exe, binary_sha256) = (frozen.path.clone(), frozen.sha256.clone());
     // The host's speed, once, before anything runs: on the first cell's server and driver CPUs
     // (a cluster's nodes measure their own).
     // (the scripted backend of the scheduler's tests runs nothing on this host).
@@ -87,7 +86,10 @@ pub async fn run_cells<B: Backend>(
     let ctx = RunContext {
         run_id: run_id.clone(),
         host: crate::record::manifest::read_host(Path::new("/")),
-        benchlab: BenchlabManifest { version: env!("CARGO_PKG_VERSION").into(), binary_sha256 },
+        benchlab: BenchlabManifest {
+            version: env!("CARGO_PKG_VERSION").into(),
+            binary_sha256: frozen.sha256.clone(),
+        },
         scenario_sha256: scenario.sha256(),
         fingerprint,
     };
@@ -141,7 +143,7 @@ pub async fn run_cells<B: Backend>(
         engines: &engines,
         images: &images,
         ctx: &ctx,
-        benchlab_exe: &benchlab_exe,
+        benchlab_exe: &frozen.path,
         slots: &slots,
         lanes,
         require_quiet_s: opts.require_quiet_s,

@@ -1,7 +1,7 @@
 //! The versioned result record: what a cell was, what it measured, the environment manifest it
 //! ran in and the hashes that make the store tamper-evident. Canonical JSON and sha256 live here;
 //! computing metrics does not.
-use crate::hash::{canonical_sha256, canonical_sha256_and_member};
+use crate::hash::canonical_sha256;
 use crate::spec::{CellTransport, Failure, HistogramMetric, LoadMemory, LoadMetrics, Placement, Repeat};
 pub use crate::spec::{ControlAt, Order, Schedule};
 
@@ -254,15 +254,6 @@ impl Record {
         value.as_object_mut().expect("a record is an object").remove("hash");
         canonical_sha256(&value)
     }
-
-    /// [`Record::compute_hash`] and [`Environment::hash`] from one serialisation of the record
-    /// (what the audit checks on every line).
-    pub fn compute_hashes(&self) -> (String, String) {
-        let mut value = serde_json::to_value(self).expect("records serialise");
-        value.as_object_mut().expect("a record is an object").remove("hash");
-        let (hash, env) = canonical_sha256_and_member(&value, "environment");
-        (hash, env.expect("a record has an environment"))
-    }
 }
 
 pub use crate::text::{now_rfc3339, rfc3339};
@@ -387,16 +378,6 @@ pub(crate) mod tests {
             host_check: None,
             hash: String::new(),
         }
-    }
-
-    #[test]
-    fn both_hashes_from_one_serialisation_are_the_definitions() {
-        let mut r = sample_record("c1");
-        r.hash = r.compute_hash();
-        assert_eq!(r.compute_hashes(), (r.compute_hash(), r.environment.hash()));
-        let mut without = serde_json::to_value(&r).unwrap();
-        without.as_object_mut().unwrap().remove("hash");
-        assert_eq!(r.hash, crate::hash::sha256_hex(canonical_json(&without).as_bytes()));
     }
 
     #[test]

@@ -217,6 +217,17 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     }
 }
 
+/// A store's records and its audit. A store that audits clean is read once (the audit's own
+/// reading); any other is read again by [`read_records`], which refuses what it cannot read.
+pub fn read_audited(path: &Path) -> Result<(Vec<Record>, crate::record::audit::AuditReport), StoreError> {
+    let (audit, clean) = crate::record::audit::audit_and_read(path);
+    let records = match clean {
+        Some(records) => records,
+        None => read_records(path)?,
+    };
+    Ok((records, audit))
+}
+
 /// One line of a store: None when blank.
 fn read_line(path: &Path, n: usize, line: &str) -> Result<Option<Record>, StoreError> {
     /// The version alone, read before the rest (whose shape depends on it).

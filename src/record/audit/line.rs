@@ -79,26 +79,26 @@ impl Line {
 }
 
 /// Checks one line on its own. A line the writer wrote (a record that re-encodes to exactly its
-/// bytes) takes the short way: one parse, one re-encoding, one serialisation for both hashes. Any
+/// bytes) takes the short way: one parse, one re-encoding, both hashes from its text. Any
 /// other line is parsed keeping its order and spelling, to say where it departs.
 /// `keep`: whether the line keeps its record (for [`Line::take_record`]).
 pub(super) fn read_line(n: usize, content: &[u8], keep: bool) -> Line {
-    if content.is_empty() {
-        return Line::Blank(n);
-    }
-    if let Ok(text) = std::str::from_utf8(content) {
-        if let Some(mut facts) = as_written(n, text) {
-            if !keep {
-                facts.record = None;
-            }
-            return Line::Object(Box::new(facts));
+    let mut line = if content.is_empty() {
+        Line::Blank(n)
+    } else {
+        match std::str::from_utf8(content).ok().and_then(|text| as_written(n, text)) {
+            Some(facts) => Line::Object(Box::new(facts)),
+            None => read_line_parsed(n, content),
         }
+    };
+    if !keep {
+        line.take_record();
     }
-    read_line_parsed(n, content, keep)
+    line
 }
 
 /// The long way: the line parsed keeping its order and spelling, every check made from that.
-pub(super) fn read_line_parsed(n: usize, content: &[u8], keep: bool) -> Line {
+pub(super) fn read_line_parsed(n: usize, content: &[u8]) -> Line {
     let mut own = Vec::new();
     let Some((text, written, value)) = read_object(n, content, &mut own) else {
         return Line::Unreadable(Box::new(own.remove(0)));
@@ -120,7 +120,7 @@ pub(super) fn read_line_parsed(n: usize, content: &[u8], keep: bool) -> Line {
         own,
         known_format,
         is_record: record.is_some(),
-        record: record.filter(|_| keep),
+        record,
         seq_found: value.get("seq").cloned(),
         hash,
         prev_hash_found: value.get("prev_hash").cloned(),
@@ -143,7 +143,7 @@ fn as_written(n: usize, text: &str) -> Option<Facts> {
     let (hash, env_hash) =
         match crate::hash::canonical_sha256_of_compact(text.as_bytes(), "hash", "environment") {
             Some((hash, Some(env))) => (hash, env),
-            _ => r.compute_hashes(),
+            _ => (r.compute_hash(), r.environment.hash()),
         };
     if r.hash != hash {
         own.push(at.problem(Check::Hash, None, hash, r.hash.clone()));
@@ -303,10 +303,7 @@ fn check_hashes(
     // canonical hash over the line's own JSON still says whether `hash` was tampered with
     // (for a record that round-trips the two are equal).
     let (expected_hash, expected_env) = match record {
-        Some(r) => {
-            let (hash, env) = r.compute_hashes();
-            (hash, Some(env))
-        }
+        Some(r) => (r.compute_hash(), Some(r.environment.hash())),
         None => {
             let mut without = value.clone();
             without.as_object_mut().expect("checked to be an object").remove("hash");
