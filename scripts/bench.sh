@@ -3,7 +3,8 @@
 # benches/overhead.rs (what cells and runs cost outside measurement; needs the engine). Installs
 # what they compare with, idempotently — Debian's wrk, and oha (the Rust crate, a pinned release,
 # built by cargo into ~/.cargo/bin) — then runs them. Extra arguments go to cargo bench;
-# BENCH_SECONDS and BENCH_ROUNDS set each load's length (10) and the rounds (3). Nothing else may
+# BENCH_SECONDS and BENCH_ROUNDS set the closed loops' length and rounds (5 s, 9), BENCH_OPEN_SECONDS
+# and BENCH_OPEN_ROUNDS the open loops' (10 s, 3) — see benches/http_driver.rs. Nothing else may
 # run on this machine meanwhile: the figures are ratios taken in the same minute, not absolutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."

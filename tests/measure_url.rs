@@ -77,6 +77,62 @@ fn closed_and_open_loops_check_every_answer() {
 }
 
 #[test]
+fn two_driver_cpus_drive_one_load_from_two_threads() {
+    let s = server(None);
+    // Five users dealt between two threads (3 and 2): every one counted once, every answer checked.
+    let mut child = Command::new(BIN)
+        .args(["measure", "--url", &s.url, "--duration", "1", "--json", "--warmup-secs", "0.2"])
+        .args(["--suite", "weekly", "--workers", "5", "--driver-cpus", "0-1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second driver thread, seen while the load runs, on the second CPU.
+    let mut second = None;
+    while second.is_none() && child.try_wait().unwrap().is_none() {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).into_iter().flatten().flatten();
+        second = tasks
+            .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "driver-1"))
+            .find_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+            .and_then(|st| {
+                st.lines().find(|l| l.starts_with("Cpus_allowed_list:")).map(|l| l[18..].trim().to_string())
+            });
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (code, err) = (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(second.as_deref(), Some("1"), "a thread named driver-1 pinned to CPU 1 while the load ran");
+    assert_eq!((v["driver_cpus"].as_str(), v["driver_threads"].as_u64()), (Some("0-1"), Some(2)), "{v}");
+    let load = &v["load"];
+    assert_eq!((load["workers"].as_u64(), load["sessions"].as_u64()), (Some(5), Some(5)), "{load}");
+    let ok = load["ok"].as_u64().unwrap();
+    assert!(ok > 100, "{load}");
+    assert_eq!(load["failed"], 0, "{load}");
+    // The two threads' series merged: its intervals hold every call, the warm-up's too.
+    let series: u64 =
+        load["series"]["intervals"].as_array().unwrap().iter().map(|i| i["ok"].as_u64().unwrap()).sum();
+    assert!(series >= ok, "series {series} < ok {ok}");
+    let h = load["latency"]["summary"]["count"].as_u64();
+    assert!(h.is_none() || h == Some(ok), "{load}");
+
+    // One schedule dealt slot by slot: each of the 2,000 slots taken once or dropped.
+    let (code, v, err) =
+        measure(&s.url, &["--suite", "weekly", "--rate", "2000", "--workers", "8", "--driver-cpus", "0-1"]);
+    assert_eq!(code, 0, "{err}");
+    let load = &v["load"];
+    let ok = load["ok"].as_u64().unwrap();
+    assert_eq!(ok + load["dropped"].as_u64().unwrap(), 2000, "{load}");
+    assert!(ok > 1500, "{load}");
+    assert_eq!(load["failed"], 0, "{load}");
+    // A single CPU stays one thread.
+    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--workers", "2", "--driver-cpus", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["driver_threads"], 1, "{v}");
+}
+
+#[test]
 fn a_server_that_turns_wrong_mid_load_has_every_wrong_answer_counted() {
     // Right for the first 400 calls (the gate's included), then every answer is the right one
     // with one digit changed: same length, same bytes but one.

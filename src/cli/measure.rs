@@ -243,7 +243,11 @@ pub fn render_url(r: &UrlResult) -> String {
         .map(|s| format!("{s}, "))
         .unwrap_or_default();
     out.push_str(&format!("server: {} ({}) — {server}protocol {}\n", r.url, r.transport, r.protocol_version));
-    out.push_str(&format!("placement: client on CPU {}; the server's is yours\n", r.driver_cpus));
+    let threads = match r.driver_threads {
+        1 => String::new(),
+        n => format!(", {n} threads (one pinned to each CPU)"),
+    };
+    out.push_str(&format!("placement: client on CPU {}{threads}; the server's is yours\n", r.driver_cpus));
     out.push_str(&match &r.suite {
         Some(s) => format!("gate: the {s} suite's correctness gate passed; every answer checked against its expected value\n"),
         None => format!(

@@ -64,7 +64,8 @@ pub struct MeasureArgs {
     /// The server's CPUs (cpuset list; default: the last allowed CPU).
     #[arg(long, value_name = "CPUS")]
     pub server_cpus: Option<String>,
-    /// The measuring client's CPUs (default: another allowed CPU).
+    /// The measuring client's CPUs (default: another allowed CPU). With --url, two or more CPUs
+    /// drive the load from one thread pinned to each, the connections dealt among them.
     #[arg(long, value_name = "CPUS")]
     pub driver_cpus: Option<String>,
     /// Allow server and client on one CPU (needed on a single-CPU machine; figures then include

@@ -27,6 +27,8 @@ pub struct UrlResult {
     pub server_info: Option<serde_json::Value>,
     /// The CPUs this client ran on.
     pub driver_cpus: String,
+    /// Its threads: one per CPU of `driver_cpus`, no more than the connections.
+    pub driver_threads: u32,
     pub load: LoadMetrics,
 }
 
@@ -176,6 +178,8 @@ pub fn measure_url(
     let mut plan =
         LoadPlan::new(&workload(args, &tool)?, target, limit).map_err(|f| MeasureError::input(f.detail))?;
     plan.ungated = ungated.clone();
+    // Two or more CPUs: one driver thread on each.
+    plan.driver_cpus = if driver.len() > 1 { driver.clone() } else { Vec::new() };
     let failed = |what: &str, f: crate::spec::Failure| MeasureError::failed(format!("{what}: {f}"));
     on_event(MeasureEvent::Workload("gate".into()));
     // The server is already up: no retrying the handshake while it starts.
@@ -217,6 +221,7 @@ pub fn measure_url(
         protocol_version: hello.protocol_version,
         server_info: hello.server_info,
         driver_cpus: crate::placement::format_cpu_list(&driver),
+        driver_threads: driver.len().clamp(1, plan.workers.max(1) as usize) as u32,
         load: m,
     })
 }

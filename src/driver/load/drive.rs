@@ -4,6 +4,7 @@
 //! record's load metrics; names the failure of a load in which nothing succeeded.
 
 use std::rc::Rc;
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -12,14 +13,14 @@ use crate::driver::httpclient::Counts;
 use crate::driver::load::closed::{closed_worker, iteration_worker};
 use crate::driver::load::gate::failure_of;
 use crate::driver::load::open::{open_worker, Pacer, Schedule};
-use crate::driver::load::series::Intervals;
+use crate::driver::load::series::{self, Intervals};
 use crate::driver::load::settle::settle;
-use crate::driver::load::worker::{Client, Shared, WorkerStats};
+use crate::driver::load::worker::{Client, Shared, Warming, Window, WorkerStats};
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
-use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics};
-use crate::spec::{Lifecycle, LoadMode, LoadSeries};
+use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics, SeriesInterval};
+use crate::spec::{Lifecycle, LoadMode, LoadSeries, WarmupReport};
 use crate::stats;
 
 pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSet), Failure> {
@@ -30,10 +31,41 @@ pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSe
     Ok((rt, tokio::task::LocalSet::new()))
 }
 
-/// Drives the load on this thread (a single-threaded runtime: one core is enough, and the
-/// figures do not depend on thread hand-offs). `on_window` is called with the series' origin
-/// (the first call's due time) and the window's start and end before any worker starts (the caller starts its samplers there), and again if a warm-up
-/// rule moves them when it ends warm-up (before that they are the latest the rule's cap allows).
+/// What the driver threads agree on before their workers start: the schedule's start (the main
+/// thread sets it once every thread has opened its open-loop connections), and the first
+/// failure to open them, which stops them all.
+struct Start {
+    barrier: Barrier,
+    at: Mutex<Option<Instant>>,
+    failure: Mutex<Option<Failure>>,
+}
+
+impl Start {
+    fn new(threads: usize) -> Start {
+        Start { barrier: Barrier::new(threads), at: Mutex::new(None), failure: Mutex::new(None) }
+    }
+}
+
+/// One driver thread's share of a load, as it ended.
+struct Part {
+    stats: Vec<WorkerStats>,
+    intervals: Vec<SeriesInterval>,
+    interval_ms: u64,
+    opening: Counts,
+    warmup: Option<WarmupReport>,
+}
+
+/// What only the main driver thread does: report progress, and tell the caller of the window.
+type Caller<'a> = (&'a mut Progress<'a>, &'a mut dyn FnMut(Instant, Instant, Instant));
+
+/// Drives the load: on this thread, or with `plan.driver_cpus` naming two or more CPUs, on one
+/// thread pinned to each (this one the first), each a single-threaded runtime with its share of
+/// the workers (worker `w` on thread `w mod n`; an open loop's schedule dealt slot by slot), the
+/// counts, histograms and series merged at the end. Within a thread the figures do not depend
+/// on hand-offs between threads. `on_window` is called with the series' origin (the first call's
+/// due time) and the window's start and end before any worker starts (the caller starts its
+/// samplers there), and again if a warm-up rule moves them when it ends warm-up (before that
+/// they are the latest the rule's cap allows; the rule judges every thread's answers together).
 /// Returns the merged metrics with their time series, `server_cpu_cores` and the series'
 /// resources left for the caller.
 pub fn drive(
@@ -42,84 +74,199 @@ pub fn drive(
     progress: &mut Progress,
     on_window: &mut dyn FnMut(Instant, Instant, Instant),
 ) -> Result<LoadMetrics, Failure> {
-    let prepared = plan.prepared(suite)?;
-    let (rt, local) = runtime()?;
-    // What opening the open-loop connections counted; each worker counts its own.
-    let mut opening = Counts::default();
+    let threads = plan.driver_cpus.len().clamp(1, plan.workers.max(1) as usize);
     let (cpu0, wall0) = (process_cpu_ns(), Instant::now());
-    // The measured window's start and nominal end, as the workers saw them at the end.
-    let mut window = (wall0, wall0);
-    let mut warmup = None;
-    let (mut origin, mut intervals, mut interval_ms) = (wall0, Vec::new(), 0);
-    let stats = local.block_on(&rt, async {
-        let sh = Rc::new(plan.shared(prepared));
-        // Open loop: every connection's session is opened before the schedule starts.
-        let mut clients = Vec::new();
-        if plan.rate.is_some() {
-            for _ in 0..plan.workers {
-                clients.push(
-                    sh.open(&mut opening)
-                        .await
-                        .map_err(|e| failure_of(e, "opening the open-loop connections"))?,
-                );
-            }
+    let window = Arc::new(Window::new(wall0));
+    let warming = Warming::default();
+    let start = Start::new(threads);
+    let parts: Vec<Option<Part>> = if threads == 1 {
+        vec![run_part(plan, suite, 0, 1, &window, &warming, &start, Some((progress, on_window)))]
+    } else {
+        let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+        let parts = std::thread::scope(|s| {
+            let others: Vec<_> = (1..threads)
+                .map(|i| {
+                    let (window, warming, start) = (&window, &warming, &start);
+                    let cpu = plan.driver_cpus[i];
+                    std::thread::Builder::new()
+                        .name(format!("driver-{i}"))
+                        .spawn_scoped(s, move || {
+                            pin_thread(cpu);
+                            run_part(plan, suite, i, threads, window, warming, start, None)
+                        })
+                        .expect("spawn a driver thread")
+                })
+                .collect();
+            pin_thread(plan.driver_cpus[0]);
+            let mut parts = vec![run_part(
+                plan,
+                suite,
+                0,
+                threads,
+                &window,
+                &warming,
+                &start,
+                Some((progress, on_window)),
+            )];
+            parts.extend(others.into_iter().map(|h| h.join().ok().flatten()));
+            parts
+        });
+        if let Some(set) = before {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
         }
-        let t_start = Instant::now() + Duration::from_millis(5);
-        sh.warm_end.set(t_start + Duration::from_millis(plan.warmup.cap()));
-        sh.end.set(sh.warm_end() + plan.duration);
-        sh.series.borrow_mut().set_origin(t_start);
-        let rule = plan.warmup.rule();
-        if rule.is_some() {
-            *sh.warming.borrow_mut() = Some(Vec::new());
-        }
-        on_window(t_start, sh.warm_end(), sh.end());
-        let moved = Rc::new(Notify::new());
-        let settler = rule
-            .map(|r| tokio::task::spawn_local(settle(sh.clone(), r, t_start, plan.duration, moved.clone())));
-        let all = futures_util::future::join_all(spawn_workers(plan, &sh, clients, t_start));
-        tokio::pin!(all);
-        let results = loop {
-            tokio::select! {
-                r = &mut all => break r,
-                _ = moved.notified() => on_window(t_start, sh.warm_end(), sh.end()),
-                _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                    let now = Instant::now();
-                    let total_ms = sh.end().saturating_duration_since(t_start).as_millis() as u64;
-                    let el = (now.saturating_duration_since(t_start).as_millis() as u64).min(total_ms);
-                    progress(if now < sh.warm_end() { "warmup" } else { "load" }, el, total_ms);
-                }
-            }
-        };
-        // The rule has ended warm-up by the time the workers end: they run to the window's end.
-        if let Some(s) = settler {
-            warmup = s.await.ok();
-        }
-        window = (sh.warm_end(), sh.end());
-        origin = t_start;
-        let series = sh.series.replace(Intervals::new(t_start, plan.interval));
-        interval_ms = series.interval_ms();
-        intervals = series.finish();
-        Ok::<_, Failure>(results.into_iter().filter_map(Result::ok).collect::<Vec<WorkerStats>>())
+        parts
+    };
+    if let Some(f) = start.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        return Err(f);
+    }
+    let parts: Vec<Part> = parts.into_iter().collect::<Option<_>>().ok_or_else(|| {
+        Failure::new(FailureReason::EngineError, "a driver thread ended without its counts (it panicked)")
     })?;
-    drop(local);
-    drop(rt); // closes every connection
-    let mut m = merge(plan, window, &stats);
+    let origin = start.at.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(wall0);
+    let w = window.bounds();
+    let mut parts = parts;
+    let stats: Vec<WorkerStats> = parts.iter_mut().flat_map(|p| std::mem::take(&mut p.stats)).collect();
+    let mut m = merge(plan, w, &stats);
     let from_origin = |t: Instant| t.saturating_duration_since(origin).as_millis() as u64;
+    let interval_ms = parts.first().map_or(plan.interval.as_millis() as u64, |p| p.interval_ms);
+    let mut warmup = None;
+    let mut intervals = Vec::new();
+    for p in parts {
+        m.reconnects += p.opening.reconnects;
+        warmup = warmup.or(p.warmup);
+        intervals.push(p.intervals);
+    }
     m.series = Some(LoadSeries {
         interval_ms,
-        window_from_ms: from_origin(window.0),
-        window_to_ms: from_origin(window.1),
-        intervals,
+        window_from_ms: from_origin(w.0),
+        window_to_ms: from_origin(w.1),
+        intervals: if intervals.len() == 1 {
+            intervals.pop().unwrap_or_default()
+        } else {
+            series::merge(intervals)
+        },
         resources: Default::default(),
     });
     if let Some(w) = warmup {
         m.warmup_ms = w.ms.round() as u64;
         m.warmup = Some(w);
     }
-    m.reconnects += opening.reconnects;
     let wall = wall0.elapsed().as_nanos() as f64;
     m.driver_cpu_cores = (wall > 0.0).then(|| process_cpu_ns().saturating_sub(cpu0) as f64 / wall);
     Ok(m)
+}
+
+/// Pins the calling thread to one CPU (a driver thread; where that is refused it runs where the
+/// process may).
+fn pin_thread(cpu: u32) {
+    if let Ok(set) = crate::placement::cpu_mask(&[cpu]) {
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+    }
+}
+
+/// One driver thread's share of the load (`part` of `threads`) on a runtime of its own; the main
+/// thread (`caller` given) sets the start and the window, reports progress and runs a warm-up
+/// rule. None when it failed (the failure is in `start`) or a thread before the start did.
+#[allow(clippy::too_many_arguments)]
+fn run_part(
+    plan: &LoadPlan,
+    suite: Suite,
+    part: usize,
+    threads: usize,
+    window: &Arc<Window>,
+    warming: &Warming,
+    start: &Start,
+    caller: Option<Caller<'_>>,
+) -> Option<Part> {
+    let fail = |f: Failure| {
+        start.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(f);
+    };
+    // Every thread reaches both barriers, whatever happened before them.
+    let prepared = plan.prepared(suite);
+    let runtime = runtime();
+    let (prepared, (rt, local)) = match (prepared, runtime) {
+        (Ok(p), Ok(r)) => (p, r),
+        (Err(f), _) | (_, Err(f)) => {
+            fail(f);
+            start.barrier.wait();
+            start.barrier.wait();
+            return None;
+        }
+    };
+    let mut opening = Counts::default();
+    let out = local.block_on(&rt, async {
+        let sh = Rc::new(plan.shared_with(prepared, window.clone(), warming.clone()));
+        let mine: Vec<u64> = (part as u64..u64::from(plan.workers)).step_by(threads).collect();
+        // Open loop: every connection's session is opened before the schedule starts.
+        let mut clients = Vec::new();
+        if plan.rate.is_some() {
+            for _ in &mine {
+                match sh.open(&mut opening).await {
+                    Ok(c) => clients.push(c),
+                    Err(e) => {
+                        fail(failure_of(e, "opening the open-loop connections"));
+                        break;
+                    }
+                }
+            }
+        }
+        // The threads wait for each other here (blocking: nothing else runs on this runtime yet).
+        start.barrier.wait();
+        let rule = plan.warmup.rule();
+        if part == 0 && start.failure.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+            let t_start = Instant::now() + Duration::from_millis(5);
+            let warm_end = t_start + Duration::from_millis(plan.warmup.cap());
+            sh.set_window(warm_end, warm_end + plan.duration);
+            sh.keep_warming(rule.is_some());
+            *start.at.lock().unwrap_or_else(|e| e.into_inner()) = Some(t_start);
+        }
+        start.barrier.wait();
+        let t_start = (*start.at.lock().unwrap_or_else(|e| e.into_inner()))?;
+        sh.series.borrow_mut().set_origin(t_start);
+        let all = futures_util::future::join_all(spawn_workers(plan, &sh, clients, &mine, t_start, (threads, part)));
+        let mut warmup = None;
+        let results = match caller {
+            None => all.await,
+            Some((progress, on_window)) => {
+                on_window(t_start, sh.warm_end(), sh.end());
+                let moved = Rc::new(Notify::new());
+                let settler = rule.map(|r| {
+                    tokio::task::spawn_local(settle(sh.clone(), r, t_start, plan.duration, moved.clone()))
+                });
+                tokio::pin!(all);
+                let results = loop {
+                    tokio::select! {
+                        r = &mut all => break r,
+                        _ = moved.notified() => on_window(t_start, sh.warm_end(), sh.end()),
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                            let now = Instant::now();
+                            let total_ms = sh.end().saturating_duration_since(t_start).as_millis() as u64;
+                            let el = (now.saturating_duration_since(t_start).as_millis() as u64).min(total_ms);
+                            progress(if now < sh.warm_end() { "warmup" } else { "load" }, el, total_ms);
+                        }
+                    }
+                };
+                // The rule has ended warm-up by the time the workers end: they run to the
+                // window's end.
+                if let Some(s) = settler {
+                    warmup = s.await.ok();
+                }
+                results
+            }
+        };
+        let series = sh.series.replace(Intervals::new(t_start, plan.interval));
+        let interval_ms = series.interval_ms();
+        Some(Part {
+            stats: results.into_iter().filter_map(Result::ok).collect(),
+            intervals: series.finish(),
+            interval_ms,
+            opening: Counts::default(),
+            warmup,
+        })
+    });
+    drop(local);
+    drop(rt); // closes every connection
+    out.map(|p| Part { opening, ..p })
 }
 
 /// Spawns the workers on the runtime: closed-loop virtual users, or the open loop's
@@ -129,11 +276,14 @@ fn spawn_workers(
     plan: &LoadPlan,
     sh: &Rc<Shared>,
     clients: Vec<Client>,
+    mine: &[u64],
     t_start: Instant,
+    (threads, part): (usize, usize),
 ) -> Vec<tokio::task::JoinHandle<WorkerStats>> {
     match plan.rate {
-        None => (0..u64::from(plan.workers))
-            .map(|w| {
+        None => mine
+            .iter()
+            .map(|&w| {
                 let start = t_start + plan.ramp.mul_f64(w as f64 / f64::from(plan.workers.max(1)));
                 match plan.lifecycle {
                     Lifecycle::Iteration => tokio::task::spawn_local(iteration_worker(sh.clone(), w, start)),
@@ -143,7 +293,7 @@ fn spawn_workers(
             .collect(),
         Some(r) => {
             let schedule = Schedule { rate: r as f64, ramp_s: plan.ramp.as_secs_f64() };
-            let pacer = Rc::new(Pacer::new(t_start, schedule, clients.len()));
+            let pacer = Rc::new(Pacer::new(t_start, schedule, clients.len(), threads as u64, part as u64));
             // It ends with the last connection.
             tokio::task::spawn_local(pacer.clone().run());
             clients

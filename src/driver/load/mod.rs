@@ -21,7 +21,7 @@ mod settle;
 mod soak;
 mod worker;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -40,7 +40,7 @@ pub use drive::{drive, no_success_failure};
 pub use gate::{gate_server, probe_server};
 
 use sampler::{sampler, SAMPLE_INTERVAL};
-use worker::{Prepared, Shared, PREPARED};
+use worker::{Prepared, Shared, Warming, Window, PREPARED};
 
 /// Waits for the server's port; a dead server is a crash, a silent one a start-up timeout.
 fn wait_for_port(shim: &mut ShimClient, pid: u32, port: u16, deadline: Instant) -> Result<(), Failure> {
@@ -127,6 +127,9 @@ pub struct LoadPlan {
     /// Not a suite's calls: `tool` with these arguments, and any answer that is not an error
     /// counts (`benchlab measure --url` without a suite).
     pub ungated: Option<serde_json::Value>,
+    /// Two or more CPUs: one driver thread pinned to each, the workers dealt among them
+    /// (`benchlab measure --url --driver-cpus`). Empty or one: the calling thread alone, as it is.
+    pub driver_cpus: Vec<u32>,
 }
 
 impl LoadPlan {
@@ -179,6 +182,7 @@ impl LoadPlan {
             mix,
             session_calls,
             ungated: None,
+            driver_cpus: Vec::new(),
         })
     }
 
@@ -211,6 +215,11 @@ impl LoadPlan {
     }
 
     fn shared(&self, prepared: Vec<Prepared>) -> Shared {
+        self.shared_with(prepared, Arc::new(Window::new(Instant::now())), Warming::default())
+    }
+
+    /// One driver thread's `Shared`, around the window and warm-up answers all threads share.
+    fn shared_with(&self, prepared: Vec<Prepared>, window: Arc<Window>, warming: Warming) -> Shared {
         let now = Instant::now();
         Shared {
             target: self.target.clone(),
@@ -220,9 +229,8 @@ impl LoadPlan {
             per_tool: !self.mix.is_empty() || self.lifecycle == Lifecycle::Iteration,
             session_calls: self.session_calls,
             call_limit: self.call_limit,
-            warm_end: Cell::new(now),
-            end: Cell::new(now),
-            warming: RefCell::new(None),
+            window,
+            warming,
             series: RefCell::new(series::Intervals::new(now, self.interval)),
         }
     }

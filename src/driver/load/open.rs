@@ -50,6 +50,10 @@ impl Schedule {
 pub(super) struct Pacer {
     t0: Instant,
     schedule: Schedule,
+    /// Several driver threads share one schedule: this pacer's slots are `phase`, `phase +
+    /// stride`, `phase + 2 stride`, … (one thread: every slot).
+    stride: u64,
+    phase: u64,
     next: Cell<u64>,
     /// The connections waiting for their slot, in slot order (slots are taken in order, and a
     /// connection starts waiting as soon as it takes one).
@@ -61,10 +65,13 @@ pub(super) struct Pacer {
 }
 
 impl Pacer {
-    pub(super) fn new(t0: Instant, schedule: Schedule, connections: usize) -> Pacer {
+    /// The pacer of the slots `phase + k stride` (`stride` driver threads; one: `1, 0`).
+    pub(super) fn new(t0: Instant, schedule: Schedule, connections: usize, stride: u64, phase: u64) -> Pacer {
         Pacer {
             t0,
             schedule,
+            stride: stride.max(1),
+            phase,
             next: Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
             arrived: Notify::new(),
@@ -78,10 +85,11 @@ impl Pacer {
         self.arrived.notify_one();
     }
 
-    /// The next slot and when it is due.
+    /// The next of this pacer's slots (its index in the whole schedule) and when it is due.
     fn take(&self) -> (u64, Instant) {
-        let k = self.next.get();
-        self.next.set(k + 1);
+        let n = self.next.get();
+        self.next.set(n + 1);
+        let k = n * self.stride + self.phase;
         (k, self.t0 + self.schedule.due(k))
     }
 
@@ -260,7 +268,21 @@ pub(super) async fn open_worker(sh: Rc<Shared>, mut client: Client, pacer: Rc<Pa
 
 #[cfg(test)]
 mod tests {
-    use super::Schedule;
+    use super::{Pacer, Schedule};
+
+    #[test]
+    fn the_pacers_of_several_driver_threads_take_every_slot_of_one_schedule_once() {
+        let t0 = std::time::Instant::now();
+        let schedule = Schedule { rate: 1000.0, ramp_s: 2.0 };
+        let pacers: Vec<Pacer> = (0..3).map(|i| Pacer::new(t0, schedule, 1, 3, i)).collect();
+        let mut taken: Vec<(u64, std::time::Instant)> =
+            pacers.iter().flat_map(|p| (0..100).map(|_| p.take()).collect::<Vec<_>>()).collect();
+        taken.sort();
+        assert_eq!(taken.iter().map(|(k, _)| *k).collect::<Vec<_>>(), (0..300).collect::<Vec<_>>());
+        assert!(taken.iter().all(|(k, at)| *at == t0 + schedule.due(*k)), "each slot at its schedule's time");
+        let one = Pacer::new(t0, schedule, 1, 1, 0);
+        assert_eq!((0..5).map(|_| one.take().0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    }
 
     #[test]
     fn a_ramp_climbs_to_the_rate_and_without_one_slots_are_evenly_spaced() {

@@ -1,7 +1,8 @@
 //! A load's time series as it runs: every completion (warm-up included, correct or failed) goes
 //! into the interval its completion time falls in, as HdrHistogram interval logs assign them;
 //! an interval's histogram is encoded when the next one starts, so a soak of days holds one
-//! histogram in memory, not one per interval. Single-threaded: completions arrive in time order.
+//! histogram in memory, not one per interval. One per driver thread (completions arrive in time
+//! order); several threads' series, on the same origin and interval, are merged at the end.
 
 use std::time::{Duration, Instant};
 
@@ -82,9 +83,59 @@ impl Intervals {
     }
 }
 
+/// Several driver threads' series (the same origin and interval) as one: each interval's counts
+/// summed and its histograms added.
+pub(super) fn merge(parts: Vec<Vec<SeriesInterval>>) -> Vec<SeriesInterval> {
+    let mut out: Vec<SeriesInterval> = Vec::new();
+    let mut hists: Vec<Option<Histogram<u64>>> = Vec::new();
+    for part in parts {
+        for (k, iv) in part.into_iter().enumerate() {
+            if out.len() <= k {
+                out.push(SeriesInterval { t_ms: iv.t_ms, ok: 0, failed: 0, histogram: None });
+                hists.push(None);
+            }
+            out[k].ok += iv.ok;
+            out[k].failed += iv.failed;
+            if let Some(h) = iv.histogram.as_deref().and_then(|h| stats::decode_histogram(h).ok()) {
+                match &mut hists[k] {
+                    Some(sum) => {
+                        let _ = sum.add(&h);
+                    }
+                    none => *none = Some(h),
+                }
+            }
+        }
+    }
+    for (iv, h) in out.iter_mut().zip(hists) {
+        iv.histogram = h.map(|h| stats::encode_histogram(&h));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_series_merge_interval_by_interval() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let (mut a, mut b) =
+            (Intervals::new(t0, Duration::from_secs(1)), Intervals::new(t0, Duration::from_secs(1)));
+        a.add(at(10), Duration::from_millis(2), true);
+        a.add(at(1_500), Duration::from_millis(3), false);
+        b.add(at(20), Duration::from_millis(4), true);
+        b.add(at(2_500), Duration::from_millis(5), true);
+        let v = merge(vec![a.finish(), b.finish()]);
+        assert_eq!(
+            v.iter().map(|i| (i.t_ms, i.ok, i.failed)).collect::<Vec<_>>(),
+            [(0, 2, 0), (1_000, 0, 1), (2_000, 1, 0)]
+        );
+        let h = stats::decode_histogram(v[0].histogram.as_deref().unwrap()).unwrap();
+        assert_eq!(h.len(), 2);
+        assert!(v[1].histogram.is_none());
+        assert_eq!(merge(vec![Vec::new()]).len(), 0);
+    }
 
     #[test]
     fn completions_go_to_the_interval_of_their_completion_time_and_gaps_are_kept() {

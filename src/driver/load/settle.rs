@@ -35,9 +35,8 @@ pub(super) async fn settle(
             // The window starts now, not at the edge judged: whatever completed in between was
             // warm-up to the workers, so it must not be missing from the window.
             let now = Instant::now();
-            sh.warm_end.set(now);
-            sh.end.set(now + duration);
-            *sh.warming.borrow_mut() = None;
+            sh.set_window(now, now + duration);
+            sh.keep_warming(false);
             moved.notify_one();
             return settling.report(stable, calls, now.duration_since(t_start).as_secs_f64() * 1e3);
         }

@@ -36,6 +36,7 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         mix: Vec::new(),
         session_calls: 0,
         ungated: None,
+        driver_cpus: Vec::new(),
     }
 }
 
@@ -128,11 +129,11 @@ fn the_warmup_keeps_the_correct_answers_before_its_end_for_the_rule() {
     let sh = plan(None).shared(Vec::new());
     let t0 = Instant::now();
     let ms = Duration::from_millis;
-    sh.warm_end.set(t0 + ms(1_000));
+    sh.set_window(t0 + ms(1_000), sh.end());
     let err = || Err(CallError { kind: ErrorKind::Timeout, detail: String::new() });
     sh.warming_call(t0, ms(1), &Ok(()));
     assert!(sh.take_warming(t0 + ms(1)).is_empty(), "no rule judges: nothing is kept");
-    *sh.warming.borrow_mut() = Some(Vec::new());
+    sh.keep_warming(true);
     sh.warming_call(t0 + ms(10), ms(2), &Ok(()));
     sh.warming_call(t0 + ms(20), ms(9), &err());
     sh.warming_call(t0 + ms(30), ms(3), &Ok(()));
@@ -149,9 +150,8 @@ fn a_warmup_rule_starts_the_window_when_the_p50_settles() {
     let duration = Duration::from_secs(1);
     let sh = Rc::new(plan(None).shared(Vec::new()));
     let t0 = Instant::now();
-    sh.warm_end.set(t0 + Duration::from_millis(rule.max));
-    sh.end.set(sh.warm_end() + duration);
-    *sh.warming.borrow_mut() = Some(Vec::new());
+    sh.set_window(t0 + Duration::from_millis(rule.max), t0 + Duration::from_millis(rule.max) + duration);
+    sh.keep_warming(true);
     let moved = Rc::new(tokio::sync::Notify::new());
     let report = local.block_on(&rt, async {
         // A steady server: an answer of 1 ms every millisecond.
@@ -171,6 +171,6 @@ fn a_warmup_rule_starts_the_window_when_the_p50_settles() {
     assert_eq!(report.window_p50_ms.last(), Some(&Some(1.0)));
     assert!(sh.warm_end() < t0 + Duration::from_millis(rule.max), "the window moved");
     assert_eq!(sh.end() - sh.warm_end(), duration);
-    assert!(sh.warming.borrow().is_none(), "nothing more is kept once warm-up ended");
+    assert!(!sh.keeps_warming(), "nothing more is kept once warm-up ended");
     assert!((report.ms - (sh.warm_end() - t0).as_secs_f64() * 1e3).abs() < 0.01, "{report:?}");
 }

@@ -3,8 +3,10 @@
 //! judges) and what each worker counts. The loops that drive them are `closed` and `open`;
 //! merging the counts is `drive`'s, judging the warm-up `settle`'s.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -119,7 +121,42 @@ impl Prepared {
     }
 }
 
-/// What every worker shares (single-threaded: `Rc`).
+/// The measured window's start and end, read by every driver thread's workers at every call and
+/// moved by a warm-up rule on one of them: nanoseconds after a fixed instant, in atomics.
+pub(super) struct Window {
+    base: Instant,
+    warm_end_ns: AtomicU64,
+    end_ns: AtomicU64,
+}
+
+impl Window {
+    pub(super) fn new(base: Instant) -> Window {
+        Window { base, warm_end_ns: AtomicU64::new(0), end_ns: AtomicU64::new(0) }
+    }
+
+    fn at(&self, ns: &AtomicU64) -> Instant {
+        self.base + Duration::from_nanos(ns.load(Ordering::Relaxed))
+    }
+
+    /// The window's start and end.
+    pub(super) fn bounds(&self) -> (Instant, Instant) {
+        (self.at(&self.warm_end_ns), self.at(&self.end_ns))
+    }
+
+    /// Moves the window to [`warm_end`, `end`) (instants before the base clamp to it).
+    pub(super) fn set(&self, warm_end: Instant, end: Instant) {
+        let ns = |t: Instant| t.saturating_duration_since(self.base).as_nanos() as u64;
+        self.warm_end_ns.store(ns(warm_end), Ordering::Relaxed);
+        self.end_ns.store(ns(end), Ordering::Relaxed);
+    }
+}
+
+/// Under a warm-up rule, until it ends: the correct answers' completion instants and latencies
+/// (ns), for `settle` to judge window by window; every driver thread adds to it.
+pub(super) type Warming = Arc<Mutex<Option<Vec<(Instant, u64)>>>>;
+
+/// What every worker of one driver thread shares (`Rc`); the window and the warm-up's answers
+/// are shared with the other driver threads too.
 pub(super) struct Shared {
     pub(super) target: HttpTarget,
     pub(super) rest: bool,
@@ -134,11 +171,9 @@ pub(super) struct Shared {
     /// The measured window's start and end. Set before the workers start; under a warm-up rule
     /// they are the latest they can be (the cap) until the rule ends warm-up and moves them
     /// (`settle`), so the workers read them at every call.
-    pub(super) warm_end: Cell<Instant>,
-    pub(super) end: Cell<Instant>,
-    /// Under a warm-up rule, until it ends: the correct answers' completion instants and
-    /// latencies (ns), in completion order, for `settle` to judge window by window.
-    pub(super) warming: RefCell<Option<Vec<(Instant, u64)>>>,
+    pub(super) window: Arc<Window>,
+    /// The warm-up's answers while a rule judges them (none otherwise).
+    pub(super) warming: Warming,
     /// The time series of every completion, warm-up included (`drive` sets its origin).
     pub(super) series: RefCell<super::series::Intervals>,
 }
@@ -151,11 +186,27 @@ pub(super) enum Client {
 
 impl Shared {
     pub(super) fn warm_end(&self) -> Instant {
-        self.warm_end.get()
+        self.window.at(&self.window.warm_end_ns)
     }
 
     pub(super) fn end(&self) -> Instant {
-        self.end.get()
+        self.window.at(&self.window.end_ns)
+    }
+
+    /// Sets the measured window (before the workers start, or when a warm-up rule ends warm-up).
+    pub(super) fn set_window(&self, warm_end: Instant, end: Instant) {
+        self.window.set(warm_end, end);
+    }
+
+    /// Starts or stops keeping the warm-up's answers for a rule.
+    pub(super) fn keep_warming(&self, keep: bool) {
+        *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = keep.then(Vec::new);
+    }
+
+    /// Whether the warm-up's answers are being kept.
+    #[cfg(test)]
+    pub(super) fn keeps_warming(&self) -> bool {
+        self.warming.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     /// Puts a completion at `done` into the time series.
@@ -167,20 +218,28 @@ impl Shared {
     /// warm-up rule when it is a correct answer of the warm-up and a rule is judging.
     pub(super) fn warming_call(&self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
         if r.is_ok() && done < self.warm_end() {
-            if let Some(answers) = self.warming.borrow_mut().as_mut() {
+            if let Some(answers) = self.warming.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                 answers.push((done, latency.as_nanos() as u64));
             }
         }
     }
 
-    /// The latencies (ns) of the warm-up's correct answers completed before `edge`, taken out.
+    /// The latencies (ns) of the warm-up's correct answers completed before `edge`, taken out
+    /// (several driver threads add them, so they are not in completion order).
     pub(super) fn take_warming(&self, edge: Instant) -> Vec<u64> {
-        let mut warming = self.warming.borrow_mut();
+        let mut warming = self.warming.lock().unwrap_or_else(|e| e.into_inner());
         let Some(answers) = warming.as_mut() else {
             return Vec::new();
         };
-        let n = answers.partition_point(|(done, _)| *done < edge);
-        answers.drain(..n).map(|(_, ns)| ns).collect()
+        let mut taken = Vec::new();
+        answers.retain(|&(done, ns)| {
+            let before = done < edge;
+            if before {
+                taken.push(ns);
+            }
+            !before
+        });
+        taken
     }
 
     /// Opens a virtual user's connection (its handshake's reconnects count in `counts`).
