@@ -2,7 +2,8 @@
 //! the lab's HTTP driver (`benchlab measure --url`, every answer checked) against wrk (Debian's
 //! package) and oha (the Rust crate) on the built-in null server's streamable-HTTP endpoint —
 //! server pinned to CPU 1, client to CPU 0, the same connections, the three tools taking turns in
-//! each round — then the open loop at 20,000, 50,000 and 100,000 calls/s, then the stdio driver
+//! each round — then the open loop at 20,000, 50,000 and 100,000 calls/s (and oha at the same
+//! rates, `-q` with `--latency-correction`), then the stdio driver
 //! (`benchlab measure -- benchlab null-server`) against a raw ping-pong of the same lines between
 //! the same CPUs. Each load also says how much CPU the client took per call (its rusage) and how
 //! busy the server was: a server at 100 % caps every client alike, and then the throughput ratio
@@ -177,8 +178,19 @@ fn wrk(url: &str, conns: u32, secs: u64, script: &std::path::Path) -> Figures {
 }
 
 fn oha(url: &str, conns: u32, secs: u64) -> Figures {
+    oha_at(url, conns, secs, None)
+}
+
+/// oha, in a closed loop or (`rate`) at a fixed rate with its latency measured from each
+/// request's intended time (`--latency-correction`), as the lab's open loop does.
+fn oha_at(url: &str, conns: u32, secs: u64, rate: Option<u64>) -> Figures {
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", "0", "oha"]);
+    if let Some(r) = rate {
+        cmd.args(["-q", &r.to_string(), "--latency-correction"]);
+    }
     let text = run(
-        Command::new("taskset").args(["-c", "0", "oha"]).args([
+        cmd.args([
             "-z",
             &format!("{secs}s"),
             "-c",
@@ -390,7 +402,7 @@ fn main() {
         ));
     }
     for rate in [20_000u64, 50_000, 100_000] {
-        let (mut late_pct, mut achieved) = (Vec::new(), Vec::new());
+        let (mut late_pct, mut achieved, mut oha_achieved) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..open_rounds {
             let args = [
                 "--rate".to_string(),
@@ -414,8 +426,13 @@ fn main() {
             let extra =
                 format!("  late {late} ({pct:.3} %), dropped {}, errors {}", load["dropped"], load["failed"]);
             row(format!("r{} · open loop {rate}/s · 100 conns", round + 1), &f, extra);
+            // The peer at the same rate: whether any client here holds it.
+            let o = measured(spid, || oha_at(&url, 100, open_secs, Some(rate)));
+            oha_achieved.push(o.rps);
+            row(format!("r{} · oha -q {rate} --latency-correction", round + 1), &o, String::new());
         }
         summary.push(format!("open loop, {rate}/s: achieved calls/s {}", spread(&achieved)));
+        summary.push(format!("open loop, {rate}/s: oha -q achieved calls/s {}", spread(&oha_achieved)));
         summary.push(format!("open loop, {rate}/s: late % {}", spread(&late_pct)));
     }
     drop(server);
