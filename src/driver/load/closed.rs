@@ -35,7 +35,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
                     let r = Err(e);
                     sh.tick(done, done - t0, &r);
                     if done >= sh.warm_end() && done <= sh.end() {
-                        st.account(done, done - t0, &r);
+                        st.account(&sh, done, done - t0, &r);
                     }
                     // Do not spin on a refusing server.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -53,9 +53,9 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
         let done = Instant::now();
         sh.tick(done, done - t_call, &r);
         if done >= sh.warm_end() && done <= sh.end() {
-            st.account(done, done - t_call, &r);
+            st.account(&sh, done, done - t_call, &r);
             if sh.per_tool && r.is_ok() {
-                st.step(tool, done - t_call);
+                st.step(&sh, tool, done - t_call);
             }
         } else {
             sh.warming_call(done, done - t_call, &r);
@@ -95,7 +95,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
             Err(e) => {
                 let done = Instant::now();
                 if in_window(&sh, done) {
-                    st.account(done, done - t0, &Err(e));
+                    st.account(&sh, done, done - t0, &Err(e));
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
@@ -104,7 +104,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         st.sessions += 1;
         let opened = Instant::now();
         if in_window(&sh, opened) {
-            st.step("initialize", opened - t0);
+            st.step(&sh, "initialize", opened - t0);
         }
         // tools/list: a JSON-RPC error is the server's protocol failing, as for the calls.
         let listed = match &mut client {
@@ -121,8 +121,8 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         let done = Instant::now();
         if in_window(&sh, done) {
             match &listed {
-                Ok(()) => st.step("tools/list", done - opened),
-                Err(_) => st.account(done, done - opened, &listed),
+                Ok(()) => st.step(&sh, "tools/list", done - opened),
+                Err(_) => st.account(&sh, done, done - opened, &listed),
             }
         }
         let mut whole = listed.is_ok();
@@ -137,9 +137,9 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
             let done = Instant::now();
             sh.tick(done, done - t_call, &r);
             if in_window(&sh, done) {
-                st.account(done, done - t_call, &r);
+                st.account(&sh, done, done - t_call, &r);
                 if r.is_ok() {
-                    st.step(tool, done - t_call);
+                    st.step(&sh, tool, done - t_call);
                 }
             } else {
                 sh.warming_call(done, done - t_call, &r);
@@ -151,7 +151,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         }
         let done = Instant::now();
         if whole && in_window(&sh, t0) && done <= sh.end() {
-            st.step("session", done - t0);
+            st.step(&sh, "session", done - t0);
             st.iterations += 1;
         }
     }

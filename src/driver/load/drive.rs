@@ -15,7 +15,7 @@ use crate::driver::load::gate::failure_of;
 use crate::driver::load::open::{open_worker, Pacer, Schedule};
 use crate::driver::load::series::{self, Intervals};
 use crate::driver::load::settle::settle;
-use crate::driver::load::worker::{Client, Shared, Warming, Window, WorkerStats};
+use crate::driver::load::worker::{Client, Latencies, Shared, Warming, Window, WorkerStats};
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::Suite;
@@ -49,6 +49,7 @@ impl Start {
 /// One driver thread's share of a load, as it ended.
 struct Part {
     stats: Vec<WorkerStats>,
+    latencies: Latencies,
     intervals: Vec<SeriesInterval>,
     interval_ms: u64,
     opening: Counts,
@@ -126,7 +127,11 @@ pub fn drive(
     let w = window.bounds();
     let mut parts = parts;
     let stats: Vec<WorkerStats> = parts.iter_mut().flat_map(|p| std::mem::take(&mut p.stats)).collect();
-    let mut m = merge(plan, w, &stats);
+    let mut latencies = Latencies::new();
+    for p in &parts {
+        latencies.absorb(&p.latencies);
+    }
+    let mut m = merge(plan, w, &stats, &latencies);
     let from_origin = |t: Instant| t.saturating_duration_since(origin).as_millis() as u64;
     let interval_ms = parts.first().map_or(plan.interval.as_millis() as u64, |p| p.interval_ms);
     let mut warmup = None;
@@ -258,6 +263,7 @@ fn run_part(
         let interval_ms = series.interval_ms();
         Some(Part {
             stats: results.into_iter().filter_map(Result::ok).collect(),
+            latencies: sh.latencies.replace(Latencies::new()),
             intervals: series.finish(),
             interval_ms,
             opening: Counts::default(),
@@ -317,8 +323,12 @@ fn process_cpu_ns() -> u64 {
 /// Merges the workers' counts and histograms into the record's metrics. `window` is the measured
 /// window's start and nominal end; it is measured to the later of that end and the last
 /// completion the workers counted (see `LoadMetrics::window_ms`).
-pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[WorkerStats]) -> LoadMetrics {
-    let mut hist = stats::latency_histogram();
+pub(super) fn merge(
+    plan: &LoadPlan,
+    window: (Instant, Instant),
+    stats: &[WorkerStats],
+    latencies: &Latencies,
+) -> LoadMetrics {
     let mut m = LoadMetrics {
         mode: if plan.rate.is_some() { LoadMode::Open } else { LoadMode::Closed },
         workers: plan.workers,
@@ -329,13 +339,8 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
         ..Default::default()
     };
     let (mut taken, mut late) = (0u64, 0u64);
-    let mut steps: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> = Default::default();
     let mut iterations = 0;
     for s in stats {
-        let _ = hist.add(&s.hist);
-        for (name, h) in &s.steps {
-            let _ = steps.entry(name.clone()).or_insert_with(stats::latency_histogram).add(h);
-        }
         iterations += s.iterations;
         m.ok += s.ok;
         for (k, v) in &s.errors {
@@ -374,8 +379,8 @@ pub(super) fn merge(plan: &LoadPlan, window: (Instant, Instant), stats: &[Worker
             warmup: None,
         })
     };
-    m.latency = metric(&hist);
-    m.steps = steps.iter().filter_map(|(k, h)| Some((k.clone(), metric(h)?))).collect();
+    m.latency = metric(&latencies.all);
+    m.steps = latencies.steps.iter().filter_map(|(k, h)| Some((k.clone(), metric(h)?))).collect();
     m.iterations = (plan.lifecycle == Lifecycle::Iteration).then_some(iterations);
     m
 }

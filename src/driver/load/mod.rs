@@ -232,6 +232,7 @@ impl LoadPlan {
             window,
             warming,
             series: RefCell::new(series::Intervals::new(now, self.interval)),
+            latencies: RefCell::new(worker::Latencies::new()),
         }
     }
 }

@@ -245,7 +245,7 @@ pub(super) async fn open_worker(sh: Rc<Shared>, mut client: Client, pacer: Rc<Pa
         let done = Instant::now();
         sh.tick(done, done - intended, &r);
         if in_window {
-            st.account(done, done - intended, &r);
+            st.account(&sh, done, done - intended, &r);
         } else {
             sh.warming_call(done, done - intended, &r);
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use std::rc::Rc;
 
 use super::drive::merge;
-use super::worker::WorkerStats;
+use super::worker::{Latencies, WorkerStats};
 use super::*;
 use crate::driver::httpclient::{CallError, ErrorKind};
 use crate::spec::StableRule;
@@ -49,21 +49,23 @@ fn window() -> (Instant, Instant) {
 #[test]
 fn workers_merge_into_rates_errors_and_one_histogram() {
     let (t0, end) = window();
+    // Two workers of one thread: one histogram, fed by both.
+    let sh = plan(Some(250)).shared(Vec::new());
     let mut a = WorkerStats::new();
     let mut b = WorkerStats::new();
     for _ in 0..300 {
-        a.account(t0 + Duration::from_secs(1), Duration::from_micros(500), &Ok(()));
+        a.account(&sh, t0 + Duration::from_secs(1), Duration::from_micros(500), &Ok(()));
     }
     for _ in 0..100 {
-        b.account(t0 + Duration::from_secs(1), Duration::from_millis(2), &Ok(()));
+        b.account(&sh, t0 + Duration::from_secs(1), Duration::from_millis(2), &Ok(()));
     }
     let timeout = CallError { kind: ErrorKind::Timeout, detail: "slow".into() };
     for _ in 0..4 {
-        b.account(end, Duration::ZERO, &Err(timeout.clone()));
+        b.account(&sh, end, Duration::ZERO, &Err(timeout.clone()));
     }
     b.taken = 90;
     b.late = 7;
-    let m = merge(&plan(Some(250)), (t0, end), &[a, b]);
+    let m = merge(&plan(Some(250)), (t0, end), &[a, b], &sh.latencies.borrow());
     assert_eq!((m.ok, m.failed), (400, 4));
     assert_eq!((m.window_ms, m.window_nominal_ms), (2_000.0, Some(2_000)));
     assert_eq!(m.throughput_rps, 200.0);
@@ -81,17 +83,18 @@ fn workers_merge_into_rates_errors_and_one_histogram() {
 #[test]
 fn a_load_without_one_success_fails_by_its_most_common_error() {
     let (t0, end) = window();
+    let sh = plan(None).shared(Vec::new());
     let mut w = WorkerStats::new();
     let e = |kind| Err(CallError { kind, detail: String::new() });
-    w.account(t0, Duration::ZERO, &e(ErrorKind::Timeout));
-    w.account(t0, Duration::ZERO, &e(ErrorKind::Timeout));
-    w.account(t0, Duration::ZERO, &e(ErrorKind::HttpStatus));
-    let m = merge(&plan(None), (t0, end), &[w]);
+    w.account(&sh, t0, Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(&sh, t0, Duration::ZERO, &e(ErrorKind::Timeout));
+    w.account(&sh, t0, Duration::ZERO, &e(ErrorKind::HttpStatus));
+    let m = merge(&plan(None), (t0, end), &[w], &sh.latencies.borrow());
     assert_eq!((m.mode, m.error_rate, m.dropped), (crate::spec::LoadMode::Closed, 1.0, None));
     let f = no_success_failure(&m).unwrap();
     assert_eq!(f.reason, FailureReason::Timeout);
     assert!(f.detail.contains("http_status 1, timeout 2"), "{}", f.detail);
-    let none = merge(&plan(None), (t0, end), &[WorkerStats::new()]);
+    let none = merge(&plan(None), (t0, end), &[WorkerStats::new()], &Latencies::new());
     let f = no_success_failure(&none).unwrap();
     assert_eq!(f.reason, FailureReason::Timeout);
     assert!(f.detail.contains("no call completed within the 2.0 s"), "{}", f.detail);
@@ -102,23 +105,25 @@ fn the_window_runs_on_to_the_last_answer_counted_in_it() {
     let (t0, end) = window();
     // Closed loop: nothing completed after the window counts, so the window is the nominal one
     // even when the last answer came well before its end.
+    let sh = plan(None).shared(Vec::new());
     let mut closed = WorkerStats::new();
     for _ in 0..100 {
-        closed.account(t0 + Duration::from_millis(1_500), Duration::from_millis(1), &Ok(()));
+        closed.account(&sh, t0 + Duration::from_millis(1_500), Duration::from_millis(1), &Ok(()));
     }
-    let m = merge(&plan(None), (t0, end), &[closed]);
+    let m = merge(&plan(None), (t0, end), &[closed], &sh.latencies.borrow());
     assert_eq!((m.window_ms, m.throughput_rps), (2_000.0, 50.0));
     // Open loop: the calls sent in the last half second of the window were answered 500 ms after
     // it closed, so the window is 2.5 s and the rate is over 2.5 s.
+    let sh = plan(Some(250)).shared(Vec::new());
     let (mut a, mut b) = (WorkerStats::new(), WorkerStats::new());
     for _ in 0..400 {
-        a.account(t0 + Duration::from_millis(1_000), Duration::from_millis(1), &Ok(()));
+        a.account(&sh, t0 + Duration::from_millis(1_000), Duration::from_millis(1), &Ok(()));
     }
     for _ in 0..100 {
-        b.account(end + Duration::from_millis(500), Duration::from_millis(1_000), &Ok(()));
+        b.account(&sh, end + Duration::from_millis(500), Duration::from_millis(1_000), &Ok(()));
     }
     (a.taken, b.taken) = (400, 100);
-    let m = merge(&plan(Some(250)), (t0, end), &[a, b]);
+    let m = merge(&plan(Some(250)), (t0, end), &[a, b], &sh.latencies.borrow());
     assert_eq!((m.window_ms, m.window_nominal_ms), (2_500.0, Some(2_000)));
     assert_eq!(m.throughput_rps, 200.0);
     assert_eq!(m.dropped, Some(0), "the slots are those of the nominal window");

@@ -176,6 +176,8 @@ pub(super) struct Shared {
     pub(super) warming: Warming,
     /// The time series of every completion, warm-up included (`drive` sets its origin).
     pub(super) series: RefCell<super::series::Intervals>,
+    /// The window's correct answers' latencies, every worker of this thread together.
+    pub(super) latencies: RefCell<Latencies>,
 }
 
 /// A virtual user's connection: an MCP session or a REST client.
@@ -275,9 +277,38 @@ impl Shared {
     }
 }
 
-/// One worker's counts.
+/// The latencies of one driver thread's correct answers in the window, every worker's together
+/// (one histogram per thread, not per worker: a thousand connections do not hold a thousand).
+pub(super) struct Latencies {
+    pub(super) all: Histogram<u64>,
+    /// Per step (a mix's tools; an iteration's steps).
+    pub(super) steps: BTreeMap<String, Histogram<u64>>,
+}
+
+impl Latencies {
+    pub(super) fn new() -> Latencies {
+        Latencies { all: stats::latency_histogram(), steps: BTreeMap::new() }
+    }
+
+    /// One correct completion of a step.
+    pub(super) fn step(&mut self, name: &str, latency: Duration) {
+        if !self.steps.contains_key(name) {
+            self.steps.insert(name.to_string(), stats::latency_histogram());
+        }
+        stats::record(self.steps.get_mut(name).expect("inserted"), latency);
+    }
+
+    /// Adds another thread's latencies.
+    pub(super) fn absorb(&mut self, other: &Latencies) {
+        let _ = self.all.add(&other.all);
+        for (name, h) in &other.steps {
+            let _ = self.steps.entry(name.clone()).or_insert_with(stats::latency_histogram).add(h);
+        }
+    }
+}
+
+/// One worker's counts (its latencies go to its thread's [`Latencies`]).
 pub(super) struct WorkerStats {
-    pub(super) hist: Histogram<u64>,
     pub(super) ok: u64,
     pub(super) errors: BTreeMap<&'static str, u64>,
     pub(super) examples: Vec<String>,
@@ -289,8 +320,6 @@ pub(super) struct WorkerStats {
     pub(super) late: u64,
     /// When the last call counted in the window completed (the measured window's end).
     pub(super) last_done: Option<Instant>,
-    /// Per step (a mix's tools; an iteration's steps), its correct completions' latency.
-    pub(super) steps: BTreeMap<String, Histogram<u64>>,
     /// Iterations completed in the window.
     pub(super) iterations: u64,
 }
@@ -298,7 +327,6 @@ pub(super) struct WorkerStats {
 impl WorkerStats {
     pub(super) fn new() -> Self {
         WorkerStats {
-            hist: stats::latency_histogram(),
             ok: 0,
             errors: BTreeMap::new(),
             examples: Vec::new(),
@@ -307,26 +335,29 @@ impl WorkerStats {
             taken: 0,
             late: 0,
             last_done: None,
-            steps: BTreeMap::new(),
             iterations: 0,
         }
     }
 
-    /// One correct completion of a step.
-    pub(super) fn step(&mut self, name: &str, latency: Duration) {
-        if !self.steps.contains_key(name) {
-            self.steps.insert(name.to_string(), stats::latency_histogram());
-        }
-        stats::record(self.steps.get_mut(name).expect("inserted"), latency);
+    /// One correct completion of a step, into the thread's latencies.
+    pub(super) fn step(&mut self, sh: &Shared, name: &str, latency: Duration) {
+        sh.latencies.borrow_mut().step(name, latency);
     }
 
-    /// Counts a call of the window that completed at `done` after `latency`.
-    pub(super) fn account(&mut self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
+    /// Counts a call of the window that completed at `done` after `latency` (a correct one's
+    /// latency into the thread's histogram).
+    pub(super) fn account(
+        &mut self,
+        sh: &Shared,
+        done: Instant,
+        latency: Duration,
+        r: &Result<(), CallError>,
+    ) {
         self.last_done = self.last_done.max(Some(done));
         match r {
             Ok(()) => {
                 self.ok += 1;
-                stats::record(&mut self.hist, latency);
+                stats::record(&mut sh.latencies.borrow_mut().all, latency);
             }
             Err(e) => {
                 *self.errors.entry(e.kind.as_str()).or_default() += 1;
