@@ -46,6 +46,30 @@ impl Start {
     }
 }
 
+/// One driver thread's two waits at the start's barrier: whatever happens to the thread (an early
+/// return, a panic), both are made, so that no other driver thread waits for it forever.
+struct Waits<'a> {
+    start: &'a Start,
+    left: u8,
+}
+
+impl Waits<'_> {
+    fn wait(&mut self) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.start.barrier.wait();
+        }
+    }
+}
+
+impl Drop for Waits<'_> {
+    fn drop(&mut self) {
+        while self.left > 0 {
+            self.wait();
+        }
+    }
+}
+
 /// One driver thread's share of a load, as it ended.
 struct Part {
     stats: Vec<WorkerStats>,
@@ -120,12 +144,11 @@ pub fn drive(
     if let Some(f) = start.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(f);
     }
-    let parts: Vec<Part> = parts.into_iter().collect::<Option<_>>().ok_or_else(|| {
+    let mut parts: Vec<Part> = parts.into_iter().collect::<Option<_>>().ok_or_else(|| {
         Failure::new(FailureReason::EngineError, "a driver thread ended without its counts (it panicked)")
     })?;
     let origin = start.at.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(wall0);
     let w = window.bounds();
-    let mut parts = parts;
     let stats: Vec<WorkerStats> = parts.iter_mut().flat_map(|p| std::mem::take(&mut p.stats)).collect();
     let mut latencies = Latencies::new();
     for p in &parts {
@@ -186,15 +209,14 @@ fn run_part(
     let fail = |f: Failure| {
         start.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(f);
     };
-    // Every thread reaches both barriers, whatever happened before them.
+    // Every thread reaches both waits, whatever happens before them.
+    let mut waits = Waits { start, left: 2 };
     let prepared = plan.prepared(suite);
     let runtime = runtime();
     let (prepared, (rt, local)) = match (prepared, runtime) {
         (Ok(p), Ok(r)) => (p, r),
         (Err(f), _) | (_, Err(f)) => {
             fail(f);
-            start.barrier.wait();
-            start.barrier.wait();
             return None;
         }
     };
@@ -216,7 +238,7 @@ fn run_part(
             }
         }
         // The threads wait for each other here (blocking: nothing else runs on this runtime yet).
-        start.barrier.wait();
+        waits.wait();
         let rule = plan.warmup.rule();
         if part == 0 && start.failure.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
             let t_start = Instant::now() + Duration::from_millis(5);
@@ -225,7 +247,7 @@ fn run_part(
             sh.keep_warming(rule.is_some());
             *start.at.lock().unwrap_or_else(|e| e.into_inner()) = Some(t_start);
         }
-        start.barrier.wait();
+        waits.wait();
         let t_start = (*start.at.lock().unwrap_or_else(|e| e.into_inner()))?;
         sh.series.borrow_mut().set_origin(t_start);
         let all = futures_util::future::join_all(spawn_workers(plan, &sh, clients, &mine, t_start, (threads, part)));
@@ -410,4 +432,25 @@ pub fn no_success_failure(m: &LoadMetrics) -> Option<Failure> {
     };
     let summary = m.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
     Some(Failure::new(reason, format!("no call succeeded in the measured window ({summary})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Start, Waits};
+
+    #[test]
+    fn a_driver_thread_that_panics_before_the_start_still_makes_its_waits() {
+        let start = Start::new(2);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let _waits = Waits { start: &start, left: 2 };
+                panic!("a driver thread failing before the start (expected by this test)");
+            });
+            // Without the other thread's waits, these would block forever.
+            let mut waits = Waits { start: &start, left: 2 };
+            waits.wait();
+            waits.wait();
+            assert!(other.join().is_err());
+        });
+    }
 }
