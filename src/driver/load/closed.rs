@@ -55,7 +55,7 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
         if done >= sh.warm_end() && done <= sh.end() {
             st.account(&sh, done, done - t_call, &r);
             if sh.per_tool && r.is_ok() {
-                st.step(&sh, tool, done - t_call);
+                sh.step(tool, done - t_call);
             }
         } else {
             sh.warming_call(done, done - t_call, &r);
@@ -104,7 +104,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         st.sessions += 1;
         let opened = Instant::now();
         if in_window(&sh, opened) {
-            st.step(&sh, "initialize", opened - t0);
+            sh.step("initialize", opened - t0);
         }
         // tools/list: a JSON-RPC error is the server's protocol failing, as for the calls.
         let listed = match &mut client {
@@ -121,7 +121,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         let done = Instant::now();
         if in_window(&sh, done) {
             match &listed {
-                Ok(()) => st.step(&sh, "tools/list", done - opened),
+                Ok(()) => sh.step("tools/list", done - opened),
                 Err(_) => st.account(&sh, done, done - opened, &listed),
             }
         }
@@ -139,7 +139,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
             if in_window(&sh, done) {
                 st.account(&sh, done, done - t_call, &r);
                 if r.is_ok() {
-                    st.step(&sh, tool, done - t_call);
+                    sh.step(tool, done - t_call);
                 }
             } else {
                 sh.warming_call(done, done - t_call, &r);
@@ -151,7 +151,7 @@ pub(super) async fn iteration_worker(sh: Rc<Shared>, w: u64, start: Instant) -> 
         }
         let done = Instant::now();
         if whole && in_window(&sh, t0) && done <= sh.end() {
-            st.step(&sh, "session", done - t0);
+            sh.step("session", done - t0);
             st.iterations += 1;
         }
     }

@@ -168,11 +168,7 @@ pub fn drive(
         interval_ms,
         window_from_ms: from_origin(w.0),
         window_to_ms: from_origin(w.1),
-        intervals: if intervals.len() == 1 {
-            intervals.pop().unwrap_or_default()
-        } else {
-            series::merge(intervals)
-        },
+        intervals: series::merge(intervals),
         resources: Default::default(),
     });
     if let Some(w) = warmup {

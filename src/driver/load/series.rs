@@ -85,7 +85,10 @@ impl Intervals {
 
 /// Several driver threads' series (the same origin and interval) as one: each interval's counts
 /// summed and its histograms added.
-pub(super) fn merge(parts: Vec<Vec<SeriesInterval>>) -> Vec<SeriesInterval> {
+pub(super) fn merge(mut parts: Vec<Vec<SeriesInterval>>) -> Vec<SeriesInterval> {
+    if parts.len() == 1 {
+        return parts.pop().unwrap_or_default();
+    }
     let mut out: Vec<SeriesInterval> = Vec::new();
     let mut hists: Vec<Option<Histogram<u64>>> = Vec::new();
     for part in parts {

@@ -211,6 +211,11 @@ impl Shared {
         self.warming.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
+    /// One correct completion of a step in the window, into this thread's latencies.
+    pub(super) fn step(&self, name: &str, latency: Duration) {
+        self.latencies.borrow_mut().step(name, latency);
+    }
+
     /// Puts a completion at `done` into the time series.
     pub(super) fn tick(&self, done: Instant, latency: Duration, r: &Result<(), CallError>) {
         self.series.borrow_mut().add(done, latency, r.is_ok());
@@ -337,11 +342,6 @@ impl WorkerStats {
             last_done: None,
             iterations: 0,
         }
-    }
-
-    /// One correct completion of a step, into the thread's latencies.
-    pub(super) fn step(&mut self, sh: &Shared, name: &str, latency: Duration) {
-        sh.latencies.borrow_mut().step(name, latency);
     }
 
     /// Counts a call of the window that completed at `done` after `latency` (a correct one's
