@@ -62,19 +62,39 @@ fn write_canonical(v: &Value, out: &mut Vec<u8>) {
 /// `Value` of each. `drop` names a top-level member left out; the second sha256 is of the
 /// top-level member `member`. None where the shortcut cannot be sure (an escape in a key, a key
 /// twice, anything but compact JSON): use [`canonical_sha256`].
+///
+/// `known`: an object already canonicalised — its compact text, its canonical JSON and that
+/// JSON's sha256. Where `member`'s value is exactly that text, the canonical JSON is spliced in
+/// and its hash returned, without scanning or hashing it again (a run's records share a few
+/// environments).
 pub fn canonical_sha256_of_compact(
     text: &[u8],
     drop: &str,
     member: &str,
+    known: Option<Known>,
 ) -> Option<(String, Option<String>)> {
     let mut out = Vec::with_capacity(text.len());
-    let mut member_span = None;
-    let end =
-        compact::canonical(text, 0, &mut out, Some((drop.as_bytes(), member.as_bytes(), &mut member_span)))?;
+    let mut at = compact::Noted { span: None, spliced: false };
+    let known_object = known.filter(|k| k.text.starts_with(b"{"));
+    let top =
+        compact::Top { drop: drop.as_bytes(), note: member.as_bytes(), known: known_object, at: &mut at };
+    let end = compact::canonical(text, 0, &mut out, Some(top))?;
     if end != text.len() {
         return None;
     }
-    Some((sha256_hex(&out), member_span.map(|m: std::ops::Range<usize>| sha256_hex(&out[m]))))
+    let member_hash = match (at.span, known_object) {
+        (Some(_), Some(k)) if at.spliced => Some(k.hash.to_string()),
+        (span, _) => span.map(|m| sha256_hex(&out[m])),
+    };
+    Some((sha256_hex(&out), member_hash))
+}
+
+/// A JSON object already canonicalised: its compact text, its canonical JSON, that JSON's sha256.
+#[derive(Clone, Copy)]
+pub struct Known<'a> {
+    pub text: &'a [u8],
+    pub canonical: &'a [u8],
+    pub hash: &'a str,
 }
 
 /// The scanner behind [`canonical_sha256_of_compact`]: one pass over the text; an object's members
@@ -83,11 +103,22 @@ mod compact {
     use std::ops::Range;
 
     /// What the top level does differently: the member to drop, the member whose output span to
-    /// note, and where to note it.
-    pub(super) type Top<'a, 'b> = Option<(&'a [u8], &'a [u8], &'b mut Option<Range<usize>>)>;
+    /// note (its value spliced from `known` when it is exactly that text), and where to note it.
+    pub(super) struct Top<'a, 'b> {
+        pub(super) drop: &'a [u8],
+        pub(super) note: &'a [u8],
+        pub(super) known: Option<super::Known<'a>>,
+        pub(super) at: &'b mut Noted,
+    }
+
+    /// Where the noted member's canonical value was written, and whether it was spliced.
+    pub(super) struct Noted {
+        pub(super) span: Option<Range<usize>>,
+        pub(super) spliced: bool,
+    }
 
     /// Writes the canonical form of the value starting at `i`; returns where it ends.
-    pub(super) fn canonical(b: &[u8], i: usize, out: &mut Vec<u8>, top: Top) -> Option<usize> {
+    pub(super) fn canonical(b: &[u8], i: usize, out: &mut Vec<u8>, top: Option<Top>) -> Option<usize> {
         match *b.get(i)? {
             b'{' => object(b, i, out, top),
             b'[' => {
@@ -130,7 +161,7 @@ mod compact {
         }
     }
 
-    fn object(b: &[u8], i: usize, out: &mut Vec<u8>, top: Top) -> Option<usize> {
+    fn object(b: &[u8], i: usize, out: &mut Vec<u8>, mut top: Option<Top>) -> Option<usize> {
         let mark = out.len();
         // (key without its quotes, where its canonical value was written)
         let mut members: Vec<(&[u8], Range<usize>)> = Vec::new();
@@ -146,7 +177,10 @@ mod compact {
                     return None;
                 }
                 let start = out.len();
-                j = canonical(b, key_end + 1, out, None)?;
+                j = match top.as_mut().and_then(|t| splice(t, key, &b[key_end + 1..], out)) {
+                    Some(len) => key_end + 1 + len,
+                    None => canonical(b, key_end + 1, out, None)?,
+                };
                 members.push((key, start..out.len()));
                 match *b.get(j)? {
                     b',' => j += 1,
@@ -160,7 +194,7 @@ mod compact {
             return None;
         }
         let (drop, note, mut noted) = match top {
-            Some((d, n, at)) => (Some(d), Some(n), Some(at)),
+            Some(t) => (Some(t.drop), Some(t.note), Some(t.at)),
             None => (None, None, None),
         };
         let mut sorted = Vec::with_capacity(out.len() - mark + members.len() * 24 + 2);
@@ -179,7 +213,7 @@ mod compact {
             sorted.extend_from_slice(&out[value]);
             if Some(key) == note {
                 if let Some(at) = noted.as_deref_mut() {
-                    *at = Some(start..mark + sorted.len());
+                    at.span = Some(start..mark + sorted.len());
                 }
             }
         }
@@ -187,6 +221,15 @@ mod compact {
         out.truncate(mark);
         out.extend_from_slice(&sorted);
         Some(j + 1)
+    }
+
+    /// When `key` is the noted member and `rest` starts with the known object's text: its
+    /// canonical JSON written, and the text's length (an object ends where its text does).
+    fn splice(top: &mut Top, key: &[u8], rest: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+        let known = top.known.filter(|k| key == top.note && rest.starts_with(k.text))?;
+        out.extend_from_slice(known.canonical);
+        top.at.spliced = true;
+        Some(known.text.len())
     }
 
     /// Where the string starting at `i` (its opening quote) ends, past its closing quote.
@@ -237,9 +280,33 @@ mod tests {
             serde_json::json!({"n": [1e300, -0.0, 18446744073709551615u64, -9223372036854775808i64]}),
         ] {
             let text = serde_json::to_string(&v).unwrap();
-            let got = canonical_sha256_of_compact(text.as_bytes(), "hash", "env").unwrap();
+            let got = canonical_sha256_of_compact(text.as_bytes(), "hash", "env", None).unwrap();
             assert_eq!(got, via_value(&text, "hash", "env"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_known_member_is_spliced_in_with_its_hash_and_changes_nothing() {
+        let env = serde_json::json!({"z": [1, {"b": 2, "a": "x"}], "a": 0.1});
+        let text = serde_json::to_string(&serde_json::json!({"seq": 1, "env": env, "hash": "h"})).unwrap();
+        let plain = canonical_sha256_of_compact(text.as_bytes(), "hash", "env", None).unwrap();
+        let env_text = serde_json::to_string(&env).unwrap();
+        let canonical = canonical_json(&env);
+        // A wrong hash shows whether it was spliced: it is returned only then.
+        let known =
+            |t: &'static str| Known { text: env_text.as_bytes(), canonical: canonical.as_bytes(), hash: t };
+        let spliced =
+            canonical_sha256_of_compact(text.as_bytes(), "hash", "env", Some(known("spliced"))).unwrap();
+        assert_eq!(spliced, (plain.0.clone(), Some("spliced".to_string())));
+        // Another member's text, or another value: scanned as usual.
+        let other =
+            canonical_sha256_of_compact(text.as_bytes(), "hash", "seq", Some(known("spliced"))).unwrap();
+        assert_eq!(other.0, plain.0);
+        assert_ne!(other.1.as_deref(), Some("spliced"));
+        let changed = text.replace("0.1", "0.2");
+        let got =
+            canonical_sha256_of_compact(changed.as_bytes(), "hash", "env", Some(known("spliced"))).unwrap();
+        assert_eq!(got, canonical_sha256_of_compact(changed.as_bytes(), "hash", "env", None).unwrap());
     }
 
     #[test]
@@ -247,7 +314,7 @@ mod tests {
         for text in
             [r#"{"a\u0062":1}"#, r#"{"a":1,"a":2}"#, r#"{"a": 1}"#, r#"{"a":1}x"#, r#"{"a":1"#, r#"[1,2"#]
         {
-            assert_eq!(canonical_sha256_of_compact(text.as_bytes(), "hash", "env"), None, "{text}");
+            assert_eq!(canonical_sha256_of_compact(text.as_bytes(), "hash", "env", None), None, "{text}");
         }
     }
 }

@@ -1,33 +1,110 @@
 //! Work over many items on every CPU this process may use, results in the items' order: the
-//! audit's lines, the site's pages and histories.
+//! audit's lines, the site's pages and histories; and a big file read by every CPU at once.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// `f` over the items on every CPU this process may use, results in the items' order.
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, items.len().max(1));
+    let size = chunk_len(items.len());
+    map_chunks(items.chunks(size).collect(), items.len(), |chunk: &[T], slots| {
+        for (item, slot) in chunk.iter().zip(slots) {
+            slot.write(f(item));
+        }
+    })
+}
+
+/// `f` over the items, each by `&mut` (to take something out of it), on every CPU this process
+/// may use, results in the items' order.
+pub fn par_map_mut<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
+    let len = items.len();
+    map_chunks(items.chunks_mut(chunk_len(len)).collect(), len, |chunk: &mut [T], slots| {
+        for (item, slot) in chunk.iter_mut().zip(slots) {
+            slot.write(f(item));
+        }
+    })
+}
+
+/// Items per chunk: about 16 chunks per CPU, so a slow CPU is waited for little, and one item
+/// per chunk for few items (a site's pages, each a different size).
+fn chunk_len(len: usize) -> usize {
+    (len / (threads() * 16)).max(1)
+}
+
+/// The results, `len` of them, written in place: chunk `i` of `chunks` (each [`chunk_len`]
+/// items, the last fewer) fills chunk `i` of the results, the chunks handed out one by one to
+/// every CPU. Each result is written once, by a worker, into memory no other thread touches:
+/// nothing is moved or faulted in afterwards on one thread.
+fn map_chunks<C: Send, R: Send>(
+    chunks: Vec<C>,
+    len: usize,
+    fill: impl Fn(C, &mut [MaybeUninit<R>]) + Sync,
+) -> Vec<R> {
+    let mut out: Vec<R> = Vec::with_capacity(len);
+    // Each chunk with the slots it fills, taken once by the worker it is handed to.
+    type Work<'a, C, R> = Mutex<Option<(C, &'a mut [MaybeUninit<R>])>>;
+    let work: Vec<Work<C, R>> = chunks
+        .into_iter()
+        .zip(out.spare_capacity_mut()[..len].chunks_mut(chunk_len(len)))
+        .map(|pair| Mutex::new(Some(pair)))
+        .collect();
     let next = AtomicUsize::new(0);
-    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let threads = threads().clamp(1, work.len().max(1));
+    // The scope joins every worker, and panics on when one did.
     std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, f(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for w in workers {
-            for (i, r) in w.join().expect("a worker panicked") {
-                out[i] = Some(r);
-            }
+        for _ in 0..threads {
+            s.spawn(|| {
+                while let Some(cell) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let taken = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let (chunk, slots) = taken.expect("each chunk is handed out once");
+                    fill(chunk, slots);
+                }
+            });
         }
     });
-    out.into_iter().map(|r| r.expect("every item mapped")).collect()
+    drop(work);
+    // SAFETY: the slot chunks cover the first `len` slots of `out`'s capacity exactly once, each
+    // paired with the item chunk of the same length (both cut at `chunk_len(len)` from `len`
+    // items); every chunk was handed out (workers stop only past the last) and `fill` writes every
+    // slot of its chunk (both callers write one result per item, zipped). A worker's panic
+    // propagated out of the scope above, before this line.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// The CPUs this process may use.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A whole file read into memory, each CPU this process may use reading its share at once (with
+/// `pread`): the copy out of the page cache and the faults of the fresh memory it lands in are
+/// split among them. A file that grows meanwhile is read up to its size when opened.
+pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len()).map_err(std::io::Error::other)?;
+    // Below a few MB one thread is as fast.
+    if len < 8 << 20 || threads() == 1 {
+        let mut bytes = Vec::with_capacity(len);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&file, len as u64), &mut bytes)?;
+        return Ok(bytes);
+    }
+    let mut bytes = vec![0u8; len];
+    let share = len.div_ceil(threads());
+    std::thread::scope(|s| {
+        let readers: Vec<_> = bytes
+            .chunks_mut(share)
+            .enumerate()
+            .map(|(i, part)| {
+                let file = &file;
+                s.spawn(move || file.read_exact_at(part, (i * share) as u64))
+            })
+            .collect();
+        readers.into_iter().try_for_each(|r| r.join().expect("a reader panicked"))
+    })?;
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -36,8 +113,32 @@ mod tests {
 
     #[test]
     fn par_map_keeps_the_order() {
-        let v: Vec<u32> = (0..1000).collect();
-        assert_eq!(par_map(&v, |x| x * 2), v.iter().map(|x| x * 2).collect::<Vec<_>>());
-        assert!(par_map(&Vec::<u32>::new(), |x| *x).is_empty());
+        for n in [0u32, 1, 7, 31, 32, 33, 1000, 100_003] {
+            let v: Vec<u32> = (0..n).collect();
+            assert_eq!(par_map(&v, |x| x * 2), v.iter().map(|x| x * 2).collect::<Vec<_>>(), "{n}");
+            let mut boxed: Vec<Option<Box<u32>>> = v.iter().map(|x| Some(Box::new(*x))).collect();
+            let taken = par_map_mut(&mut boxed, |b| *b.take().unwrap());
+            assert_eq!(taken, v, "{n}");
+            assert!(boxed.iter().all(Option::is_none));
+        }
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_panic_in_f_is_the_callers() {
+        let v: Vec<u32> = (0..10_000).collect();
+        par_map(&v, |x| if *x == 7777 { panic!("item {x}") } else { x.to_string() });
+    }
+
+    #[test]
+    fn read_file_reads_what_was_written_small_and_big() {
+        let d = tempfile::tempdir().unwrap();
+        for len in [0usize, 10, (8 << 20) + 12_345] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let p = d.path().join(format!("f{len}"));
+            std::fs::write(&p, &bytes).unwrap();
+            assert_eq!(read_file(&p).unwrap(), bytes, "{len} bytes");
+        }
+        assert!(read_file(&d.path().join("absent")).is_err());
     }
 }

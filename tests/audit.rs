@@ -189,7 +189,8 @@ fn record(i: usize) -> Record {
             deviations: if i == 4 { vec!["runtime 3.12.3 asked, 3.11.2 used".into()] } else { vec![] },
             sandbox: None,
             services: Vec::new(),
-        },
+        }
+        .into(),
         env_hash: String::new(),
         prev_hash: None,
         dispatch: None,

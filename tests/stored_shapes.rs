@@ -348,7 +348,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             ],
         },
         env_hash: environment.hash(),
-        environment,
+        environment: environment.into(),
         prev_hash: Some("5".repeat(64)),
         dispatch: None,
         schedule: Some(benchlab::record::Schedule {

@@ -259,7 +259,7 @@ pub fn build_record(
             server_info: outcome.server_info,
             exits: outcome.exits,
         },
-        environment,
+        environment: environment.into(),
         env_hash: String::new(),
         prev_hash: None,
         dispatch,

@@ -80,7 +80,7 @@ mod tests {
     use crate::spec::StatedHardware;
 
     fn env() -> Environment {
-        let mut e = crate::record::tests::sample_record("x").environment;
+        let mut e = crate::record::tests::sample_record("x").environment.into_inner();
         e.runtime.name = "cpython".into();
         e.runtime.version = "3.13.5".into();
         e.host.cpu_model = "Intel(R) Xeon(R) Processor".into();

@@ -10,6 +10,7 @@ pub mod deviations;
 pub mod diffenv;
 pub mod files;
 pub mod manifest;
+pub mod shared;
 pub mod store;
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,7 @@ use crate::stats::LatencySummary;
 use std::collections::BTreeMap;
 
 pub use manifest::Environment;
+pub use shared::SharedEnvironment;
 
 /// The record format this build writes and the only one it reads.
 pub const FORMAT_VERSION: u32 = 3;
@@ -211,7 +213,8 @@ pub struct Record {
     pub cell: Cell,
     pub metrics: Metrics,
     pub observed: Observed,
-    pub environment: Environment,
+    /// Shared between the records read in one environment (see `shared`); derefs to it.
+    pub environment: SharedEnvironment,
     /// sha256 hex of the environment's canonical JSON.
     pub env_hash: String,
     /// The previous record's `hash` in this store; null for the first.
@@ -370,7 +373,8 @@ pub(crate) mod tests {
                 deviations: vec![],
                 sandbox: None,
                 services: vec![],
-            },
+            }
+            .into(),
             env_hash: String::new(),
             prev_hash: None,
             dispatch: None,

@@ -245,7 +245,10 @@ fn read_line(path: &Path, n: usize, line: &str) -> Result<Option<Record>, StoreE
     if !READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == version) {
         return Err(StoreError::Version { path: path.into(), line: n, found: version });
     }
-    serde_json::from_str::<Record>(line).map(Some).map_err(parse)
+    // Read with its environment shared (see `record::shared`); a line that does not read so is
+    // read again plainly, so that its error says where in the line it is.
+    let shared = crate::record::shared::reading_shared(|| serde_json::from_str::<Record>(line));
+    shared.or_else(|_| serde_json::from_str::<Record>(line)).map(Some).map_err(parse)
 }
 
 #[cfg(test)]

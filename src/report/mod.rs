@@ -178,14 +178,18 @@ pub fn render(format: Format, records: &[Record]) -> String {
 /// Records grouped by run and server, each server's cells in their ids' natural order (`w10`
 /// before `w50` before `w100`), whatever order the run took; repeats keep their run order. The
 /// per-cell lines (steps, services) follow it, as the load tables do.
-pub(crate) fn in_cell_order(records: &[Record]) -> Vec<&Record> {
-    let mut v: Vec<&Record> = records.iter().collect();
-    v.sort_by_cached_key(|r| (r.run_id.clone(), r.cell.server.id.clone(), natural(&r.cell.id)));
+/// Only the records `keep` keeps are sorted (a per-cell line is for few of many records).
+pub(crate) fn in_cell_order(records: &[Record], keep: impl Fn(&Record) -> bool) -> Vec<&Record> {
+    let mut v: Vec<&Record> = records.iter().filter(|r| keep(r)).collect();
+    v.sort_by_cached_key(|r| {
+        let r: &Record = r;
+        (r.run_id.as_str(), r.cell.server.id.as_str(), natural(&r.cell.id))
+    });
     v
 }
 
 /// A string as runs of text and numbers, numbers compared by value.
-fn natural(s: &str) -> Vec<(String, u64)> {
+fn natural(s: &str) -> Vec<(&str, u64)> {
     let mut out = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
@@ -193,7 +197,7 @@ fn natural(s: &str) -> Vec<(String, u64)> {
         let (text, tail) = rest.split_at(text_end);
         let num_end = tail.find(|c: char| !c.is_ascii_digit()).unwrap_or(tail.len());
         let (num, tail) = tail.split_at(num_end);
-        out.push((text.to_string(), num.parse().unwrap_or(0)));
+        out.push((text, num.parse().unwrap_or(0)));
         rest = tail;
     }
     out
@@ -228,6 +232,6 @@ mod tests {
         assert!(super::natural("s/concurrency-w10") < super::natural("s/concurrency-w50"));
         assert!(super::natural("s/concurrency-w50") < super::natural("s/concurrency-w100"));
         assert!(super::natural("a-2w/x") > super::natural("a-1w/x"));
-        assert_eq!(super::natural("w10x"), vec![("w".to_string(), 10), ("x".to_string(), 0)]);
+        assert_eq!(super::natural("w10x"), vec![("w", 10), ("x", 0)]);
     }
 }

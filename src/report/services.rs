@@ -17,7 +17,7 @@ fn mib(b: u64) -> String {
 /// 14.0 MiB; redis 5:7.0.15-1~deb12u10: 0.21 CPU, cgroup peak 9.8 MiB; ... (seed 7; data
 /// 3a1b2c3d4e5f; CPU 0, the driver's)`.
 pub(super) fn service_lines(records: &[Record]) -> Vec<String> {
-    super::in_cell_order(records).into_iter().filter(|r| !r.metrics.services.is_empty()).map(line).collect()
+    super::in_cell_order(records, |r| !r.metrics.services.is_empty()).into_iter().map(line).collect()
 }
 
 fn line(r: &Record) -> String {
@@ -70,8 +70,7 @@ fn line(r: &Record) -> String {
 /// service's (in the order the first record names them), its version in the header.
 pub(super) fn html_table(o: &mut String, records: &[Record]) {
     use std::fmt::Write;
-    let with: Vec<&Record> =
-        super::in_cell_order(records).into_iter().filter(|r| !r.metrics.services.is_empty()).collect();
+    let with: Vec<&Record> = super::in_cell_order(records, |r| !r.metrics.services.is_empty());
     let Some(first) = with.first().copied() else { return };
     let esc = super::html::esc;
     let names: Vec<&str> = first.metrics.services.iter().map(|s| s.name.as_str()).collect();

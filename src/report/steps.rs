@@ -17,7 +17,7 @@ fn rank(name: &str) -> (u8, &str) {
 /// One line per load record with steps: `Steps first/sessions-w10: initialize p50 0.41 ms p99
 /// 1.2 ms; tools/list …; get_cart …; session p50 4.1 ms p99 9.0 ms (812 iterations)`.
 pub(super) fn step_lines(records: &[Record]) -> Vec<String> {
-    super::in_cell_order(records)
+    super::in_cell_order(records, |r| r.metrics.load.as_ref().is_some_and(|l| !l.steps.is_empty()))
         .into_iter()
         .filter_map(|r| {
             let load = r.metrics.load.as_ref().filter(|l| !l.steps.is_empty())?;

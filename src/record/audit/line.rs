@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::hash::canonical_sha256;
 use crate::record::audit::report::{AuditReport, Check, Problem};
 use crate::record::audit::written::{encoding_difference, Written};
-use crate::record::{Record, READABLE_FORMAT_VERSIONS};
+use crate::record::{shared, Record, READABLE_FORMAT_VERSIONS};
 
 /// What the next line must follow.
 pub(super) enum Chain {
@@ -69,6 +69,11 @@ pub(super) struct Facts {
 }
 
 impl Line {
+    /// Whether the line holds a record (not yet taken out).
+    pub(super) fn has_record(&self) -> bool {
+        matches!(self, Line::Object(facts) if facts.record.is_some())
+    }
+
     /// The record the line holds, taken out (for a reader that wants the records too).
     pub(super) fn take_record(&mut self) -> Option<Record> {
         match self {
@@ -86,7 +91,7 @@ pub(super) fn read_line(n: usize, content: &[u8], keep: bool) -> Line {
     let mut line = if content.is_empty() {
         Line::Blank(n)
     } else {
-        match std::str::from_utf8(content).ok().and_then(|text| as_written(n, text)) {
+        match as_written(n, content) {
             Some(facts) => Line::Object(Box::new(facts)),
             None => read_line_parsed(n, content),
         }
@@ -132,19 +137,33 @@ pub(super) fn read_line_parsed(n: usize, content: &[u8]) -> Line {
 
 /// The short way: the facts of a line that is a record of a known format whose re-encoding is
 /// exactly the line (so the encoding and round-trip checks hold); None otherwise.
-fn as_written(n: usize, text: &str) -> Option<Facts> {
-    let r: Record = serde_json::from_str(text).ok()?;
-    if !READABLE_FORMAT_VERSIONS.contains(&r.format_version) || serde_json::to_string(&r).ok()? != text {
+/// Its environment is read shared: parsed, re-encoded and hashed once for all the lines that ran
+/// in it (an environment whose text is not its encoding fails the re-encoding as before).
+/// The line is not checked as UTF-8 first: its re-encoding, which is, is compared with it byte
+/// for byte.
+fn as_written(n: usize, text: &[u8]) -> Option<Facts> {
+    let r: Record = shared::reading_shared(|| serde_json::from_slice(text)).ok()?;
+    if !READABLE_FORMAT_VERSIONS.contains(&r.format_version) {
+        return None;
+    }
+    let mut again = Vec::with_capacity(text.len());
+    shared::writing_as_read(|| serde_json::to_writer(&mut again, &r)).ok()?;
+    if again != text {
         return None;
     }
     let at = At { line: n, seq: Some(r.seq), cell_id: Some(r.cell.id.clone()) };
     let mut own = Vec::new();
     // The line is the record's encoding, so its hashes can be taken from the text itself.
-    let (hash, env_hash) =
-        match crate::hash::canonical_sha256_of_compact(text.as_bytes(), "hash", "environment") {
-            Some((hash, Some(env))) => (hash, env),
-            _ => (r.compute_hash(), r.environment.hash()),
-        };
+    let known = r.environment.read().map(|e| crate::hash::Known {
+        text: e.text.get().as_bytes(),
+        canonical: &e.canonical,
+        hash: &e.hash,
+    });
+    let (hash, env_hash) = match crate::hash::canonical_sha256_of_compact(text, "hash", "environment", known)
+    {
+        Some((hash, Some(env))) => (hash, env),
+        _ => (r.compute_hash(), r.environment.hash()),
+    };
     if r.hash != hash {
         own.push(at.problem(Check::Hash, None, hash, r.hash.clone()));
     }

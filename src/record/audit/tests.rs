@@ -255,10 +255,32 @@ fn hashes_from_the_text_are_the_definitions_on_every_committed_record() {
             for line in text.lines() {
                 let r: Record = serde_json::from_str(line).unwrap();
                 let (hash, env) =
-                    crate::hash::canonical_sha256_of_compact(line.as_bytes(), "hash", "environment").unwrap();
+                    crate::hash::canonical_sha256_of_compact(line.as_bytes(), "hash", "environment", None)
+                        .unwrap();
                 assert_eq!(
                     (hash, env.unwrap()),
                     (r.compute_hash(), r.environment.hash()),
+                    "{}",
+                    run.path().display()
+                );
+                // Read shared (as the audit's short way does), its environment spliced in.
+                let shared: Record =
+                    crate::record::shared::reading_shared(|| serde_json::from_str(line)).unwrap();
+                let e = shared.environment.read().expect("committed environments are their own encoding");
+                let known = crate::hash::Known {
+                    text: e.text.get().as_bytes(),
+                    canonical: &e.canonical,
+                    hash: &e.hash,
+                };
+                let spliced = crate::hash::canonical_sha256_of_compact(
+                    line.as_bytes(),
+                    "hash",
+                    "environment",
+                    Some(known),
+                );
+                assert_eq!(
+                    spliced,
+                    Some((r.compute_hash(), Some(r.environment.hash()))),
                     "{}",
                     run.path().display()
                 );
@@ -267,4 +289,24 @@ fn hashes_from_the_text_are_the_definitions_on_every_committed_record() {
         }
     }
     assert!(checked > 1000, "{checked} records");
+}
+
+/// Records that share an environment are read with one copy of it; a record whose environment
+/// was changed on its line (hashes left as they were) is caught on that line alone, and the
+/// records around it, sharing the original, stay clean.
+#[test]
+fn a_changed_environment_among_shared_ones_is_caught_on_its_line() {
+    let (_d, path, _) = store_with(5);
+    rewrite(&path, |l| l[2] = l[2].replacen("\"kernel\":\"6\"", "\"kernel\":\"7\"", 1));
+    let (r, records) = audit_and_read(&path);
+    assert!(records.is_none(), "a store with problems returns no records");
+    let checks: Vec<_> = r.problems.iter().map(|p| (p.line, p.check)).collect();
+    assert_eq!(checks, vec![(Some(3), Check::Hash), (Some(3), Check::EnvHash)], "{:#?}", r.problems);
+
+    let (_d, path, written) = store_with(5);
+    let (r, records) = audit_and_read(&path);
+    assert!(r.is_clean(), "{:#?}", r.problems);
+    let records = records.unwrap();
+    assert_eq!(records, written);
+    assert!(records.windows(2).all(|w| w[0].environment.same_copy(&w[1].environment)));
 }

@@ -1,0 +1,272 @@
+//! A record's environment, shared between the records that ran in it. A run's records ran in a
+//! few environments (one per image and placement, mostly), so a reader of many records — the
+//! audit's short way, which `report`, `verify` and `site` read through — keeps one copy of each,
+//! with the text it was read from (exactly its encoding), its canonical JSON and its hash, instead
+//! of parsing, re-encoding and hashing the same 5 kB again for every record. Everywhere else a
+//! record's environment reads, writes and serialises as the plain [`Environment`] it derefs to.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::manifest::Environment;
+
+/// A record's environment; derefs to the [`Environment`]. Clones share it.
+#[derive(Clone)]
+pub struct SharedEnvironment(Arc<Entry>);
+
+#[derive(Clone)]
+struct Entry {
+    env: Environment,
+    /// How it was read, when it was read in [`reading_shared`] mode; None once changed.
+    read: Option<Read>,
+}
+
+/// An environment as read from a record's text, which is exactly its serde_json encoding.
+#[derive(Clone)]
+pub struct Read {
+    /// The text, byte for byte its encoding.
+    pub text: Box<RawValue>,
+    /// Its canonical JSON.
+    pub canonical: Vec<u8>,
+    /// sha256 hex of that: the environment's hash.
+    pub hash: String,
+}
+
+impl SharedEnvironment {
+    /// How it was read, when it was read in [`reading_shared`] mode and not changed since.
+    pub fn read(&self) -> Option<&Read> {
+        self.0.read.as_ref()
+    }
+
+    /// The environment itself (a copy when it is shared).
+    pub fn into_inner(self) -> Environment {
+        Arc::try_unwrap(self.0).map_or_else(|shared| shared.env.clone(), |entry| entry.env)
+    }
+
+    /// Whether two records' environments are one shared copy (not merely equal).
+    pub fn same_copy(&self, other: &SharedEnvironment) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl From<Environment> for SharedEnvironment {
+    fn from(env: Environment) -> Self {
+        SharedEnvironment(Arc::new(Entry { env, read: None }))
+    }
+}
+
+impl Deref for SharedEnvironment {
+    type Target = Environment;
+    fn deref(&self) -> &Environment {
+        &self.0.env
+    }
+}
+
+impl DerefMut for SharedEnvironment {
+    /// A copy of its own, no longer as read.
+    fn deref_mut(&mut self) -> &mut Environment {
+        let entry = Arc::make_mut(&mut self.0);
+        entry.read = None;
+        &mut entry.env
+    }
+}
+
+impl PartialEq for SharedEnvironment {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_copy(other) || self.0.env == other.0.env
+    }
+}
+
+impl std::fmt::Debug for SharedEnvironment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.env.fmt(f)
+    }
+}
+
+thread_local! {
+    /// Whether this thread reads environments shared (see [`reading_shared`]).
+    static SHARED_READS: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread writes an environment as read by its text (see [`writing_as_read`]).
+    static RAW_WRITES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with this thread reading records' environments shared: each read as raw text first,
+/// looked up among the environments read before, parsed, encoded and hashed only when new (and
+/// kept only when its text is exactly its encoding). An environment that does not parse is an
+/// error without the position inside it: a caller that reports positions reads again without.
+pub fn reading_shared<T>(f: impl FnOnce() -> T) -> T {
+    with_flag(&SHARED_READS, f)
+}
+
+/// Runs `f` with this thread serialising an environment as read by its text, which is exactly
+/// its serde_json encoding: the same bytes without encoding it again. Only serde_json's own
+/// serialiser may run in `f` (another would see the raw-text wrapper).
+pub fn writing_as_read<T>(f: impl FnOnce() -> T) -> T {
+    with_flag(&RAW_WRITES, f)
+}
+
+fn with_flag<T>(flag: &'static std::thread::LocalKey<Cell<bool>>, f: impl FnOnce() -> T) -> T {
+    struct Restore(&'static std::thread::LocalKey<Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
+    let _restore = Restore(flag, flag.replace(true));
+    f()
+}
+
+impl Serialize for SharedEnvironment {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.0.read {
+            Some(read) if RAW_WRITES.get() => read.text.serialize(s),
+            _ => self.0.env.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedEnvironment {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if !SHARED_READS.get() {
+            return Environment::deserialize(d).map(SharedEnvironment::from);
+        }
+        let text = Box::<RawValue>::deserialize(d)?;
+        if let Some(known) = lookup(text.get()) {
+            return Ok(known);
+        }
+        let env: Environment = serde_json::from_str(text.get()).map_err(D::Error::custom)?;
+        if serde_json::to_string(&env).map_err(D::Error::custom)? != text.get() {
+            // Not its encoding: nothing to share by the text.
+            return Ok(env.into());
+        }
+        let canonical = crate::hash::canonical_json(&serde_json::to_value(&env).map_err(D::Error::custom)?);
+        let hash = crate::hash::sha256_hex(canonical.as_bytes());
+        let read = Read { text, canonical: canonical.into_bytes(), hash };
+        let shared = SharedEnvironment(Arc::new(Entry { env, read: Some(read) }));
+        keep(&shared);
+        Ok(shared)
+    }
+}
+
+/// The environments read shared so far, by a fingerprint of their text. Bounded: emptied when it
+/// would pass [`KEPT`] (records already read keep their copies).
+static KNOWN: Mutex<Option<HashMap<u64, Vec<SharedEnvironment>>>> = Mutex::new(None);
+const KEPT: usize = 1024;
+
+fn lookup(text: &str) -> Option<SharedEnvironment> {
+    let known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    let same = known.as_ref()?.get(&fingerprint(text))?;
+    same.iter().find(|e| e.read().is_some_and(|r| r.text.get() == text)).cloned()
+}
+
+fn keep(shared: &SharedEnvironment) {
+    let Some(read) = shared.read() else { return };
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    let map = known.get_or_insert_with(HashMap::new);
+    if map.values().map(Vec::len).sum::<usize>() >= KEPT {
+        map.clear();
+    }
+    let same = map.entry(fingerprint(read.text.get())).or_default();
+    if !same.iter().any(|e| e.read().is_some_and(|r| r.text.get() == read.text.get())) {
+        same.push(shared.clone());
+    }
+}
+
+/// A cheap fingerprint of a text: its length and 64 of its bytes spread over it (FNV-1a). Equal
+/// texts have equal fingerprints; a lookup then compares the whole text.
+fn fingerprint(text: &str) -> u64 {
+    let b = text.as_bytes();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ b.len() as u64;
+    let step = (b.len() / 64).max(1);
+    for &c in b.iter().step_by(step) {
+        h = (h ^ u64::from(c)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+
+    fn record_text() -> String {
+        serde_json::to_string(&crate::record::tests::sample_record("c")).unwrap()
+    }
+
+    #[test]
+    fn records_read_shared_share_one_copy_and_write_the_same_bytes() {
+        let text = record_text();
+        let (a, b): (Record, Record) =
+            reading_shared(|| (serde_json::from_str(&text).unwrap(), serde_json::from_str(&text).unwrap()));
+        assert!(a.environment.same_copy(&b.environment));
+        let read = a.environment.read().expect("read shared");
+        assert_eq!(read.hash, a.environment.hash());
+        assert_eq!(writing_as_read(|| serde_json::to_string(&a).unwrap()), text);
+        assert_eq!(serde_json::to_string(&a).unwrap(), text);
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
+        );
+        // Read plainly: a copy of its own.
+        let c: Record = serde_json::from_str(&text).unwrap();
+        assert!(c.environment.read().is_none() && !c.environment.same_copy(&a.environment));
+        assert_eq!(c, a);
+    }
+
+    #[test]
+    fn a_changed_environment_is_no_longer_as_read() {
+        let text = record_text();
+        let (mut a, b): (Record, Record) =
+            reading_shared(|| (serde_json::from_str(&text).unwrap(), serde_json::from_str(&text).unwrap()));
+        a.environment.host.kernel = "6.99".into();
+        assert!(a.environment.read().is_none());
+        assert_eq!(
+            b.environment.host.kernel,
+            crate::record::tests::sample_record("c").environment.host.kernel
+        );
+        let again = writing_as_read(|| serde_json::to_string(&a).unwrap());
+        assert!(again.contains("6.99"), "written from the value, not the text read");
+    }
+
+    #[test]
+    fn an_environment_that_is_not_its_own_encoding_is_read_but_not_shared() {
+        // The same environment with its members in another order: it parses, but its text is not
+        // its encoding, so writing it as read would change the bytes.
+        let r = crate::record::tests::sample_record("c");
+        let mut v = serde_json::to_value(&r).unwrap();
+        let env = v["environment"].take();
+        let text = serde_json::to_string(&v).unwrap();
+        let mut members: Vec<(String, serde_json::Value)> =
+            env.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        members.reverse();
+        let reversed = format!(
+            "{{{}}}",
+            members.iter().map(|(k, v)| format!("{k:?}:{v}")).collect::<Vec<_>>().join(",")
+        );
+        let text = text.replace("\"environment\":null", &format!("\"environment\":{reversed}"));
+        let read: Record = reading_shared(|| serde_json::from_str(&text).unwrap());
+        assert!(read.environment.read().is_none());
+        assert_eq!(read, r);
+    }
+
+    #[test]
+    fn a_bad_environment_is_an_error_either_way() {
+        let text = record_text().replacen("\"scenario_sha256\"", "\"scenario_sha\"", 1);
+        assert!(reading_shared(|| serde_json::from_str::<Record>(&text)).is_err());
+        assert!(serde_json::from_str::<Record>(&text).is_err());
+    }
+
+    #[test]
+    fn the_fingerprint_is_of_the_text() {
+        assert_eq!(fingerprint("abc"), fingerprint("abc"));
+        assert_ne!(fingerprint("abc"), fingerprint("abd"));
+        let long = "x".repeat(5000);
+        assert_eq!(fingerprint(&long), fingerprint(&long.clone()));
+    }
+}
