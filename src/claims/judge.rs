@@ -41,10 +41,13 @@ fn hardware_matches(claim: &Claim, recs: &[&Record]) -> bool {
     match &claim.source.hardware {
         None => false,
         Some((model, cpus)) => {
+            let model = model.to_lowercase();
+            // A run's records share a few environments: each is looked at once in a row.
             !recs.is_empty()
-                && recs.iter().all(|r| {
-                    r.environment.host.cpu_model.to_lowercase().contains(&model.to_lowercase())
-                        && r.environment.host.logical_cpus == *cpus
+                && recs.iter().enumerate().all(|(i, r)| {
+                    (i > 0 && recs[i - 1].environment.same_copy(&r.environment))
+                        || (r.environment.host.cpu_model.to_lowercase().contains(&model)
+                            && r.environment.host.logical_cpus == *cpus)
                 })
         }
     }
@@ -69,6 +72,7 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
     // Records of one server, placement and environment give the same lines: derived once each
     // (a claim over many repeats would otherwise derive them per record).
     let mut seen = std::collections::HashSet::new();
+    let mut last = None;
     for r in recs {
         let s = &r.cell.server;
         let p = &r.cell.placement;
@@ -83,9 +87,12 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
                 s.source.is_none(),
             ),
         );
-        if !seen.insert(key) {
+        // The same key as the record before (a server's cells in a row) is not hashed again.
+        if last == Some(key) || !seen.insert(key) {
+            last = Some(key);
             continue;
         }
+        last = Some(key);
         let want =
             scenario.servers.iter().find(|e| e.id.get_ref() == &s.id).and_then(|e| e.source_runtime.clone());
         let runtime = match want {
@@ -157,17 +164,18 @@ pub(super) struct Ctx<'a> {
 }
 
 /// Figures by selector (its debug form), shared by a claim's judgement and its self-test.
-pub(super) type Figures = std::cell::RefCell<std::collections::HashMap<String, Measure>>;
+/// Claims are judged on every CPU: a selector two claims share may be measured twice, once each.
+pub(super) type Figures = std::sync::Mutex<std::collections::HashMap<String, Measure>>;
 
 impl Ctx<'_> {
     /// A selector's figure in the run's records, measured on first use.
     fn measure(&self, sel: &Selector) -> Measure {
         let key = format!("{sel:?}");
-        if let Some(m) = self.measured.borrow().get(&key) {
+        if let Some(m) = self.measured.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return m.clone();
         }
         let m = measure(self.records, sel);
-        self.measured.borrow_mut().insert(key, m.clone());
+        self.measured.lock().unwrap_or_else(|p| p.into_inner()).insert(key, m.clone());
         m
     }
 }

@@ -487,7 +487,8 @@ pub fn matching_cells(records: &[Record], pattern: &str) -> Vec<String> {
     // Each distinct cell id is matched once, however many records (repeats) it has.
     let mut seen = std::collections::HashSet::new();
     for r in records {
-        if seen.insert(r.cell.id.as_str()) && cell_matches(pattern, &r.cell.id) {
+        // The pattern first: only the cells it matches are remembered.
+        if cell_matches(pattern, &r.cell.id) && seen.insert(r.cell.id.as_str()) {
             ids.push(r.cell.id.clone());
         }
     }
