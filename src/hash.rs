@@ -78,7 +78,7 @@ pub fn canonical_sha256_of_compact(
     let known_object = known.filter(|k| k.text.starts_with(b"{"));
     let top =
         compact::Top { drop: drop.as_bytes(), note: member.as_bytes(), known: known_object, at: &mut at };
-    let end = compact::canonical(text, 0, &mut out, Some(top))?;
+    let end = compact::canonical(text, 0, &mut out, &mut compact::Scratch::default(), Some(top))?;
     if end != text.len() {
         return None;
     }
@@ -97,8 +97,9 @@ pub struct Known<'a> {
     pub hash: &'a str,
 }
 
-/// The scanner behind [`canonical_sha256_of_compact`]: one pass over the text; an object's members
-/// are written as they come, then put in order (a copy per level of nesting, no rescanning).
+/// The scanner behind [`canonical_sha256_of_compact`]: one pass over the text, each member
+/// written as `"key":value` as it comes; an object whose keys came in order stays where it was
+/// written, any other is put in order through one shared scratch buffer.
 mod compact {
     use std::ops::Range;
 
@@ -117,10 +118,32 @@ mod compact {
         pub(super) spliced: bool,
     }
 
+    /// Buffers every object of one text shares: the members of the objects open now (a stack),
+    /// and the bytes of the one being put in order.
+    #[derive(Default)]
+    pub(super) struct Scratch<'t> {
+        members: Vec<Member<'t>>,
+        bytes: Vec<u8>,
+    }
+
+    /// A member as written: its key (without quotes), where its `"key":value` is in the output,
+    /// and where its value starts there.
+    struct Member<'t> {
+        key: &'t [u8],
+        at: Range<usize>,
+        value_at: usize,
+    }
+
     /// Writes the canonical form of the value starting at `i`; returns where it ends.
-    pub(super) fn canonical(b: &[u8], i: usize, out: &mut Vec<u8>, top: Option<Top>) -> Option<usize> {
+    pub(super) fn canonical<'t>(
+        b: &'t [u8],
+        i: usize,
+        out: &mut Vec<u8>,
+        s: &mut Scratch<'t>,
+        top: Option<Top>,
+    ) -> Option<usize> {
         match *b.get(i)? {
-            b'{' => object(b, i, out, top),
+            b'{' => object(b, i, out, s, top),
             b'[' => {
                 out.push(b'[');
                 let mut j = i + 1;
@@ -129,7 +152,7 @@ mod compact {
                     return Some(j + 1);
                 }
                 loop {
-                    j = canonical(b, j, out, None)?;
+                    j = canonical(b, j, out, s, None)?;
                     match *b.get(j)? {
                         b',' => out.push(b','),
                         b']' => {
@@ -161,66 +184,78 @@ mod compact {
         }
     }
 
-    fn object(b: &[u8], i: usize, out: &mut Vec<u8>, mut top: Option<Top>) -> Option<usize> {
-        let mark = out.len();
-        // (key without its quotes, where its canonical value was written)
-        let mut members: Vec<(&[u8], Range<usize>)> = Vec::new();
+    fn object<'t>(
+        b: &'t [u8],
+        i: usize,
+        out: &mut Vec<u8>,
+        s: &mut Scratch<'t>,
+        mut top: Option<Top>,
+    ) -> Option<usize> {
+        let open = out.len() + 1;
+        out.push(b'{');
+        let base = s.members.len();
         let mut j = i + 1;
-        if *b.get(j)? != b'}' {
-            loop {
-                if *b.get(j)? != b'"' {
-                    return None;
-                }
-                let key_end = string_end(b, j)?;
-                let key = &b[j + 1..key_end - 1];
-                if key.contains(&b'\\') || *b.get(key_end)? != b':' {
-                    return None;
-                }
-                let start = out.len();
-                j = match top.as_mut().and_then(|t| splice(t, key, &b[key_end + 1..], out)) {
-                    Some(len) => key_end + 1 + len,
-                    None => canonical(b, key_end + 1, out, None)?,
-                };
-                members.push((key, start..out.len()));
-                match *b.get(j)? {
-                    b',' => j += 1,
-                    b'}' => break,
-                    _ => return None,
-                }
+        let end = loop {
+            if s.members.len() == base && *b.get(j)? == b'}' {
+                break j + 1;
             }
-        }
-        members.sort_unstable_by(|x, y| x.0.cmp(y.0));
-        if members.windows(2).any(|w| w[0].0 == w[1].0) {
-            return None;
-        }
+            if *b.get(j)? != b'"' {
+                return None;
+            }
+            let key_end = string_end(b, j)?;
+            let key = &b[j + 1..key_end - 1];
+            if key.contains(&b'\\') || *b.get(key_end)? != b':' {
+                return None;
+            }
+            if s.members.len() > base {
+                out.push(b',');
+            }
+            let start = out.len();
+            out.extend_from_slice(&b[j..=key_end]);
+            let value_at = out.len();
+            j = match top.as_mut().and_then(|t| splice(t, key, &b[key_end + 1..], out)) {
+                Some(len) => key_end + 1 + len,
+                None => canonical(b, key_end + 1, out, s, None)?,
+            };
+            s.members.push(Member { key, at: start..out.len(), value_at });
+            match *b.get(j)? {
+                b',' => j += 1,
+                b'}' => break j + 1,
+                _ => return None,
+            }
+        };
+        let Scratch { members, bytes } = s;
+        let these = &mut members[base..];
         let (drop, note, mut noted) = match top {
             Some(t) => (Some(t.drop), Some(t.note), Some(t.at)),
             None => (None, None, None),
         };
-        let mut sorted = Vec::with_capacity(out.len() - mark + members.len() * 24 + 2);
-        sorted.push(b'{');
-        for (key, value) in members {
-            if Some(key) == drop {
-                continue;
+        // Keys strictly in order (so none twice), nothing to drop or note: already canonical.
+        let in_order = these.windows(2).all(|w| w[0].key < w[1].key);
+        if !in_order || drop.is_some() || note.is_some() {
+            these.sort_unstable_by(|x, y| x.key.cmp(y.key));
+            if these.windows(2).any(|w| w[0].key == w[1].key) {
+                return None;
             }
-            if sorted.len() > 1 {
-                sorted.push(b',');
-            }
-            sorted.push(b'"');
-            sorted.extend_from_slice(key);
-            sorted.extend_from_slice(b"\":");
-            let start = mark + sorted.len();
-            sorted.extend_from_slice(&out[value]);
-            if Some(key) == note {
-                if let Some(at) = noted.as_deref_mut() {
-                    at.span = Some(start..mark + sorted.len());
+            bytes.clear();
+            bytes.extend_from_slice(&out[open..]);
+            out.truncate(open);
+            for m in these.iter().filter(|m| Some(m.key) != drop) {
+                if out.len() > open {
+                    out.push(b',');
+                }
+                let at = out.len();
+                out.extend_from_slice(&bytes[m.at.start - open..m.at.end - open]);
+                if Some(m.key) == note {
+                    if let Some(n) = noted.as_deref_mut() {
+                        n.span = Some(at + (m.value_at - m.at.start)..out.len());
+                    }
                 }
             }
         }
-        sorted.push(b'}');
-        out.truncate(mark);
-        out.extend_from_slice(&sorted);
-        Some(j + 1)
+        out.push(b'}');
+        members.truncate(base);
+        Some(end)
     }
 
     /// When `key` is the noted member and `rest` starts with the known object's text: its
