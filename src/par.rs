@@ -8,21 +8,23 @@ use std::sync::Mutex;
 /// `f` over the items on every CPU this process may use, results in the items' order.
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let size = chunk_len(items.len());
-    map_chunks(items.chunks(size).collect(), items.len(), |chunk: &[T], slots| {
-        for (item, slot) in chunk.iter().zip(slots) {
+    map_chunks(items.chunks(size).collect(), items.len(), size, |chunk: &[T], slots| {
+        for (item, slot) in chunk.iter().zip(slots.iter_mut()) {
             slot.write(f(item));
         }
+        chunk.len()
     })
 }
 
 /// `f` over the items, each by `&mut` (to take something out of it), on every CPU this process
 /// may use, results in the items' order.
 pub fn par_map_mut<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
-    let len = items.len();
-    map_chunks(items.chunks_mut(chunk_len(len)).collect(), len, |chunk: &mut [T], slots| {
-        for (item, slot) in chunk.iter_mut().zip(slots) {
+    let (len, size) = (items.len(), chunk_len(items.len()));
+    map_chunks(items.chunks_mut(size).collect(), len, size, |chunk: &mut [T], slots| {
+        for (item, slot) in chunk.iter_mut().zip(slots.iter_mut()) {
             slot.write(f(item));
         }
+        chunk.len()
     })
 }
 
@@ -32,21 +34,24 @@ fn chunk_len(len: usize) -> usize {
     (len / (threads() * 16)).max(1)
 }
 
-/// The results, `len` of them, written in place: chunk `i` of `chunks` (each [`chunk_len`]
-/// items, the last fewer) fills chunk `i` of the results, the chunks handed out one by one to
-/// every CPU. Each result is written once, by a worker, into memory no other thread touches:
-/// nothing is moved or faulted in afterwards on one thread.
+/// The results, `len` of them, written in place: chunk `i` of `chunks` (each `size` items, the
+/// last fewer) fills chunk `i` of the results, the chunks handed out one by one to every CPU.
+/// `fill` writes its chunk's results from the first slot on and says how many it wrote. Each
+/// result is written once, by a worker, into memory no other thread touches: nothing is moved or
+/// faulted in afterwards on one thread.
 fn map_chunks<C: Send, R: Send>(
     chunks: Vec<C>,
     len: usize,
-    fill: impl Fn(C, &mut [MaybeUninit<R>]) + Sync,
+    size: usize,
+    fill: impl Fn(C, &mut [MaybeUninit<R>]) -> usize + Sync,
 ) -> Vec<R> {
     let mut out: Vec<R> = Vec::with_capacity(len);
+    let written = AtomicUsize::new(0);
     // Each chunk with the slots it fills, taken once by the worker it is handed to.
     type Work<'a, C, R> = Mutex<Option<(C, &'a mut [MaybeUninit<R>])>>;
     let work: Vec<Work<C, R>> = chunks
         .into_iter()
-        .zip(out.spare_capacity_mut()[..len].chunks_mut(chunk_len(len)))
+        .zip(out.spare_capacity_mut()[..len].chunks_mut(size))
         .map(|pair| Mutex::new(Some(pair)))
         .collect();
     let next = AtomicUsize::new(0);
@@ -58,17 +63,19 @@ fn map_chunks<C: Send, R: Send>(
                 while let Some(cell) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let taken = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
                     let (chunk, slots) = taken.expect("each chunk is handed out once");
-                    fill(chunk, slots);
+                    let wanted = slots.len();
+                    assert_eq!(fill(chunk, slots), wanted, "a chunk fills every slot of its own");
+                    written.fetch_add(wanted, Ordering::Relaxed);
                 }
             });
         }
     });
     drop(work);
-    // SAFETY: the slot chunks cover the first `len` slots of `out`'s capacity exactly once, each
-    // paired with the item chunk of the same length (both cut at `chunk_len(len)` from `len`
-    // items); every chunk was handed out (workers stop only past the last) and `fill` writes every
-    // slot of its chunk (both callers write one result per item, zipped). A worker's panic
-    // propagated out of the scope above, before this line.
+    assert_eq!(written.into_inner(), len, "every slot written");
+    // SAFETY: the slot chunks are disjoint and cover the first `len` slots of `out`'s capacity;
+    // each was filled from its first slot to its last (checked above, per chunk, against what
+    // `fill` wrote), and together they hold `len` (checked just above). A worker's panic, or a
+    // failed check, propagated out of the scope before this line.
     unsafe { out.set_len(len) };
     out
 }
