@@ -204,15 +204,11 @@ fn write_head(run_dir: &Path, head: &Head) -> std::io::Result<()> {
 /// problem in file order). Lines are parsed on every CPU.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     let bytes = crate::par::read_file(path).map_err(io(path))?;
-    // Lines as `str::lines` cuts them (a `\r` before the newline dropped), found with memchr.
-    let mut lines: Vec<(usize, &[u8])> = Vec::new();
-    let mut start = 0;
-    for newline in memchr::memchr_iter(b'\n', &bytes) {
-        let line = &bytes[start..newline];
-        lines.push((lines.len() + 1, line.strip_suffix(b"\r").unwrap_or(line)));
-        start = newline + 1;
-    }
-    let torn = (start < bytes.len()).then_some(lines.len() + 1);
+    // Lines as `str::lines` cuts them (a `\r` before the newline dropped).
+    let (complete, rest) = crate::text::lines_and_rest(&bytes);
+    let lines: Vec<(usize, &[u8])> =
+        complete.into_iter().enumerate().map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l))).collect();
+    let torn = (!rest.is_empty()).then_some(lines.len() + 1);
     let parsed = crate::par::par_map(&lines, |(n, line)| read_line(path, *n, line));
     let mut out = Vec::with_capacity(parsed.len());
     for r in parsed {

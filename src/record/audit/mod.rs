@@ -96,23 +96,10 @@ pub(crate) fn audit_with(
 
     // Each complete line is checked on its own on every CPU; the run and chain checks then follow
     // in file order.
-    // Lines with their newline, as `split_inclusive` cuts them (memchr finds them several times
-    // faster).
-    let mut segments: Vec<&[u8]> = Vec::new();
-    let mut start = 0;
-    for newline in memchr::memchr_iter(b'\n', &bytes) {
-        segments.push(&bytes[start..=newline]);
-        start = newline + 1;
-    }
-    if start < bytes.len() {
-        segments.push(&bytes[start..]);
-    }
-    let torn = segments.last().filter(|s| !s.ends_with(b"\n")).map(|s| s.len());
-    if torn.is_some() {
-        segments.pop();
-    }
+    let (complete_lines, rest) = crate::text::lines_and_rest(&bytes);
+    let torn = (!rest.is_empty()).then_some(rest.len());
     let numbered: Vec<(usize, &[u8])> =
-        segments.iter().enumerate().map(|(i, s)| (i + 1, &s[..s.len() - 1])).collect();
+        complete_lines.into_iter().enumerate().map(|(i, l)| (i + 1, l)).collect();
     let mut lines = crate::par::par_map(&numbered, |(n, content)| read_line(*n, content, keep));
     // The records, when every line holds one (else there is a problem, and none are returned),
     // taken out on every CPU.
@@ -133,8 +120,8 @@ pub(crate) fn audit_with(
         }
     }
     if let Some(len) = torn {
-        let offset: usize = segments.iter().map(|s| s.len()).sum();
-        report.lines = segments.len() + 1;
+        let offset = bytes.len() - len;
+        report.lines = numbered.len() + 1;
         report.problems.push(Problem {
             line: Some(report.lines),
             column: None,
