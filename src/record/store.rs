@@ -246,10 +246,9 @@ fn read_line(path: &Path, n: usize, line: &[u8]) -> Result<Option<Record>, Store
     }
     let readable = |v: u64| READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == v);
     // One pass, its environment shared (see `record::shared`), for a record this build reads.
-    let shared = crate::record::shared::reading_shared(|| serde_json::from_str::<Record>(line));
-    if let Ok(r) = shared.as_ref() {
+    if let Ok(r) = crate::record::shared::reading_shared(|| serde_json::from_str::<Record>(line)) {
         if readable(u64::from(r.format_version)) {
-            return shared.map(Some).map_err(|e| parse(e.to_string()));
+            return Ok(Some(r));
         }
     }
     // Else the version first, then a plain reading, whose error says where in the line it is.
