@@ -1,6 +1,7 @@
 //! Hashing in one place: canonical JSON (sorted keys, no insignificant whitespace) and sha256 of
 //! bytes, files and serialisable values. Records, recipes, bases and the native cache all hash here.
 
+use std::cell::Cell;
 use std::path::Path;
 
 use serde::Serialize;
@@ -64,29 +65,71 @@ fn write_canonical(v: &Value, out: &mut Vec<u8>) {
 /// twice, anything but compact JSON): use [`canonical_sha256`].
 ///
 /// `known`: an object already canonicalised — its compact text, its canonical JSON and that
-/// JSON's sha256. Where `member`'s value is exactly that text, the canonical JSON is spliced in
-/// and its hash returned, without scanning or hashing it again (a run's records share a few
-/// environments).
+/// JSON's sha256. Where `member`'s value is exactly that text, its canonical JSON is hashed in
+/// its place and its hash returned, without scanning, copying or hashing it on its own again (a
+/// run's records share a few environments).
 pub fn canonical_sha256_of_compact(
     text: &[u8],
     drop: &str,
     member: &str,
     known: Option<Known>,
 ) -> Option<(String, Option<String>)> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut at = compact::Noted { span: None, spliced: false };
+    thread_local! {
+        /// The output and scratch buffers, reused from text to text.
+        static BUFFERS: Cell<(Vec<u8>, compact::Scratch)> = Cell::default();
+    }
+    let (mut out, mut scratch) = BUFFERS.take();
+    out.clear();
+    scratch.clear();
+    let hashes = canonical_sha256_into(text, drop, member, known, &mut out, &mut scratch);
+    // A few MB at most are kept for the next text.
+    if out.capacity() <= 4 << 20 {
+        BUFFERS.set((out, scratch));
+    }
+    hashes
+}
+
+fn canonical_sha256_into(
+    text: &[u8],
+    drop: &str,
+    member: &str,
+    known: Option<Known>,
+    out: &mut Vec<u8>,
+    scratch: &mut compact::Scratch,
+) -> Option<(String, Option<String>)> {
+    let mut at = compact::Noted { span: None, spliced: false, order: None };
     let known_object = known.filter(|k| k.text.starts_with(b"{"));
     let top =
         compact::Top { drop: drop.as_bytes(), note: member.as_bytes(), known: known_object, at: &mut at };
-    let end = compact::canonical(text, 0, &mut out, &mut compact::Scratch::default(), Some(top))?;
+    let end = compact::canonical(text, 0, out, scratch, Some(top))?;
     if end != text.len() {
         return None;
     }
-    let member_hash = match (at.span, known_object) {
-        (Some(_), Some(k)) if at.spliced => Some(k.hash.to_string()),
-        (span, _) => span.map(|m| sha256_hex(&out[m])),
+    let member_hash = match (&at.span, known_object) {
+        (_, Some(k)) if at.spliced => Some(k.hash.to_string()),
+        (span, _) => span.clone().map(|m| sha256_hex(&out[m])),
     };
-    Some((sha256_hex(&out), member_hash))
+    // A top-level object is hashed member by member in key order, from where each was written
+    // (the spliced one from the known canonical JSON), without being put together first.
+    let hash = match &at.order {
+        None => sha256_hex(out),
+        Some(order) => {
+            let mut h = Sha256::new();
+            h.update(b"{");
+            for (i, (m, spliced)) in order.iter().enumerate() {
+                if i > 0 {
+                    h.update(b",");
+                }
+                h.update(&out[m.clone()]);
+                if let (true, Some(k)) = (*spliced, known_object) {
+                    h.update(k.canonical);
+                }
+            }
+            h.update(b"}");
+            hex::encode(h.finalize())
+        }
+    };
+    Some((hash, member_hash))
 }
 
 /// A JSON object already canonicalised: its compact text, its canonical JSON, that JSON's sha256.
@@ -98,8 +141,9 @@ pub struct Known<'a> {
 }
 
 /// The scanner behind [`canonical_sha256_of_compact`]: one pass over the text, each member
-/// written as `"key":value` as it comes; an object whose keys came in order stays where it was
-/// written, any other is put in order through one shared scratch buffer.
+/// written as `"key":value` as it comes; a nested object whose keys came in order stays where it
+/// was written, any other is put in order through one shared scratch buffer. The top-level
+/// object's members are only noted in key order, for the hasher to take from where they are.
 mod compact {
     use std::ops::Range;
 
@@ -112,34 +156,50 @@ mod compact {
         pub(super) at: &'b mut Noted,
     }
 
-    /// Where the noted member's canonical value was written, and whether it was spliced.
+    /// Where the noted member's canonical value was written, and whether it was spliced (then
+    /// nothing of its value was written). For a top-level object, its members (but the dropped
+    /// one) in key order: where each `"key":value` was written, and whether its value is the
+    /// known object's canonical JSON, to follow `"key":`; the object itself is not put in order
+    /// in the output.
     pub(super) struct Noted {
         pub(super) span: Option<Range<usize>>,
         pub(super) spliced: bool,
+        pub(super) order: Option<Vec<(Range<usize>, bool)>>,
     }
 
     /// Buffers every object of one text shares: the members of the objects open now (a stack),
     /// and the bytes of the one being put in order.
     #[derive(Default)]
-    pub(super) struct Scratch<'t> {
-        members: Vec<Member<'t>>,
+    pub(super) struct Scratch {
+        members: Vec<Member>,
         bytes: Vec<u8>,
     }
 
-    /// A member as written: its key (without quotes), where its `"key":value` is in the output,
-    /// and where its value starts there.
-    struct Member<'t> {
-        key: &'t [u8],
+    impl Scratch {
+        pub(super) fn clear(&mut self) {
+            self.members.clear();
+            self.bytes.clear();
+        }
+    }
+
+    /// A member as written: where its `"key":value` is in the output, and where its value starts
+    /// there.
+    struct Member {
         at: Range<usize>,
         value_at: usize,
     }
 
+    /// A member's key as written in the output (without its quotes).
+    fn key<'o>(out: &'o [u8], m: &Member) -> &'o [u8] {
+        &out[m.at.start + 1..m.value_at - 2]
+    }
+
     /// Writes the canonical form of the value starting at `i`; returns where it ends.
-    pub(super) fn canonical<'t>(
-        b: &'t [u8],
+    pub(super) fn canonical(
+        b: &[u8],
         i: usize,
         out: &mut Vec<u8>,
-        s: &mut Scratch<'t>,
+        s: &mut Scratch,
         top: Option<Top>,
     ) -> Option<usize> {
         match *b.get(i)? {
@@ -184,13 +244,7 @@ mod compact {
         }
     }
 
-    fn object<'t>(
-        b: &'t [u8],
-        i: usize,
-        out: &mut Vec<u8>,
-        s: &mut Scratch<'t>,
-        mut top: Option<Top>,
-    ) -> Option<usize> {
+    fn object(b: &[u8], i: usize, out: &mut Vec<u8>, s: &mut Scratch, mut top: Option<Top>) -> Option<usize> {
         let open = out.len() + 1;
         out.push(b'{');
         let base = s.members.len();
@@ -213,11 +267,11 @@ mod compact {
             let start = out.len();
             out.extend_from_slice(&b[j..=key_end]);
             let value_at = out.len();
-            j = match top.as_mut().and_then(|t| splice(t, key, &b[key_end + 1..], out)) {
+            j = match top.as_mut().and_then(|t| splice(t, key, &b[key_end + 1..])) {
                 Some(len) => key_end + 1 + len,
                 None => canonical(b, key_end + 1, out, s, None)?,
             };
-            s.members.push(Member { key, at: start..out.len(), value_at });
+            s.members.push(Member { at: start..out.len(), value_at });
             match *b.get(j)? {
                 b',' => j += 1,
                 b'}' => break j + 1,
@@ -226,31 +280,35 @@ mod compact {
         };
         let Scratch { members, bytes } = s;
         let these = &mut members[base..];
-        let (drop, note, mut noted) = match top {
-            Some(t) => (Some(t.drop), Some(t.note), Some(t.at)),
-            None => (None, None, None),
-        };
-        // Keys strictly in order (so none twice), nothing to drop or note: already canonical.
-        let in_order = these.windows(2).all(|w| w[0].key < w[1].key);
-        if !in_order || drop.is_some() || note.is_some() {
-            these.sort_unstable_by(|x, y| x.key.cmp(y.key));
-            if these.windows(2).any(|w| w[0].key == w[1].key) {
+        let written: &[u8] = out;
+        let by_key = |x: &Member, y: &Member| key(written, x).cmp(key(written, y));
+        if let Some(t) = top {
+            // The top level: its members noted in key order, left where they were written.
+            these.sort_unstable_by(by_key);
+            if these.windows(2).any(|w| key(written, &w[0]) == key(written, &w[1])) {
+                return None;
+            }
+            let spliced = t.at.spliced;
+            let order = these.iter().filter(|m| key(written, m) != t.drop);
+            t.at.order = Some(order.map(|m| (m.at.clone(), spliced && key(written, m) == t.note)).collect());
+            t.at.span = these.iter().find(|m| key(written, m) == t.note).map(|m| m.value_at..m.at.end);
+            members.truncate(base);
+            return Some(end);
+        }
+        // Keys strictly in order (so none twice): already canonical.
+        if !these.windows(2).all(|w| key(written, &w[0]) < key(written, &w[1])) {
+            these.sort_unstable_by(by_key);
+            if these.windows(2).any(|w| key(written, &w[0]) == key(written, &w[1])) {
                 return None;
             }
             bytes.clear();
             bytes.extend_from_slice(&out[open..]);
             out.truncate(open);
-            for m in these.iter().filter(|m| Some(m.key) != drop) {
+            for m in these.iter() {
                 if out.len() > open {
                     out.push(b',');
                 }
-                let at = out.len();
                 out.extend_from_slice(&bytes[m.at.start - open..m.at.end - open]);
-                if Some(m.key) == note {
-                    if let Some(n) = noted.as_deref_mut() {
-                        n.span = Some(at + (m.value_at - m.at.start)..out.len());
-                    }
-                }
             }
         }
         out.push(b'}');
@@ -258,23 +316,23 @@ mod compact {
         Some(end)
     }
 
-    /// When `key` is the noted member and `rest` starts with the known object's text: its
-    /// canonical JSON written, and the text's length (an object ends where its text does).
-    fn splice(top: &mut Top, key: &[u8], rest: &[u8], out: &mut Vec<u8>) -> Option<usize> {
-        let known = top.known.filter(|k| key == top.note && rest.starts_with(k.text))?;
-        out.extend_from_slice(known.canonical);
+    /// When `key` is the noted member and `rest` starts with the known object's text: noted as
+    /// spliced (its canonical JSON is hashed from the known one, nothing is written), and the
+    /// text's length (an object ends where its text does).
+    fn splice(top: &mut Top, key: &[u8], rest: &[u8]) -> Option<usize> {
+        top.known.filter(|k| key == top.note && rest.starts_with(k.text))?;
         top.at.spliced = true;
-        Some(known.text.len())
+        Some(top.known?.text.len())
     }
 
     /// Where the string starting at `i` (its opening quote) ends, past its closing quote.
     fn string_end(b: &[u8], i: usize) -> Option<usize> {
         let mut j = i + 1;
         loop {
-            match *b.get(j)? {
+            j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+            match b[j] {
                 b'"' => return Some(j + 1),
-                b'\\' => j += 2,
-                _ => j += 1,
+                _ => j += 2,
             }
         }
     }
