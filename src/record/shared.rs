@@ -2,10 +2,12 @@
 //! few environments (one per image and placement, mostly), so a reader of many records — the
 //! audit's short way (`report`, `site`) and `store::read_records` (`verify`) — keeps one copy of each,
 //! with the text it was read from (exactly its encoding), its canonical JSON and its hash, instead
-//! of parsing, re-encoding and hashing the same 5 kB again for every record. Everywhere else a
-//! record's environment reads, writes and serialises as the plain [`Environment`] it derefs to.
+//! of parsing, re-encoding and hashing the same 5 kB again for every record; where a record's text
+//! holds an environment its thread read lately, the 5 kB are compared, not scanned
+//! ([`read_record`]). Everywhere else a record's environment reads, writes and serialises as the
+//! plain [`Environment`] it derefs to.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
@@ -94,6 +96,67 @@ thread_local! {
     static SHARED_READS: Cell<bool> = const { Cell::new(false) };
     /// Whether this thread writes an environment as read by its text (see [`writing_as_read`]).
     static RAW_WRITES: Cell<bool> = const { Cell::new(false) };
+    /// The environments this thread read shared last, the newest first (see [`read_record`]).
+    static RECENT: RefCell<Vec<SharedEnvironment>> = const { RefCell::new(Vec::new()) };
+    /// The environment cut out of the text [`read_record`] is parsing, for the deserializer that
+    /// meets its placeholder to take.
+    static CUT: RefCell<Option<SharedEnvironment>> = const { RefCell::new(None) };
+    /// The text with the environment cut out, reused from record to record.
+    static CUT_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// How many environments each thread looks for in a record's text before parsing it.
+const RECENT_KEPT: usize = 8;
+
+/// What stands in a record's text for an environment cut out of it: a JSON string no
+/// environment is (an environment is an object).
+const PLACEHOLDER: &str = "\"\\u0000benchlab: a shared environment, cut out\"";
+
+/// A record read shared (see [`reading_shared`]) from its text. Where the text's
+/// `"environment":` is followed by the exact text of an environment this thread read shared
+/// lately, that environment is cut out before parsing, a placeholder put in its place, and the
+/// record takes the known copy where its deserializer meets the placeholder: the 5 kB are
+/// compared, not scanned. The result is the record the whole text parses to, or the whole text
+/// is parsed: when the placeholder was not met by the record's own environment (the key found
+/// was another's), or the rest did not parse (so the error is the whole text's).
+pub fn read_record(text: &[u8]) -> serde_json::Result<super::Record> {
+    reading_shared(|| match read_with_known_cut_out(text) {
+        Some(r) => Ok(r),
+        None => serde_json::from_slice(text),
+    })
+}
+
+fn read_with_known_cut_out(text: &[u8]) -> Option<super::Record> {
+    const KEY: &[u8] = b"\"environment\":";
+    let at = memchr::memmem::find(text, KEY)? + KEY.len();
+    let rest = &text[at..];
+    let known = |e: &&SharedEnvironment| e.read().is_some_and(|r| rest.starts_with(r.text.get().as_bytes()));
+    let env = RECENT.with_borrow(|recent| recent.iter().find(known).cloned())?;
+    let len = env.read()?.text.get().len();
+    let mut cut = CUT_TEXT.take();
+    cut.clear();
+    cut.extend_from_slice(&text[..at]);
+    cut.extend_from_slice(PLACEHOLDER.as_bytes());
+    cut.extend_from_slice(&rest[len..]);
+    CUT.set(Some(env));
+    let read = serde_json::from_slice::<super::Record>(&cut);
+    let unclaimed = CUT.take().is_some();
+    CUT_TEXT.set(cut);
+    #[cfg(test)]
+    tests::CUTS.set(tests::CUTS.get() + usize::from(read.is_ok() && !unclaimed));
+    read.ok().filter(|_| !unclaimed)
+}
+
+/// Notes an environment read shared as this thread's newest.
+fn remember(env: &SharedEnvironment) {
+    RECENT.with_borrow_mut(|recent| {
+        if let Some(i) = recent.iter().position(|e| e.same_copy(env)) {
+            recent[..=i].rotate_right(1);
+        } else {
+            recent.insert(0, env.clone());
+            recent.truncate(RECENT_KEPT);
+        }
+    });
 }
 
 /// Runs `f` with this thread reading records' environments shared: each read as raw text first,
@@ -137,7 +200,13 @@ impl<'de> Deserialize<'de> for SharedEnvironment {
             return Environment::deserialize(d).map(SharedEnvironment::from);
         }
         let text = Box::<RawValue>::deserialize(d)?;
+        if text.get() == PLACEHOLDER {
+            if let Some(cut) = CUT.take() {
+                return Ok(cut);
+            }
+        }
         if let Some(known) = lookup(text.get()) {
+            remember(&known);
             return Ok(known);
         }
         let env: Environment = serde_json::from_str(text.get()).map_err(D::Error::custom)?;
@@ -150,6 +219,7 @@ impl<'de> Deserialize<'de> for SharedEnvironment {
         let read = Read { text, canonical: canonical.into_bytes(), hash };
         let shared = SharedEnvironment(Arc::new(Entry { env, read: Some(read) }));
         keep(&shared);
+        remember(&shared);
         Ok(shared)
     }
 }
@@ -194,6 +264,11 @@ fn fingerprint(text: &str) -> u64 {
 mod tests {
     use super::*;
     use crate::record::Record;
+
+    thread_local! {
+        /// The records this thread read with their environment cut out.
+        pub(super) static CUTS: Cell<usize> = const { Cell::new(0) };
+    }
 
     fn record_text() -> String {
         serde_json::to_string(&crate::record::tests::sample_record("c")).unwrap()
@@ -260,6 +335,51 @@ mod tests {
         let text = record_text().replacen("\"scenario_sha256\"", "\"scenario_sha\"", 1);
         assert!(reading_shared(|| serde_json::from_str::<Record>(&text)).is_err());
         assert!(serde_json::from_str::<Record>(&text).is_err());
+    }
+
+    #[test]
+    fn a_record_read_with_its_known_environment_cut_out_is_the_record_its_text_is() {
+        let text = record_text();
+        let first = read_record(text.as_bytes()).unwrap();
+        // The second reading finds the first's environment in its text, and takes that copy.
+        let cuts = CUTS.get();
+        let second = read_record(text.as_bytes()).unwrap();
+        assert_eq!(CUTS.get(), cuts + 1, "read with the environment cut out");
+        assert!(second.environment.same_copy(&first.environment));
+        assert_eq!(second, serde_json::from_str::<Record>(&text).unwrap());
+        assert_eq!(writing_as_read(|| serde_json::to_string(&second).unwrap()), text);
+        // Another record in the same environment: its own fields, the shared copy.
+        let mut other = crate::record::tests::sample_record("d");
+        other.seq = 7;
+        let other_text = serde_json::to_string(&other).unwrap();
+        let read = read_record(other_text.as_bytes()).unwrap();
+        assert_eq!(CUTS.get(), cuts + 2);
+        assert!(read.environment.same_copy(&first.environment));
+        assert_eq!(read, other);
+    }
+
+    #[test]
+    fn a_known_environment_found_under_another_key_is_not_taken_for_the_records() {
+        let text = record_text();
+        let first = read_record(text.as_bytes()).unwrap();
+        let env_text = first.environment.read().unwrap().text.get().to_string();
+        // `"environment":` and the known text, first met inside the server's info (a free-form
+        // value): the placeholder would land there, so the whole text is parsed instead.
+        let mut r = crate::record::tests::sample_record("c");
+        r.observed.server_info = Some(
+            serde_json::json!({ "environment": serde_json::from_str::<serde_json::Value>(&env_text).unwrap() }),
+        );
+        let tricky = serde_json::to_string(&r).unwrap();
+        assert!(tricky.find("\"environment\":").unwrap() < tricky.rfind("\"environment\":").unwrap());
+        let cuts = CUTS.get();
+        let read = read_record(tricky.as_bytes()).unwrap();
+        assert_eq!(CUTS.get(), cuts, "not read with the environment cut out");
+        assert_eq!(read, r, "the server's info keeps the environment written there");
+        assert!(read.environment.same_copy(&first.environment));
+        // A record with a schema error elsewhere: the error of the whole text, with its column.
+        let bad = text.replacen("\"seq\":", "\"sequence\":", 1);
+        let (shared, plain) = (read_record(bad.as_bytes()), serde_json::from_str::<Record>(&bad));
+        assert_eq!(shared.unwrap_err().to_string(), plain.unwrap_err().to_string());
     }
 
     #[test]

@@ -246,7 +246,7 @@ fn read_line(path: &Path, n: usize, line: &[u8]) -> Result<Option<Record>, Store
     }
     let readable = |v: u64| READABLE_FORMAT_VERSIONS.iter().any(|&k| u64::from(k) == v);
     // One pass, its environment shared (see `record::shared`), for a record this build reads.
-    if let Ok(r) = crate::record::shared::reading_shared(|| serde_json::from_str::<Record>(line)) {
+    if let Ok(r) = crate::record::shared::read_record(line.as_bytes()) {
         if readable(u64::from(r.format_version)) {
             return Ok(Some(r));
         }

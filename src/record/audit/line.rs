@@ -142,7 +142,7 @@ pub(super) fn read_line_parsed(n: usize, content: &[u8]) -> Line {
 /// The line is not checked as UTF-8 first: its re-encoding, which is, is compared with it byte
 /// for byte.
 fn as_written(n: usize, text: &[u8]) -> Option<Facts> {
-    let r: Record = shared::reading_shared(|| serde_json::from_slice(text)).ok()?;
+    let r: Record = shared::read_record(text).ok()?;
     if !READABLE_FORMAT_VERSIONS.contains(&r.format_version) {
         return None;
     }
