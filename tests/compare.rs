@@ -235,7 +235,7 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
     }
     let ok = (tps * 2.0) as u64;
     r.metrics = Default::default();
-    r.metrics.load = Some(LoadMetrics {
+    r.metrics.load = Some(Box::new(LoadMetrics {
         mode: benchlab::spec::LoadMode::Closed,
         workers: 10,
         connections: 10,
@@ -251,7 +251,7 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
             warmup: None,
         }),
         ..Default::default()
-    });
+    }));
     r
 }
 

@@ -228,7 +228,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
     r.cell.workload = s.workload;
     let failed: u64 = s.errors.iter().map(|(_, n)| n).sum();
     r.metrics = Default::default();
-    r.metrics.load = Some(LoadMetrics {
+    r.metrics.load = Some(Box::new(LoadMetrics {
         mode: if mode == "open" { benchlab::spec::LoadMode::Open } else { benchlab::spec::LoadMode::Closed },
         workers,
         connections: workers,
@@ -255,7 +255,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         soak: None,
         steps: BTreeMap::new(),
         iterations: None,
-    });
+    }));
     r.metrics.memory.after_initialize = tree(15);
     // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the
     // peak, give or take a MiB); the others one reading 500 ms after.

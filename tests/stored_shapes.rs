@@ -336,7 +336,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 end: Some(tree(31 << 20)),
                 under_load: Some(load_memory()),
             },
-            load: Some(load_metrics()),
+            load: Some(Box::new(load_metrics())),
             services: Vec::new(),
         },
         observed: Observed {
@@ -358,7 +358,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             of: 12,
             control: Some(benchlab::record::ControlAt::Middle),
         }),
-        host_check: Some(host_check()),
+        host_check: Some(Box::new(host_check())),
         hash: String::new(),
     };
     r.hash = r.compute_hash();
@@ -561,7 +561,7 @@ fn a_fully_populated_record_failed_and_ok() {
 fn a_record_from_a_cluster_names_its_node_and_job() {
     let mut r = record(2, Status::Failed, Expect::Success, Workload::ColdStart { spawns: 5 });
     r.failure = Some(Failure::new(FailureReason::NodeFail, "node n1 failed under job 7_3"));
-    r.dispatch = Some(benchlab::record::Dispatch {
+    r.dispatch = Some(Box::new(benchlab::record::Dispatch {
         scheduler: "slurm".into(),
         cluster: "benchlab".into(),
         partition: "lab".into(),
@@ -573,7 +573,7 @@ fn a_record_from_a_cluster_names_its_node_and_job() {
         attempts: 2,
         requeued: Some("Slurm requeued job 7_3 after node n1 failed under it".into()),
         image_digest: Some(format!("sha256:{}", "6".repeat(64))),
-    });
+    }));
     r.hash = r.compute_hash();
     assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
     pin_eq("record_dispatch", &r.dispatch);

@@ -322,7 +322,7 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
             n: 1_800,
             n_effective: 90.0,
         };
-        r.metrics.load = Some(LoadMetrics {
+        r.metrics.load = Some(Box::new(LoadMetrics {
             soak: Some(SoakFigures {
                 rss_bytes_per_hour: Some(slope),
                 leak_floor_bytes_per_hour: 1 << 20,
@@ -330,7 +330,7 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
         r
     };
     let records = [soak_run("a", -0.2, 0.4), soak_run("b", 3.0, 5.0), soak_run("z", 0.5, 2.0)];
@@ -383,10 +383,10 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
                 after: Some(level(*a)),
             })
             .collect();
-        r.metrics.load = Some(LoadMetrics {
+        r.metrics.load = Some(Box::new(LoadMetrics {
             soak: Some(SoakFigures { idle_before: Some(level(50)), cycles, ..Default::default() }),
             ..Default::default()
-        });
+        }));
         r
     };
     let records = [

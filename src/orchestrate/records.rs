@@ -251,7 +251,7 @@ pub fn build_record(
                 end: outcome.memory_end,
                 under_load: outcome.load_memory,
             },
-            load: outcome.load,
+            load: outcome.load.map(Box::new),
             services: service_metrics(cell, &outcome.services, &services),
         },
         observed: Observed {
@@ -262,9 +262,9 @@ pub fn build_record(
         environment: environment.into(),
         env_hash: String::new(),
         prev_hash: None,
-        dispatch,
+        dispatch: dispatch.map(Box::new),
         schedule: cell.schedule.clone(),
-        host_check,
+        host_check: host_check.map(Box::new),
         hash: String::new(),
     }
 }

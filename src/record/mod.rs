@@ -128,7 +128,7 @@ pub struct Metrics {
     pub memory: MemoryMetrics,
     /// HTTP load workloads only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<LoadMetrics>,
+    pub load: Option<Box<LoadMetrics>>,
     /// Each backing service: how it was readied and seeded, and its own CPU and memory over
     /// the cell, beside the server's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -223,7 +223,7 @@ pub struct Record {
     /// cell ran on the orchestrator's own host. Not part of `env_hash`: the node's CPU model,
     /// kernel and engine are in `environment`, its name and job ids are not what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dispatch: Option<Dispatch>,
+    pub dispatch: Option<Box<Dispatch>>,
     /// Where the cell fell in the run's order (a seeded permutation, or as written) and whether
     /// it was an A/A control measurement. Not part of `env_hash`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,7 +231,7 @@ pub struct Record {
     /// The host's state around the cell: the run's (or node's) speed fingerprint and the cell's
     /// quiet check. Not part of `env_hash`: conditions, not what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_check: Option<crate::host::HostCheck>,
+    pub host_check: Option<Box<crate::host::HostCheck>>,
     /// sha256 hex of this record's canonical JSON without the `hash` field.
     pub hash: String,
 }

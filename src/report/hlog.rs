@@ -300,7 +300,7 @@ mod tests {
             failed: 0,
             histogram: h.cloned(),
         };
-        r.metrics.load = Some(crate::spec::LoadMetrics {
+        r.metrics.load = Some(Box::new(crate::spec::LoadMetrics {
             series: Some(crate::spec::LoadSeries {
                 interval_ms: 500,
                 intervals: vec![
@@ -311,7 +311,7 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
         let files = hlog_files(std::slice::from_ref(&r)).unwrap();
         assert_eq!(files.len(), 1, "no latency histogram: the series alone");
         assert_eq!((files[0].name.as_str(), files[0].count), ("null__serial_calls.series.hlog", 3));

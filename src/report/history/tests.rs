@@ -324,12 +324,12 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
             r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: true });
             let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);
             r.metrics.cold_start = None;
-            r.metrics.load = Some(crate::spec::LoadMetrics {
+            r.metrics.load = Some(Box::new(crate::spec::LoadMetrics {
                 mode: crate::spec::LoadMode::Closed,
                 workers: 10,
                 throughput_rps: rps,
                 ..Default::default()
-            });
+            }));
             rs.push(r);
         }
     }
@@ -392,7 +392,7 @@ fn a_sweep_of_soaks_names_the_release_where_a_leak_appeared() {
         let mib = if k >= 2 { 40.0 } else { 0.0 } * 1_048_576.0;
         let slope =
             stats::Slope { estimate: mib, lower: mib - 1e5, upper: mib + 1e5, n: 60, n_effective: 30.0 };
-        r.metrics.load = Some(crate::spec::LoadMetrics {
+        r.metrics.load = Some(Box::new(crate::spec::LoadMetrics {
             mode: crate::spec::LoadMode::Closed,
             workers: 10,
             throughput_rps: 1000.0,
@@ -403,7 +403,7 @@ fn a_sweep_of_soaks_names_the_release_where_a_leak_appeared() {
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
         rs.push(r);
     }
     let hs = histories(&rs);
