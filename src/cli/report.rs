@@ -100,5 +100,7 @@ fn report_cmd(run: &Path, format: report::Format, out: Option<&Path>, by_node: b
         }
         None => print!("{text}"),
     }
-    Ok(if records.iter().all(|r| r.as_expected()) { OK } else { FAILED })
+    let code = if records.iter().all(|r| r.as_expected()) { OK } else { FAILED };
+    crate::par::drop_aside(records);
+    Ok(code)
 }
