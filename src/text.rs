@@ -1,19 +1,6 @@
 //! Reading and writing what people read: positions in a file (line and column from a byte
-//! offset), a file's lines, `*` patterns, durations and memory sizes with units, and RFC 3339
-//! times. Pure functions (but `now_rfc3339`, which reads the clock).
-
-/// The lines of a text, each without its `\n`, and what follows the last `\n` (empty when the
-/// text ends in one: otherwise a line cut short). Found with memchr, several times faster than
-/// splitting byte by byte.
-pub fn lines_and_rest(bytes: &[u8]) -> (Vec<&[u8]>, &[u8]) {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    for newline in memchr::memchr_iter(b'\n', bytes) {
-        lines.push(&bytes[start..newline]);
-        start = newline + 1;
-    }
-    (lines, &bytes[start..])
-}
+//! offset), `*` patterns, durations and memory sizes with units, and RFC 3339 times. Pure
+//! functions (but `now_rfc3339`, which reads the clock).
 
 /// Matches `text` against a pattern whose `*` matches any run of characters.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
@@ -121,15 +108,5 @@ pub fn three_digits(v: f64) -> String {
         format!("{v:.2}")
     } else {
         format!("{v:.3}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn lines_and_the_rest_after_the_last_newline() {
-        assert_eq!(super::lines_and_rest(b""), (vec![], &b""[..]));
-        assert_eq!(super::lines_and_rest(b"a\n\nb\n"), (vec![&b"a"[..], b"", b"b"], &b""[..]));
-        assert_eq!(super::lines_and_rest(b"a\r\nbc"), (vec![&b"a\r"[..]], &b"bc"[..]));
     }
 }

@@ -203,15 +203,14 @@ fn write_head(run_dir: &Path, head: &Head) -> std::io::Result<()> {
 /// Reads every record of a store, refusing unknown format versions and torn lines (the first
 /// problem in file order). Lines are parsed on every CPU.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
-    let bytes = crate::par::read_file(path).map_err(io(path))?;
-    // Lines as `str::lines` cuts them (a `\r` before the newline dropped).
-    let (complete, rest) = crate::text::lines_and_rest(&bytes);
-    let lines: Vec<(usize, &[u8])> =
-        complete.into_iter().enumerate().map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l))).collect();
-    let torn = (!rest.is_empty()).then_some(lines.len() + 1);
-    let parsed = crate::par::par_map(&lines, |(n, line)| read_line(path, *n, line));
-    let mut out = Vec::with_capacity(parsed.len());
-    for r in parsed {
+    // Lines as `str::lines` cuts them (a `\r` before the newline dropped), parsed on every CPU as
+    // the file is read.
+    let read =
+        crate::par::map_lines(path, |n, line| read_line(path, n, line.strip_suffix(b"\r").unwrap_or(line)))
+            .map_err(io(path))?;
+    let torn = (read.rest > 0).then_some(read.count() + 1);
+    let mut out = Vec::with_capacity(read.count());
+    for r in read.into_results() {
         out.extend(r?);
     }
     match torn {

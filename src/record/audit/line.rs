@@ -69,6 +69,11 @@ pub(super) struct Facts {
 }
 
 impl Line {
+    /// Whether the line was empty.
+    pub(super) fn is_blank(&self) -> bool {
+        matches!(self, Line::Blank(_))
+    }
+
     /// Whether the line holds a record (not yet taken out).
     pub(super) fn has_record(&self) -> bool {
         matches!(self, Line::Object(facts) if facts.record.is_some())

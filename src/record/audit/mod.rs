@@ -82,8 +82,10 @@ pub(crate) fn audit_with(
         )),
     }
 
-    let bytes = match crate::par::read_file(records_path) {
-        Ok(b) => b,
+    // Each complete line is checked on its own on every CPU as the file is read; the run and
+    // chain checks then follow in file order.
+    let read = match crate::par::map_lines(records_path, |n, content| read_line(n, content, keep)) {
+        Ok(read) => read,
         Err(e) => {
             report.problems.push(store_problem(
                 Check::Read,
@@ -93,14 +95,8 @@ pub(crate) fn audit_with(
             return (report, None);
         }
     };
-
-    // Each complete line is checked on its own on every CPU; the run and chain checks then follow
-    // in file order.
-    let (complete_lines, rest) = crate::text::lines_and_rest(&bytes);
-    let torn = (!rest.is_empty()).then_some(rest.len());
-    let numbered: Vec<(usize, &[u8])> =
-        complete_lines.into_iter().enumerate().map(|(i, l)| (i + 1, l)).collect();
-    let mut lines = crate::par::par_map(&numbered, |(n, content)| read_line(*n, content, keep));
+    let (len, torn) = (read.len, (read.rest > 0).then_some(read.rest));
+    let mut lines: Vec<Line> = read.into_results().collect();
     // The records, when every line holds one (else there is a problem, and none are returned),
     // taken out on every CPU.
     let kept = (keep && lines.iter().all(Line::has_record)).then(|| {
@@ -109,19 +105,21 @@ pub(crate) fn audit_with(
     let mut chain = Chain::Start;
     let mut complete = 0usize;
     let mut last_prev_hash: Option<Option<String>> = None;
-    for ((n, content), line) in numbered.iter().zip(lines) {
-        report.lines = *n;
+    let total = lines.len();
+    for (i, line) in lines.into_iter().enumerate() {
+        report.lines = i + 1;
         // The head counts records; a blank line is reported as itself.
-        complete += usize::from(!content.is_empty());
+        let blank = line.is_blank();
+        complete += usize::from(!blank);
         if let Some(p) = follow(line, &mut chain, &mut report) {
             last_prev_hash = Some(p);
-        } else if !content.is_empty() {
+        } else if !blank {
             last_prev_hash = None;
         }
     }
-    if let Some(len) = torn {
-        let offset = bytes.len() - len;
-        report.lines = numbered.len() + 1;
+    if let Some(rest) = torn {
+        let offset = len - rest;
+        report.lines = total + 1;
         report.problems.push(Problem {
             line: Some(report.lines),
             column: None,
@@ -130,7 +128,7 @@ pub(crate) fn audit_with(
             check: Check::Torn,
             expected: "a line ending in a newline".into(),
             found: format!(
-                "{len} byte(s) without one (a write cut short; truncating the file to {offset} bytes drops it)"
+                "{rest} byte(s) without one (a write cut short; truncating the file to {offset} bytes drops it)"
             ),
         });
     }
