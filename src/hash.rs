@@ -320,9 +320,9 @@ mod compact {
     /// spliced (its canonical JSON is hashed from the known one, nothing is written), and the
     /// text's length (an object ends where its text does).
     fn splice(top: &mut Top, key: &[u8], rest: &[u8]) -> Option<usize> {
-        top.known.filter(|k| key == top.note && rest.starts_with(k.text))?;
+        let known = top.known.filter(|k| key == top.note && rest.starts_with(k.text))?;
         top.at.spliced = true;
-        Some(top.known?.text.len())
+        Some(known.text.len())
     }
 
     /// Where the string starting at `i` (its opening quote) ends, past its closing quote.

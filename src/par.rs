@@ -85,7 +85,8 @@ fn map_chunks<C: Send, R: Send>(
 /// records take a tenth of a second to free one by one) once it has printed what it read it
 /// for. At the process's end the drop is cut short: the kernel takes the memory back at once.
 pub fn drop_aside<T: Send + 'static>(value: T) {
-    std::thread::spawn(move || drop(value));
+    // Where no thread can be started, the value is dropped here, with the failed start.
+    let _ = std::thread::Builder::new().name("drop-aside".into()).spawn(move || drop(value));
 }
 
 /// The CPUs this process may use.
