@@ -1,9 +1,9 @@
 //! A record's environment, shared between the records that ran in it. A run's records ran in a
 //! few environments (one per image and placement, mostly), so a reader of many records — the
-//! audit's short way (`report`, `site`) and `store::read_records` (`verify`) — keeps one copy of each,
-//! with the text it was read from (exactly its encoding), its canonical JSON and its hash, instead
-//! of parsing, re-encoding and hashing the same 5 kB again for every record; where a record's text
-//! holds an environment its thread read lately, the 5 kB are compared, not scanned
+//! audit's short way (`report`, `site`) and `store::read_records` (`verify`) — keeps one copy of
+//! each, with the text it was read from (exactly its encoding), its canonical JSON and its hash,
+//! instead of parsing, re-encoding and hashing the same 5 kB again for every record; where a
+//! record's text holds an environment its thread read lately, the 5 kB are compared, not scanned
 //! ([`read_record`]). Everywhere else a record's environment reads, writes and serialises as the
 //! plain [`Environment`] it derefs to.
 
