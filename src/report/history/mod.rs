@@ -63,6 +63,8 @@ mod aa_tests;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::record::Record;
@@ -165,20 +167,37 @@ pub struct SeriesKey {
 impl SeriesKey {
     /// The series a record belongs to.
     pub fn of(r: &Record) -> SeriesKey {
-        let c = &r.cell;
+        let v = SeriesView::of(r);
         SeriesKey {
-            family: c.server.family.clone(),
-            runtime: c.server.runtime.clone(),
-            transport: c.transport.as_str().to_string(),
-            suite: c.suite.clone(),
-            workload: c.id.rsplit('/').next().unwrap_or(c.workload.kind()).to_string(),
-            kind: c.workload.kind().to_string(),
-            tool: c.workload.tool().map(str::to_string),
-            server_cpus: c.placement.server_cpus.clone(),
-            driver_cpus: c.placement.driver_cpus.clone(),
-            shared: c.placement.shared,
-            env: c.server.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            family: v.family.to_string(),
+            runtime: v.runtime.to_string(),
+            transport: v.transport.to_string(),
+            suite: v.suite.to_string(),
+            workload: v.workload.to_string(),
+            kind: v.kind.to_string(),
+            tool: v.tool.map(str::to_string),
+            server_cpus: v.server_cpus.to_string(),
+            driver_cpus: v.driver_cpus.to_string(),
+            shared: v.shared,
+            env: env_text(v.env),
         }
+    }
+
+    /// Whether a record belongs to this series: `SeriesKey::of(r) == *self`, without building
+    /// the record's key (a report groups every record of a run by its series).
+    pub fn is_of(&self, r: &Record) -> bool {
+        let v = SeriesView::of(r);
+        self.family == v.family
+            && self.runtime == v.runtime
+            && self.transport == v.transport
+            && self.suite == v.suite
+            && self.workload == v.workload
+            && self.kind == v.kind
+            && self.tool.as_deref() == v.tool
+            && self.server_cpus == v.server_cpus
+            && self.driver_cpus == v.driver_cpus
+            && self.shared == v.shared
+            && (if v.env.is_empty() { self.env.is_empty() } else { self.env == env_text(v.env) })
     }
 
     /// `python-mcp on cpython-trixie, stdio, weekly suite, calls-1000 (add), cpus 1/0` (server/driver,
@@ -200,6 +219,46 @@ impl SeriesKey {
         }
         s
     }
+}
+
+/// A record's series key as borrowed from the record: what [`SeriesKey::of`] copies and
+/// [`SeriesKey::is_of`] compares.
+struct SeriesView<'a> {
+    family: &'a str,
+    runtime: &'a str,
+    transport: &'a str,
+    suite: &'a str,
+    workload: &'a str,
+    kind: &'a str,
+    tool: Option<&'a str>,
+    server_cpus: &'a str,
+    driver_cpus: &'a str,
+    shared: bool,
+    env: &'a BTreeMap<String, String>,
+}
+
+impl<'a> SeriesView<'a> {
+    fn of(r: &'a Record) -> Self {
+        let c = &r.cell;
+        SeriesView {
+            family: &c.server.family,
+            runtime: &c.server.runtime,
+            transport: c.transport.as_str(),
+            suite: &c.suite,
+            workload: c.id.rsplit('/').next().unwrap_or(c.workload.kind()),
+            kind: c.workload.kind(),
+            tool: c.workload.tool(),
+            server_cpus: &c.placement.server_cpus,
+            driver_cpus: &c.placement.driver_cpus,
+            shared: c.placement.shared,
+            env: &c.server.env,
+        }
+    }
+}
+
+/// A server's extra environment as a key holds it: `K=V` joined by spaces.
+fn env_text(env: &BTreeMap<String, String>) -> String {
+    env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
 /// One metric at one version.

@@ -181,21 +181,36 @@ pub fn histories_with<'a>(
 ) -> Vec<History> {
     let mut groups: Vec<(SeriesKey, BTreeMap<String, Vec<&Record>>)> = Vec::new();
     let mut controls: BTreeMap<SeriesKey, Vec<&Record>> = BTreeMap::new();
+    // The group of the record before, which the next record mostly shares (its key is then
+    // not built).
+    let mut last: Option<usize> = None;
     for r in records {
-        let key = SeriesKey::of(r);
         // An A/A control measurement shows the host's drift, not its version's figure.
         if r.schedule.as_ref().is_some_and(|s| s.control.is_some()) {
-            controls.entry(key).or_default().push(r);
+            controls.entry(SeriesKey::of(r)).or_default().push(r);
             continue;
         }
-        let i = match groups.iter().position(|g| g.0 == key) {
+        let i = match last.filter(|&i| groups[i].0.is_of(r)) {
             Some(i) => i,
             None => {
-                groups.push((key, BTreeMap::new()));
-                groups.len() - 1
+                let key = SeriesKey::of(r);
+                match groups.iter().position(|g| g.0 == key) {
+                    Some(i) => i,
+                    None => {
+                        groups.push((key, BTreeMap::new()));
+                        groups.len() - 1
+                    }
+                }
             }
         };
-        groups[i].1.entry(r.cell.server.sdk_version.clone()).or_default().push(r);
+        last = Some(i);
+        let version = &r.cell.server.sdk_version;
+        match groups[i].1.get_mut(version) {
+            Some(rs) => rs.push(r),
+            None => {
+                groups[i].1.insert(version.clone(), vec![r]);
+            }
+        }
     }
     groups
         .into_iter()
