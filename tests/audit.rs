@@ -61,7 +61,7 @@ fn record(i: usize) -> Record {
         failure: failed.then(|| {
             Failure::new(FailureReason::WrongResult, format!("cell {i}: got \"é\\n\u{1}\" ✓\nnot 42"))
         }),
-        cell: Cell {
+        cell: Box::new(Cell {
             id: format!("server-{i}/{}", if serial { "serial_calls" } else { "cold_start" }),
             server: ServerIdent {
                 id: format!("server-{i}"),
@@ -91,8 +91,8 @@ fn record(i: usize) -> Record {
             http: None,
             repeat: (i % 4 == 1).then_some(Repeat { index: 1, of: 3, fresh_container: true }),
             services: Vec::new(),
-        },
-        metrics: Metrics {
+        }),
+        metrics: Box::new(Metrics {
             cold_start: (!serial).then(|| SampleMetric {
                 samples_ms: vec![0.1, 0.30000000000000004, 1e-9 * i as f64],
                 summary: summary.clone(),
@@ -152,10 +152,12 @@ fn record(i: usize) -> Record {
                 })
                 .map(Box::new),
             services: Vec::new(),
-        },
+        }),
         observed: Observed {
             protocol_version: Some("2025-06-18".into()),
-            server_info: Some(serde_json::json!({"name": "echo", "version": "1.0", "x": -1.5e-7})),
+            server_info: Some(std::sync::Arc::new(
+                serde_json::json!({"name": "echo", "version": "1.0", "x": -1.5e-7}),
+            )),
             exits: vec![ExitInfo { how: "exited".into(), code: Some(0), signal: None, stop_ms: 1.25 }],
         },
         environment: Environment {

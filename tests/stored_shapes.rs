@@ -287,7 +287,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
         recorded_at: "2026-11-30T00:00:00Z".into(),
         status,
         failure,
-        cell: Cell {
+        cell: Box::new(Cell {
             id: format!("python-mcp-1.2.3/{}", workload.kind()),
             server: ServerIdent {
                 id: "python-mcp-1.2.3".into(),
@@ -313,8 +313,8 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             http: Some(http_target()),
             repeat: Some(Repeat { index: 1, of: 3, fresh_container: true }),
             services: Vec::new(),
-        },
-        metrics: Metrics {
+        }),
+        metrics: Box::new(Metrics {
             cold_start: Some(SampleMetric {
                 samples_ms: vec![101.5, 99.25, 100.0, 0.1, 1e-7],
                 summary: summary(99.0),
@@ -338,10 +338,12 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             },
             load: Some(Box::new(load_metrics())),
             services: Vec::new(),
-        },
+        }),
         observed: Observed {
             protocol_version: Some("2025-06-18".into()),
-            server_info: Some(json!({"name": "shapes", "version": "1.2.3", "ratio": 1.5e-7})),
+            server_info: Some(std::sync::Arc::new(
+                json!({"name": "shapes", "version": "1.2.3", "ratio": 1.5e-7}),
+            )),
             exits: vec![
                 exit_info(),
                 ExitInfo { how: "exited".into(), code: Some(0), signal: None, stop_ms: 0.5 },
@@ -395,7 +397,7 @@ fn host_check() -> benchlab::host::HostCheck {
         memory_available: Some(0.75),
     };
     benchlab::host::HostCheck {
-        fingerprint: Some(Fingerprint {
+        fingerprint: Some(std::sync::Arc::new(Fingerprint {
             measured_at: "2026-11-30T00:00:00Z".into(),
             cpus: "1,0".into(),
             probes: vec![
@@ -404,7 +406,7 @@ fn host_check() -> benchlab::host::HostCheck {
                 probe("pipe_pingpong", "us", false, 42.5),
                 probe("spawn", "ms", false, 0.75),
             ],
-        }),
+        })),
         quiet: Some(Quiet {
             noisy: true,
             reasons: vec!["other processes used 0.25 CPU of cpus 0-1 before the cell (rustc 0.25)".into()],

@@ -138,7 +138,7 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
 fn hosts_line(recs: &[&Record]) -> Option<String> {
     use crate::host::fingerprint as fp;
     let prints: Vec<&fp::Fingerprint> =
-        recs.iter().filter_map(|r| r.host_check.as_ref()?.fingerprint.as_ref()).collect();
+        recs.iter().filter_map(|r| r.host_check.as_ref()?.fingerprint.as_deref()).collect();
     let first = prints.first()?;
     let differ: Vec<String> = prints[1..]
         .iter()

@@ -18,8 +18,14 @@ pub use quiet::Quiet;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostCheck {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<Fingerprint>,
+    /// One copy for the records of a reading that have the same text (a run's records share
+    /// it; see `record::shared::part`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::record::shared::part"
+    )]
+    pub fingerprint: Option<std::sync::Arc<Fingerprint>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quiet: Option<Quiet>,
 }

@@ -168,8 +168,8 @@ pub fn build_record(
         services,
     } = cell_outcome;
     let fingerprint = fingerprint.or_else(|| ctx.fingerprint.clone());
-    let host_check =
-        (fingerprint.is_some() || quiet.is_some()).then_some(crate::host::HostCheck { fingerprint, quiet });
+    let host_check = (fingerprint.is_some() || quiet.is_some())
+        .then_some(crate::host::HostCheck { fingerprint: fingerprint.map(std::sync::Arc::new), quiet });
     // A cluster's node reports its own host, engine and the CPUs it gave the cell.
     let (host, engine, placement, dispatch) = match ran_on {
         Some(crate::backend::RanOn { dispatch, node: Some(n) }) => {
@@ -215,7 +215,7 @@ pub fn build_record(
         recorded_at: crate::record::now_rfc3339(),
         status: if failure.is_some() { Status::Failed } else { Status::Ok },
         failure,
-        cell: Cell {
+        cell: Box::new(Cell {
             id: cell.id.clone(),
             server: ServerIdent {
                 id: cell.server_id.clone(),
@@ -241,8 +241,8 @@ pub fn build_record(
             http: cell.image.http.clone(),
             repeat: cell.repeat,
             services: cell.services.iter().map(|(s, _)| s.clone()).collect(),
-        },
-        metrics: Metrics {
+        }),
+        metrics: Box::new(Metrics {
             cold_start: samples(&outcome.cold_start_ns),
             tools_list: samples(&outcome.tools_list_ns),
             calls,
@@ -253,10 +253,10 @@ pub fn build_record(
             },
             load: outcome.load.map(Box::new),
             services: service_metrics(cell, &outcome.services, &services),
-        },
+        }),
         observed: Observed {
             protocol_version: outcome.protocol_version,
-            server_info: outcome.server_info,
+            server_info: outcome.server_info.map(std::sync::Arc::new),
             exits: outcome.exits,
         },
         environment: environment.into(),

@@ -13,6 +13,8 @@ pub mod manifest;
 pub mod shared;
 pub mod store;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,7 +166,9 @@ pub struct ServiceMetrics {
 #[serde(deny_unknown_fields)]
 pub struct Observed {
     pub protocol_version: Option<String>,
-    pub server_info: Option<Value>,
+    /// One copy for the records of a reading that have the same text (see `shared::part`).
+    #[serde(default, deserialize_with = "shared::part")]
+    pub server_info: Option<Arc<Value>>,
     pub exits: Vec<ExitInfo>,
 }
 
@@ -210,8 +214,10 @@ pub struct Record {
     pub recorded_at: String,
     pub status: Status,
     pub failure: Option<Failure>,
-    pub cell: Cell,
-    pub metrics: Metrics,
+    /// Boxed, as are the metrics: a record in memory is then a fifth of its size, so a reader
+    /// that keeps many moves and copies little (the stored form is the same).
+    pub cell: Box<Cell>,
+    pub metrics: Box<Metrics>,
     pub observed: Observed,
     /// Shared between the records read in one environment (see `shared`); derefs to it.
     pub environment: SharedEnvironment,
@@ -296,7 +302,7 @@ pub(crate) mod tests {
             recorded_at: rfc3339(0),
             status: Status::Ok,
             failure: None,
-            cell: Cell {
+            cell: Box::new(Cell {
                 id: format!("{id}/cold_start"),
                 server: ServerIdent {
                     id: id.into(),
@@ -318,8 +324,8 @@ pub(crate) mod tests {
                 http: None,
                 repeat: None,
                 services: vec![],
-            },
-            metrics: Metrics {
+            }),
+            metrics: Box::new(Metrics {
                 cold_start: Some(SampleMetric {
                     samples_ms: vec![0.1, 0.30000000000000004, 0.7000000000000001],
                     summary: summary.clone(),
@@ -333,10 +339,10 @@ pub(crate) mod tests {
                 },
                 load: None,
                 services: vec![],
-            },
+            }),
             observed: Observed {
                 protocol_version: Some("2025-11-25".into()),
-                server_info: Some(json!({"name": "x", "v": 1.5e-7})),
+                server_info: Some(Arc::new(json!({"name": "x", "v": 1.5e-7}))),
                 exits: vec![],
             },
             environment: Environment {

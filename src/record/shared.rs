@@ -7,6 +7,7 @@
 //! ([`read_record`]). Everywhere else a record's environment reads, writes and serialises as the
 //! plain [`Environment`] it derefs to.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -224,6 +225,47 @@ impl<'de> Deserialize<'de> for SharedEnvironment {
     }
 }
 
+thread_local! {
+    /// The parts (see [`part`]) this thread read shared lately, each with its text, the newest
+    /// first.
+    static PARTS: RefCell<Vec<(Box<str>, Arc<dyn Any + Send + Sync>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many parts each thread keeps to compare a part's text with.
+const PARTS_KEPT: usize = 8;
+
+/// A part of a record that many records hold the same (a run's speed fingerprint, the server's
+/// info), for `deserialize_with`. Read shared (see [`reading_shared`]), a part whose text this
+/// thread read lately is that part's copy: its text is compared, not parsed, and the records
+/// keep one copy between them. Else it is read as itself. As for an environment, a part that
+/// does not parse when read shared is an error without the position inside it.
+pub fn part<'de, D, T>(d: D) -> Result<Option<Arc<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    if !SHARED_READS.get() {
+        return Option::<T>::deserialize(d).map(|t| t.map(Arc::new));
+    }
+    let Some(text) = Option::<&RawValue>::deserialize(d)?.map(RawValue::get) else {
+        return Ok(None);
+    };
+    let known = PARTS.with_borrow_mut(|parts| {
+        let i = parts.iter().position(|(t, p)| p.is::<T>() && **t == *text)?;
+        parts[..=i].rotate_right(1);
+        Arc::clone(&parts[0].1).downcast::<T>().ok()
+    });
+    if let Some(known) = known {
+        return Ok(Some(known));
+    }
+    let read = Arc::new(serde_json::from_str::<T>(text).map_err(D::Error::custom)?);
+    PARTS.with_borrow_mut(|parts| {
+        parts.insert(0, (text.into(), read.clone()));
+        parts.truncate(PARTS_KEPT);
+    });
+    Ok(Some(read))
+}
+
 /// The environments read shared so far, by a fingerprint of their text. Bounded: emptied when it
 /// would pass [`KEPT`] (records already read keep their copies).
 static KNOWN: Mutex<Option<HashMap<u64, Vec<SharedEnvironment>>>> = Mutex::new(None);
@@ -366,9 +408,9 @@ mod tests {
         // `"environment":` and the known text, first met inside the server's info (a free-form
         // value): the placeholder would land there, so the whole text is parsed instead.
         let mut r = crate::record::tests::sample_record("c");
-        r.observed.server_info = Some(
+        r.observed.server_info = Some(Arc::new(
             serde_json::json!({ "environment": serde_json::from_str::<serde_json::Value>(&env_text).unwrap() }),
-        );
+        ));
         let tricky = serde_json::to_string(&r).unwrap();
         assert!(tricky.find("\"environment\":").unwrap() < tricky.rfind("\"environment\":").unwrap());
         let cuts = CUTS.get();

@@ -448,7 +448,7 @@ pub fn compare(a: &[Record], b: &[Record], threshold_pct: f64) -> Comparison {
 
 /// The first speed fingerprint among a run's records.
 fn fingerprint(rs: &[Record]) -> Option<&crate::host::Fingerprint> {
-    rs.iter().find_map(|r| r.host_check.as_ref()?.fingerprint.as_ref())
+    rs.iter().find_map(|r| r.host_check.as_ref()?.fingerprint.as_deref())
 }
 
 /// The two runs' hosts compared by their speed fingerprints, when both have one.

@@ -292,7 +292,7 @@ pub fn histories_with<'a>(
 fn hosts_differ<'a>(records: impl Iterator<Item = &'a Record>) -> Option<String> {
     use crate::host::fingerprint as fp;
     let mut first: Option<&fp::Fingerprint> = None;
-    for f in records.filter_map(|r| r.host_check.as_ref()?.fingerprint.as_ref()) {
+    for f in records.filter_map(|r| r.host_check.as_ref()?.fingerprint.as_deref()) {
         match first {
             None => first = Some(f),
             Some(a) => {
