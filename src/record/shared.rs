@@ -5,7 +5,8 @@
 //! instead of parsing, re-encoding and hashing the same 5 kB again for every record; where a
 //! record's text holds an environment its thread read lately, the 5 kB are compared, not scanned
 //! ([`read_record`]). Everywhere else a record's environment reads, writes and serialises as the
-//! plain [`Environment`] it derefs to.
+//! plain [`Environment`] it derefs to. Smaller parts that many records hold the same — a run's
+//! speed fingerprint, the server's info — are kept one copy per text the same way ([`part`]).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -422,6 +423,55 @@ mod tests {
         let bad = text.replacen("\"seq\":", "\"sequence\":", 1);
         let (shared, plain) = (read_record(bad.as_bytes()), serde_json::from_str::<Record>(&bad));
         assert_eq!(shared.unwrap_err().to_string(), plain.unwrap_err().to_string());
+    }
+
+    #[test]
+    fn parts_read_shared_are_one_copy_per_text() {
+        use crate::host::fingerprint::{Fingerprint, Probe};
+        let probe = |name: &str, value: f64| Probe {
+            name: name.into(),
+            unit: "ns/iter".into(),
+            higher_is_faster: false,
+            value,
+            lower: value * 0.9,
+            upper: value * 1.1,
+            repetitions: 15,
+        };
+        let with = |seq: u64, loop_ns: f64| {
+            let mut r = crate::record::tests::sample_record("c");
+            r.seq = seq;
+            r.host_check = Some(Box::new(crate::host::HostCheck {
+                fingerprint: Some(Arc::new(Fingerprint {
+                    measured_at: "2026-12-06T00:00:00Z".into(),
+                    cpus: "1,0".into(),
+                    probes: vec![probe("cpu_loop", loop_ns)],
+                })),
+                quiet: None,
+            }));
+            r
+        };
+        let fingerprint =
+            |r: &Record| Arc::clone(r.host_check.as_ref().unwrap().fingerprint.as_ref().unwrap());
+        let info = |r: &Record| Arc::clone(r.observed.server_info.as_ref().unwrap());
+        let (a, b, c) = (with(0, 1.5), with(1, 1.5), with(2, 2.5));
+        let texts = [&a, &b, &c].map(|r| serde_json::to_string(r).unwrap());
+        let read = texts.clone().map(|t| read_record(t.as_bytes()).unwrap());
+        assert_eq!([&read[0], &read[1], &read[2]], [&a, &b, &c]);
+        // The same text: one copy; another: a copy of its own.
+        assert!(Arc::ptr_eq(&fingerprint(&read[0]), &fingerprint(&read[1])));
+        assert!(!Arc::ptr_eq(&fingerprint(&read[1]), &fingerprint(&read[2])));
+        assert!(Arc::ptr_eq(&info(&read[0]), &info(&read[2])));
+        for (r, t) in read.iter().zip(&texts) {
+            assert_eq!(&serde_json::to_string(r).unwrap(), t);
+        }
+        // Read plainly: copies of their own.
+        let plain: Record = serde_json::from_str(&texts[0]).unwrap();
+        assert!(!Arc::ptr_eq(&fingerprint(&plain), &fingerprint(&read[0])));
+        assert_eq!(plain, a);
+        // A part that does not parse is an error read either way.
+        let bad = texts[0].replacen("\"cpus\":\"1,0\"", "\"cpus\":1", 1);
+        assert!(read_record(bad.as_bytes()).is_err());
+        assert!(serde_json::from_str::<Record>(&bad).is_err());
     }
 
     #[test]
