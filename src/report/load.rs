@@ -125,7 +125,9 @@ fn status_and_detail(r: &Record) -> (String, Option<String>) {
 /// Rows grouped by server, then by workload and workers, whatever order the run took (a random
 /// order spreads one server's cells over the run); a server's repeats keep their run order.
 pub fn load_rows(records: &[Record]) -> Vec<LoadRow> {
-    let mut rows: Vec<LoadRow> = records.iter().filter(|r| is_load(r)).map(load_row).collect();
+    // A row decodes its record's histograms: on every CPU.
+    let load: Vec<&Record> = records.iter().filter(|r| is_load(r)).collect();
+    let mut rows: Vec<LoadRow> = crate::par::par_map(&load, |r| load_row(r));
     rows.sort_by(|a, b| {
         (&a.run_id, &a.server, &a.transport, &a.workload, &a.lifecycle, &a.tool, a.workers).cmp(&(
             &b.run_id,
