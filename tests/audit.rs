@@ -61,7 +61,7 @@ fn record(i: usize) -> Record {
         failure: failed.then(|| {
             Failure::new(FailureReason::WrongResult, format!("cell {i}: got \"é\\n\u{1}\" ✓\nnot 42"))
         }),
-        cell: Box::new(Cell {
+        cell: Cell {
             id: format!("server-{i}/{}", if serial { "serial_calls" } else { "cold_start" }),
             server: ServerIdent {
                 id: format!("server-{i}"),
@@ -91,7 +91,7 @@ fn record(i: usize) -> Record {
             http: None,
             repeat: (i % 4 == 1).then_some(Repeat { index: 1, of: 3, fresh_container: true }),
             services: Vec::new(),
-        }),
+        },
         metrics: Box::new(Metrics {
             cold_start: (!serial).then(|| SampleMetric {
                 samples_ms: vec![0.1, 0.30000000000000004, 1e-9 * i as f64],

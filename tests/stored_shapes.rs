@@ -287,7 +287,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
         recorded_at: "2026-11-30T00:00:00Z".into(),
         status,
         failure,
-        cell: Box::new(Cell {
+        cell: Cell {
             id: format!("python-mcp-1.2.3/{}", workload.kind()),
             server: ServerIdent {
                 id: "python-mcp-1.2.3".into(),
@@ -313,7 +313,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             http: Some(http_target()),
             repeat: Some(Repeat { index: 1, of: 3, fresh_container: true }),
             services: Vec::new(),
-        }),
+        },
         metrics: Box::new(Metrics {
             cold_start: Some(SampleMetric {
                 samples_ms: vec![101.5, 99.25, 100.0, 0.1, 1e-7],

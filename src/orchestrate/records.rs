@@ -215,7 +215,7 @@ pub fn build_record(
         recorded_at: crate::record::now_rfc3339(),
         status: if failure.is_some() { Status::Failed } else { Status::Ok },
         failure,
-        cell: Box::new(Cell {
+        cell: Cell {
             id: cell.id.clone(),
             server: ServerIdent {
                 id: cell.server_id.clone(),
@@ -241,7 +241,7 @@ pub fn build_record(
             http: cell.image.http.clone(),
             repeat: cell.repeat,
             services: cell.services.iter().map(|(s, _)| s.clone()).collect(),
-        }),
+        },
         metrics: Box::new(Metrics {
             cold_start: samples(&outcome.cold_start_ns),
             tools_list: samples(&outcome.tools_list_ns),

@@ -214,9 +214,10 @@ pub struct Record {
     pub recorded_at: String,
     pub status: Status,
     pub failure: Option<Failure>,
-    /// Boxed, as are the metrics: a record in memory is then a fifth of its size, so a reader
-    /// that keeps many moves and copies little (the stored form is the same).
-    pub cell: Box<Cell>,
+    pub cell: Cell,
+    /// Boxed: a record in memory is then half its size, so a reader that keeps many moves and
+    /// copies less (the stored form is the same). The cell is not: the claims' and the
+    /// report's passes over every record look at it, and a box each would be a cache miss each.
     pub metrics: Box<Metrics>,
     pub observed: Observed,
     /// Shared between the records read in one environment (see `shared`); derefs to it.
@@ -302,7 +303,7 @@ pub(crate) mod tests {
             recorded_at: rfc3339(0),
             status: Status::Ok,
             failure: None,
-            cell: Box::new(Cell {
+            cell: Cell {
                 id: format!("{id}/cold_start"),
                 server: ServerIdent {
                     id: id.into(),
@@ -324,7 +325,7 @@ pub(crate) mod tests {
                 http: None,
                 repeat: None,
                 services: vec![],
-            }),
+            },
             metrics: Box::new(Metrics {
                 cold_start: Some(SampleMetric {
                     samples_ms: vec![0.1, 0.30000000000000004, 0.7000000000000001],
