@@ -16,6 +16,7 @@ pub mod nullserver;
 pub mod orchestrate;
 pub mod par;
 pub mod placement;
+pub mod reading;
 pub mod recipe;
 pub mod record;
 pub mod report;

@@ -19,12 +19,8 @@ pub use quiet::Quiet;
 #[serde(deny_unknown_fields)]
 pub struct HostCheck {
     /// One copy for the records of a reading that have the same text (a run's records share
-    /// it; see `record::shared::part`).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::record::shared::part"
-    )]
+    /// it; see `reading::part`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::reading::part")]
     pub fingerprint: Option<std::sync::Arc<Fingerprint>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quiet: Option<Quiet>,

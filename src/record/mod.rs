@@ -166,8 +166,8 @@ pub struct ServiceMetrics {
 #[serde(deny_unknown_fields)]
 pub struct Observed {
     pub protocol_version: Option<String>,
-    /// One copy for the records of a reading that have the same text (see `shared::part`).
-    #[serde(default, deserialize_with = "shared::part")]
+    /// One copy for the records of a reading that have the same text (see `reading::part`).
+    #[serde(default, deserialize_with = "crate::reading::part")]
     pub server_info: Option<Arc<Value>>,
     pub exits: Vec<ExitInfo>,
 }

@@ -6,9 +6,9 @@
 //! record's text holds an environment its thread read lately, the 5 kB are compared, not scanned
 //! ([`read_record`]). Everywhere else a record's environment reads, writes and serialises as the
 //! plain [`Environment`] it derefs to. Smaller parts that many records hold the same — a run's
-//! speed fingerprint, the server's info — are kept one copy per text the same way ([`part`]).
+//! speed fingerprint, the server's info — are kept one copy per text the same way
+//! ([`crate::reading::part`]).
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -94,8 +94,6 @@ impl std::fmt::Debug for SharedEnvironment {
 }
 
 thread_local! {
-    /// Whether this thread reads environments shared (see [`reading_shared`]).
-    static SHARED_READS: Cell<bool> = const { Cell::new(false) };
     /// Whether this thread writes an environment as read by its text (see [`writing_as_read`]).
     static RAW_WRITES: Cell<bool> = const { Cell::new(false) };
     /// The environments this thread read shared last, the newest first (see [`read_record`]).
@@ -166,25 +164,14 @@ fn remember(env: &SharedEnvironment) {
 /// kept only when its text is exactly its encoding). An environment that does not parse is an
 /// error without the position inside it: a caller that reports positions reads again without.
 pub fn reading_shared<T>(f: impl FnOnce() -> T) -> T {
-    with_flag(&SHARED_READS, f)
+    crate::reading::shared(f)
 }
 
 /// Runs `f` with this thread serialising an environment as read by its text, which is exactly
 /// its serde_json encoding: the same bytes without encoding it again. Only serde_json's own
 /// serialiser may run in `f` (another would see the raw-text wrapper).
 pub fn writing_as_read<T>(f: impl FnOnce() -> T) -> T {
-    with_flag(&RAW_WRITES, f)
-}
-
-fn with_flag<T>(flag: &'static std::thread::LocalKey<Cell<bool>>, f: impl FnOnce() -> T) -> T {
-    struct Restore(&'static std::thread::LocalKey<Cell<bool>>, bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            self.0.set(self.1);
-        }
-    }
-    let _restore = Restore(flag, flag.replace(true));
-    f()
+    crate::reading::with_flag(&RAW_WRITES, f)
 }
 
 impl Serialize for SharedEnvironment {
@@ -198,7 +185,7 @@ impl Serialize for SharedEnvironment {
 
 impl<'de> Deserialize<'de> for SharedEnvironment {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if !SHARED_READS.get() {
+        if !crate::reading::is_shared() {
             return Environment::deserialize(d).map(SharedEnvironment::from);
         }
         let text = Box::<RawValue>::deserialize(d)?;
@@ -224,47 +211,6 @@ impl<'de> Deserialize<'de> for SharedEnvironment {
         remember(&shared);
         Ok(shared)
     }
-}
-
-thread_local! {
-    /// The parts (see [`part`]) this thread read shared lately, each with its text, the newest
-    /// first.
-    static PARTS: RefCell<Vec<(Box<str>, Arc<dyn Any + Send + Sync>)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// How many parts each thread keeps to compare a part's text with.
-const PARTS_KEPT: usize = 8;
-
-/// A part of a record that many records hold the same (a run's speed fingerprint, the server's
-/// info), for `deserialize_with`. Read shared (see [`reading_shared`]), a part whose text this
-/// thread read lately is that part's copy: its text is compared, not parsed, and the records
-/// keep one copy between them. Else it is read as itself. As for an environment, a part that
-/// does not parse when read shared is an error without the position inside it.
-pub fn part<'de, D, T>(d: D) -> Result<Option<Arc<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    if !SHARED_READS.get() {
-        return Option::<T>::deserialize(d).map(|t| t.map(Arc::new));
-    }
-    let Some(text) = Option::<&RawValue>::deserialize(d)?.map(RawValue::get) else {
-        return Ok(None);
-    };
-    let known = PARTS.with_borrow_mut(|parts| {
-        let i = parts.iter().position(|(t, p)| p.is::<T>() && **t == *text)?;
-        parts[..=i].rotate_right(1);
-        Arc::clone(&parts[0].1).downcast::<T>().ok()
-    });
-    if let Some(known) = known {
-        return Ok(Some(known));
-    }
-    let read = Arc::new(serde_json::from_str::<T>(text).map_err(D::Error::custom)?);
-    PARTS.with_borrow_mut(|parts| {
-        parts.insert(0, (text.into(), read.clone()));
-        parts.truncate(PARTS_KEPT);
-    });
-    Ok(Some(read))
 }
 
 /// The environments read shared so far, by a fingerprint of their text. Bounded: emptied when it
