@@ -419,3 +419,46 @@ fn a_sweep_of_soaks_names_the_release_where_a_leak_appeared() {
     assert!(lines[1].contains("1.3.0 40.00 MiB/h"), "{lines:?}");
     assert_eq!(history_json(&rs)["series"][0]["leak_changes"][0]["to_version"], "1.2.0");
 }
+
+#[test]
+fn a_record_is_of_a_series_exactly_when_its_key_is_that_series() {
+    let base = record("python-mcp-1.2.0", "1.2.0", "calls-100", 10.0);
+    let mut variants = vec![
+        base.clone(),
+        record("python-mcp-1.3.0", "1.3.0", "calls-100", 12.0),
+        record("python-mcp-1.2.0", "1.2.0", "cold_start", 10.0),
+    ];
+    let changes: [fn(&mut Record); 7] = [
+        |r| r.cell.server.family = "ts-sdk".into(),
+        |r| r.cell.server.runtime = "cpython-bookworm".into(),
+        |r| r.cell.suite = "daily".into(),
+        |r| r.cell.placement.server_cpus = "0".into(),
+        |r| r.cell.placement.shared = !r.cell.placement.shared,
+        |r| {
+            r.cell.server.env.insert("A".into(), "1".into());
+        },
+        |r| {
+            r.cell.server.env.insert("A".into(), "2".into());
+        },
+    ];
+    for change in changes {
+        let mut r = base.clone();
+        change(&mut r);
+        variants.push(r);
+    }
+    for a in &variants {
+        let key = SeriesKey::of(a);
+        for b in &variants {
+            assert_eq!(
+                key.is_of(b),
+                key == SeriesKey::of(b),
+                "{} against {}",
+                key.label(),
+                SeriesKey::of(b).label()
+            );
+        }
+    }
+    // Not every variant is its own series, nor all one.
+    let distinct: std::collections::BTreeSet<SeriesKey> = variants.iter().map(SeriesKey::of).collect();
+    assert!(distinct.len() > 2 && distinct.len() < variants.len(), "{}", distinct.len());
+}
