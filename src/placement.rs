@@ -133,6 +133,16 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
     })
 }
 
+/// The CPUs a cell's load driver runs one thread on each: its cpuset's, when that has two or
+/// more (a bigger split driver set, or a shared set sized to a multi-worker server). Empty: one
+/// thread, where the driver process is.
+pub fn driver_thread_cpus(p: &Placement) -> Vec<u32> {
+    match parse_cpu_list(&p.driver_cpus) {
+        Ok(cpus) if cpus.len() > 1 => cpus,
+        _ => Vec::new(),
+    }
+}
+
 /// Gives a cell's backing services their CPUs: the highest CPU given to neither the server nor
 /// the driver, else the driver's own (on a small host they share them, and the placement says
 /// so). A service is I/O for the server, so sharing the driver's CPUs keeps the server's alone.
@@ -266,9 +276,14 @@ mod tests {
         assert_eq!(note.unwrap(), "2 server workers on 1 CPU(s) (1): this host has no more CPUs to give");
         let (p, _) = for_workers(small.clone(), 1, &[0, 1], false);
         assert_eq!(p, small);
-        let shared = Placement { shared: true, driver_cpus: "1".into(), ..small };
+        let shared = Placement { shared: true, driver_cpus: "1".into(), ..small.clone() };
         let (p, note) = for_workers(shared, 2, &[0, 1], false);
         assert_eq!((p.server_cpus.as_str(), p.driver_cpus.as_str(), note), ("0-1", "0-1", None));
+        // That shared set gives the driver a thread per CPU; a one-CPU driver set keeps one.
+        assert_eq!(driver_thread_cpus(&p), vec![0, 1]);
+        assert_eq!(driver_thread_cpus(&small), Vec::<u32>::new());
+        let wide = Placement { driver_cpus: "0,2-3".into(), ..small };
+        assert_eq!(driver_thread_cpus(&wide), vec![0, 2, 3]);
     }
 
     use super::*;

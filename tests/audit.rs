@@ -143,6 +143,7 @@ fn record(i: usize) -> Record {
                     dropped: None,
                     server_cpu_cores: Some(0.97),
                     driver_cpu_cores: None,
+                    driver_threads: None,
                     error_examples: vec!["timeout: no answer within 10000 ms".into()],
                     warmup: None,
                     series: None,

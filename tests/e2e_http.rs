@@ -134,6 +134,9 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
             assert!(mem.get("after_level").is_none(), "{id}: {mem}");
             assert!(mem["after"]["rss_bytes"].as_u64().unwrap() >= 1 << 20, "{id}: {mem}");
         }
+        // A split cell's driver has one CPU here: one thread, and the record says nothing more.
+        assert_eq!(r["cell"]["placement"]["driver_cpus"], "0", "{id}");
+        assert!(load.get("driver_threads").is_none(), "{id}: {load}");
         let http = &r["cell"]["http"];
         assert_eq!(http["port"], 8000);
         let stateful = id.starts_with("null-stateful");
@@ -154,6 +157,85 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     assert_eq!(open["target_rps"], 2000.0);
     assert_eq!(open["ok"], 2000, "every scheduled call answered: {open}");
     assert_eq!(open["dropped"], 0);
+}
+
+/// A cell whose driver cpuset has two CPUs drives its load from two threads, one pinned to
+/// each, its connections dealt between them (closed loop) or its schedule dealt slot by slot
+/// (open loop): every answer still checked, the counts and histograms merged, and the record and
+/// the report say how many threads drove it.
+#[test]
+fn a_driver_given_two_cpus_drives_the_load_from_two_threads() {
+    engine_must_answer();
+    let scenario = r#"
+name = "e2e-http-threads"
+suite = "weekly"
+[placement]
+mode = "shared"
+server_cpus = "0-1"
+driver_cpus = "0-1"
+memory = "256MiB"
+[[server]]
+id = "null"
+family = "benchlab-null"
+transport = "streamable-http"
+session = "stateful"
+[[workload]]
+kind = "concurrency"
+tool = "add_numbers"
+workers = 4
+warmup = "300ms"
+duration = "1s"
+idle_after = "0s"
+[[workload]]
+kind = "open_loop"
+tool = "echo"
+rate = 2000
+connections = 8
+warmup = "300ms"
+duration = "1s"
+idle_after = "0s"
+"#;
+    let (out, recs, dir) = run(scenario, "e2e-http-threads");
+    assert!(out.status.success(), "run failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let id = r["cell"]["id"].as_str().unwrap();
+        assert!(
+            validator.is_valid(r),
+            "{id}: {:?}",
+            validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>()
+        );
+        assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);
+        assert_eq!(r["cell"]["placement"]["driver_cpus"], "0-1", "{id}");
+        let load = &r["metrics"]["load"];
+        assert_eq!(load["driver_threads"], 2, "{id}: {load}");
+        assert!(load["ok"].as_u64().unwrap() > 0, "{id}: {load}");
+        assert_eq!(load["failed"], 0, "{id}: {load}");
+        assert!(load["latency"]["summary"]["count"].as_u64().unwrap() > 0, "{id}: {load}");
+    }
+    let by_id = |id: &str| recs.iter().find(|r| r["cell"]["id"] == id).unwrap_or_else(|| panic!("no {id}"));
+    // Closed loop: each of the 4 virtual users opened one session, whichever thread it ran on;
+    // the histogram holds every answer of the window from both threads.
+    let closed = &by_id("null/concurrency-w4")["metrics"]["load"];
+    assert_eq!(closed["sessions"], 4, "{closed}");
+    assert_eq!(closed["reinitializations"], 0);
+    // Open loop: the two threads' shares of the schedule add up to exactly rate x window.
+    let open = &by_id("null/open_loop")["metrics"]["load"];
+    assert_eq!(open["ok"], 2000, "every scheduled call answered once: {open}");
+    assert_eq!(open["dropped"], 0);
+    assert_eq!(open["latency"]["summary"]["count"], 2000, "{open}");
+    // The report's load table says so.
+    let run = std::fs::read_dir(dir.path().join("results").join("e2e-http-threads"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let report = Command::new(BIN).arg("report").arg(run.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(text.contains("on 2 threads"), "{text}");
 }
 
 /// A 3 s idle phase: a series every 250 ms from the last connection's close to 3 s after, the

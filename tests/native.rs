@@ -175,6 +175,7 @@ fn weekly_spec(server: ServerLaunch, workload: Workload) -> DriverSpec {
         timeouts: Timeouts::default(),
         ungated: None,
         services: Vec::new(),
+        driver_cpus: Vec::new(),
     }
 }
 

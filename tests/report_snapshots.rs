@@ -249,6 +249,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         dropped: target.map(|_| 3),
         server_cpu_cores: Some(0.5 + f64::from(workers) / 40.0),
         driver_cpu_cores: None,
+        driver_threads: None,
         error_examples: vec![],
         warmup: None,
         series: None,

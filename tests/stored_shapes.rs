@@ -159,6 +159,7 @@ fn load_metrics() -> LoadMetrics {
         dropped: Some(4),
         server_cpu_cores: Some(0.97),
         driver_cpu_cores: Some(0.31),
+        driver_threads: None,
         error_examples: vec!["timed out after 10000 ms".into()],
         warmup: None,
         series: Some(load_series()),
@@ -632,6 +633,7 @@ fn small_enums_and_cell_parts() {
     pin_eq("repeat", &Repeat { index: 0, of: 1, fresh_container: false });
     pin_eq("source_info", &SourceInfo { file: "servers/a.py".into(), sha256: "6".repeat(64), loc: 12 });
     pin_eq("load_metrics", &load_metrics());
+    pin_eq("load_metrics_threads", &LoadMetrics { driver_threads: Some(2), ..load_metrics() });
     pin_eq("load_memory", &load_memory());
     // An iteration load keeps each step's histogram and the iterations completed.
     let step = load_metrics().latency.unwrap();
@@ -735,9 +737,11 @@ fn driver_wire_messages() {
         timeouts: Timeouts::default(),
         ungated: Some(json!({"a": 1, "b": 2})),
         services: Vec::new(),
+        driver_cpus: Vec::new(),
     };
     pin("driver_spec", &spec);
-    pin("driver_spec_gated_stdio", &DriverSpec { http: None, ungated: None, ..spec });
+    pin("driver_spec_gated_stdio", &DriverSpec { http: None, ungated: None, ..spec.clone() });
+    pin("driver_spec_threads", &DriverSpec { driver_cpus: vec![0, 1], ..spec });
     pin("driver_outcome", &driver_outcome());
     pin("driver_outcome_default", &DriverOutcome::default());
     let events = vec![

@@ -396,6 +396,7 @@ impl Session<'_> {
             timeouts: self.timeouts,
             ungated: self.ungated.clone(),
             services: Vec::new(),
+            driver_cpus: Vec::new(),
         }
     }
 

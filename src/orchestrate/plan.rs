@@ -71,6 +71,8 @@ impl PlannedCell {
                 timeouts: self.timeouts,
                 ungated: None,
                 services: self.services.iter().map(|(s, _)| s.clone()).collect(),
+                // The backend sets them from the placement it runs the cell on.
+                driver_cpus: Vec::new(),
             },
             placement: self.placement.clone(),
             sandbox: self.sandbox.clone(),

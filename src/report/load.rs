@@ -70,6 +70,9 @@ pub struct LoadRow {
     /// The driver's own CPU over warm-up and window, in cores (near 1: the client set the pace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_cpu_cores: Option<f64>,
+    /// The driver's threads, when more than one drove the load (absent: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_threads: Option<u32>,
     /// RSS of the server's process tree before, at the peak of and after the load. After: the
     /// level at the end of the idle phase (the median of its last samples) when the cell had
     /// one, else the one reading 500 ms after the load.
@@ -208,6 +211,7 @@ fn load_row(r: &Record) -> LoadRow {
         reconnects: None,
         server_cpu_cores: None,
         driver_cpu_cores: None,
+        driver_threads: None,
         rss_idle_bytes: None,
         rss_peak_bytes: None,
         rss_after_bytes: None,
@@ -241,6 +245,7 @@ fn load_row(r: &Record) -> LoadRow {
         row.reconnects = Some(l.reconnects);
         row.server_cpu_cores = l.server_cpu_cores;
         row.driver_cpu_cores = l.driver_cpu_cores;
+        row.driver_threads = l.driver_threads;
         if let Some(lat) = &l.latency {
             let h = stats::decode_histogram(&lat.histogram).ok().filter(|h| !h.is_empty());
             match h {
@@ -342,6 +347,7 @@ fn merge_repeats(mut g: Vec<LoadRow>) -> LoadRow {
     out.max_ms = f(|r| r.max_ms);
     out.server_cpu_cores = f(|r| r.server_cpu_cores);
     out.driver_cpu_cores = f(|r| r.driver_cpu_cores);
+    out.driver_threads = g.iter().filter_map(|r| r.driver_threads).max();
     out.rss_idle_bytes = u(|r| r.rss_idle_bytes);
     out.rss_peak_bytes = u(|r| r.rss_peak_bytes);
     out.rss_after_bytes = u(|r| r.rss_after_bytes);
@@ -518,9 +524,12 @@ pub fn load_cells(r: &LoadRow) -> Vec<String> {
                 format!("{e}; {o}")
             }
         },
-        match r.driver_cpu_cores {
-            Some(d) => format!("{} (driver {})", cores_text(r.server_cpu_cores), cores_text(Some(d))),
-            None => cores_text(r.server_cpu_cores),
+        match (r.driver_cpu_cores, r.driver_threads) {
+            (Some(d), Some(n)) => {
+                format!("{} (driver {} on {n} threads)", cores_text(r.server_cpu_cores), cores_text(Some(d)))
+            }
+            (Some(d), None) => format!("{} (driver {})", cores_text(r.server_cpu_cores), cores_text(Some(d))),
+            (None, _) => cores_text(r.server_cpu_cores),
         },
         rss_text(r),
         mib(r.cgroup_peak_bytes),

@@ -264,6 +264,11 @@ pub struct LoadMetrics {
     /// driver cpuset means the client, not the server, set the pace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_cpu_cores: Option<f64>,
+    /// The driver's threads, when more than one drove the load: one per CPU of the driver's
+    /// cpuset, no more than the connections, each with its share of them. Absent: one thread (as
+    /// every load before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_threads: Option<u32>,
     /// A few of the first error messages, for the reader (not counted anywhere).
     pub error_examples: Vec<String>,
     /// Per step, the latency of its correct completions in the window: under a mix, each tool;

@@ -32,6 +32,10 @@ pub struct DriverSpec {
     /// before the gate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<crate::spec::ServiceSpec>,
+    /// Two or more CPUs: a load is driven by one thread pinned to each (the backend sets them
+    /// from the cell's placement, `Placement::driver_thread_cpus`). Empty: one thread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_cpus: Vec<u32>,
 }
 
 /// What the driver measured, successful or not; a failure keeps what was measured before it.

@@ -161,6 +161,7 @@ impl<E: Engine> Cell<'_, E> {
 
         let mut spec = job.driver.clone();
         spec.lab_dir = "/lab".into();
+        spec.driver_cpus = crate::placement::driver_thread_cpus(&job.placement);
         let spec_json = serde_json::to_string(&spec).expect("specs serialise");
         let mut sidecar = self.container(
             "driver",

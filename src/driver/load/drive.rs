@@ -177,6 +177,7 @@ pub fn drive(
     }
     let wall = wall0.elapsed().as_nanos() as f64;
     m.driver_cpu_cores = (wall > 0.0).then(|| process_cpu_ns().saturating_sub(cpu0) as f64 / wall);
+    m.driver_threads = (threads > 1).then_some(threads as u32);
     Ok(m)
 }
 

@@ -128,7 +128,8 @@ pub struct LoadPlan {
     /// counts (`benchlab measure --url` without a suite).
     pub ungated: Option<serde_json::Value>,
     /// Two or more CPUs: one driver thread pinned to each, the workers dealt among them
-    /// (`benchlab measure --url --driver-cpus`). Empty or one: the calling thread alone, as it is.
+    /// (`benchlab measure --url --driver-cpus`, or a cell's driver cpuset: `DriverSpec::driver_cpus`).
+    /// Empty or one: the calling thread alone, as it is.
     pub driver_cpus: Vec<u32>,
 }
 
@@ -250,7 +251,8 @@ fn run_spawned(
 ) -> Result<(), Failure> {
     let startup_deadline = started + spec.timeouts.startup();
     wait_for_port(shim, pid, target.port, startup_deadline)?;
-    let plan = LoadPlan::new(&spec.workload, target, spec.timeouts.call())?;
+    let mut plan = LoadPlan::new(&spec.workload, target, spec.timeouts.call())?;
+    plan.driver_cpus.clone_from(&spec.driver_cpus);
     let hello = gate_server(&plan, suite, startup_deadline)?;
     out.protocol_version = Some(hello.protocol_version);
     out.server_info = hello.server_info;
