@@ -11,7 +11,15 @@ use crate::spec::Lifecycle;
 
 /// Closed loop: open a session, then call back to back until the end; count completions in the
 /// window (those of the warm-up go to a warm-up rule, if one judges).
-pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> WorkerStats {
+///
+/// `together`: other users share this thread. Each call after the first then waits, before its
+/// clock starts, for the thread's next look at its sockets (`yield_now`), so that the answers
+/// that came in together are all read before any next request is written, and those requests
+/// reach the server together — as wrk's do: it writes a connection's next request on the
+/// socket's next writable event, not as the answer completes. The server then takes them in
+/// one wake-up rather than one each; in alternating rounds against wrk on the null server
+/// (`benches/http_driver.rs`), about 5 % more calls/s at 10 and at 100 connections.
+pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant, together: bool) -> WorkerStats {
     let mut st = WorkerStats::new();
     let mut timer = CallTimer::new();
     tokio::time::sleep_until(start.into()).await;
@@ -19,6 +27,9 @@ pub(super) async fn closed_worker(sh: Rc<Shared>, w: u64, start: Instant) -> Wor
     let mut i = w;
     let per_call = sh.lifecycle == Lifecycle::PerCall && !sh.rest;
     loop {
+        if together && i != w {
+            tokio::task::yield_now().await;
+        }
         let t0 = Instant::now();
         if t0 >= sh.end() {
             break;

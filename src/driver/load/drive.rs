@@ -312,7 +312,7 @@ fn spawn_workers(
                 let start = t_start + plan.ramp.mul_f64(w as f64 / f64::from(plan.workers.max(1)));
                 match plan.lifecycle {
                     Lifecycle::Iteration => tokio::task::spawn_local(iteration_worker(sh.clone(), w, start)),
-                    _ => tokio::task::spawn_local(closed_worker(sh.clone(), w, start)),
+                    _ => tokio::task::spawn_local(closed_worker(sh.clone(), w, start, mine.len() > 1)),
                 }
             })
             .collect(),
