@@ -221,7 +221,7 @@ pub fn measure_url(
         protocol_version: hello.protocol_version,
         server_info: hello.server_info,
         driver_cpus: crate::placement::format_cpu_list(&driver),
-        driver_threads: driver.len().clamp(1, plan.workers.max(1) as usize) as u32,
+        driver_threads: m.driver_threads.unwrap_or(1),
         load: m,
     })
 }

@@ -33,7 +33,7 @@ pub struct DriverSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<crate::spec::ServiceSpec>,
     /// Two or more CPUs: a load is driven by one thread pinned to each (the backend sets them
-    /// from the cell's placement, `Placement::driver_thread_cpus`). Empty: one thread.
+    /// from the cell's placement, `placement::driver_thread_cpus`). Empty: one thread.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub driver_cpus: Vec<u32>,
 }
