@@ -15,7 +15,23 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-const SCENARIO: &str = r#"
+/// The open loop both scenarios run: 2,000 calls/s over 8 connections for 1 s.
+macro_rules! open_loop_2000 {
+    () => {
+        r#"[[workload]]
+kind = "open_loop"
+tool = "echo"
+rate = 2000
+connections = 8
+warmup = "300ms"
+duration = "1s"
+idle_after = "0s"
+"#
+    };
+}
+
+const SCENARIO: &str = concat!(
+    r#"
 name = "e2e-http"
 suite = "weekly"
 [placement]
@@ -37,22 +53,33 @@ workers = [1, 4]
 warmup = "300ms"
 duration = "1s"
 idle_after = "3s"
-[[workload]]
-kind = "open_loop"
-tool = "echo"
-rate = 2000
-connections = 8
-warmup = "300ms"
-duration = "1s"
-idle_after = "0s"
-[[workload]]
+"#,
+    open_loop_2000!(),
+    r#"[[workload]]
 kind = "http_api"
 tool = "word_count"
 workers = 2
 warmup = "300ms"
 duration = "1s"
 idle_after = "0s"
-"#;
+"#
+);
+
+/// The one run of scenario `name` under `dir`'s results.
+fn run_dir(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
+    std::fs::read_dir(dir.path().join("results").join(name)).unwrap().next().unwrap().unwrap().path()
+}
+
+/// Asserts a record is valid against the record schema.
+fn valid_record(id: &str, r: &Value) {
+    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(r),
+        "{id}: {:?}",
+        validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>()
+    );
+}
 
 fn run(scenario: &str, name: &str) -> (std::process::Output, Vec<Value>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -66,9 +93,7 @@ fn run(scenario: &str, name: &str) -> (std::process::Output, Vec<Value>, tempfil
         .arg(dir.path().join("results"))
         .output()
         .unwrap();
-    let runs = dir.path().join("results").join(name);
-    let run = std::fs::read_dir(&runs).unwrap().next().unwrap().unwrap().path();
-    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
+    let text = std::fs::read_to_string(run_dir(&dir, name).join("records.jsonl")).unwrap();
     let recs = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     (out, recs, dir)
 }
@@ -78,8 +103,6 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     engine_must_answer();
     let (out, recs, _dir) = run(SCENARIO, "e2e-http");
     assert!(out.status.success(), "run failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
     // The run's order is a seeded permutation: the cells, whatever their order.
     let mut ids: Vec<&str> = recs.iter().map(|r| r["cell"]["id"].as_str().unwrap()).collect();
     ids.sort_unstable();
@@ -98,11 +121,7 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
     );
     for r in &recs {
         let id = r["cell"]["id"].as_str().unwrap();
-        assert!(
-            validator.is_valid(r),
-            "{id}: {:?}",
-            validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>()
-        );
+        valid_record(id, r);
         assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);
         assert_eq!(r["format_version"], 3);
         let load = &r["metrics"]["load"];
@@ -166,7 +185,8 @@ fn null_server_over_streamable_http_closed_open_and_rest() {
 #[test]
 fn a_driver_given_two_cpus_drives_the_load_from_two_threads() {
     engine_must_answer();
-    let scenario = r#"
+    let scenario = concat!(
+        r#"
 name = "e2e-http-threads"
 suite = "weekly"
 [placement]
@@ -186,27 +206,15 @@ workers = 4
 warmup = "300ms"
 duration = "1s"
 idle_after = "0s"
-[[workload]]
-kind = "open_loop"
-tool = "echo"
-rate = 2000
-connections = 8
-warmup = "300ms"
-duration = "1s"
-idle_after = "0s"
-"#;
+"#,
+        open_loop_2000!()
+    );
     let (out, recs, dir) = run(scenario, "e2e-http-threads");
     assert!(out.status.success(), "run failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
     assert_eq!(recs.len(), 2);
     for r in &recs {
         let id = r["cell"]["id"].as_str().unwrap();
-        assert!(
-            validator.is_valid(r),
-            "{id}: {:?}",
-            validator.iter_errors(r).map(|e| e.to_string()).collect::<Vec<_>>()
-        );
+        valid_record(id, r);
         assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);
         assert_eq!(r["cell"]["placement"]["driver_cpus"], "0-1", "{id}");
         let load = &r["metrics"]["load"];
@@ -227,12 +235,7 @@ idle_after = "0s"
     assert_eq!(open["dropped"], 0);
     assert_eq!(open["latency"]["summary"]["count"], 2000, "{open}");
     // The report's load table says so.
-    let run = std::fs::read_dir(dir.path().join("results").join("e2e-http-threads"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let report = Command::new(BIN).arg("report").arg(run.path()).output().unwrap();
+    let report = Command::new(BIN).arg("report").arg(run_dir(&dir, "e2e-http-threads")).output().unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
     assert!(text.contains("on 2 threads"), "{text}");
