@@ -145,6 +145,12 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
         if r["cell"]["expect"] == "failure" {
             assert!(id.contains("bun-1.1.38") && id.contains("-sse/"), "{id}");
             assert_eq!(r["status"], "failed", "{id}");
+            // Listening, yet no endpoint event within the server's own 10 s start-up limit (a
+            // port that never opened is retried until the limit, then fails as a crash).
+            assert_eq!(r["failure"]["reason"], "startup_timeout", "{id}");
+            let why = r["failure"]["detail"].as_str().unwrap_or("");
+            assert!(why.starts_with("handshake: no answer within"), "{id}: {why}");
+            assert_eq!(r["cell"]["timeouts"]["startup_ms"], 10_000, "{id}");
             continue;
         }
         assert_eq!(r["status"], "ok", "{id}: {}", r["failure"]);

@@ -228,7 +228,10 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             suite: spec.suite.clone(),
             workload: spec.workload.clone(),
             placement,
-            timeouts: scenario.timeouts,
+            timeouts: crate::spec::Timeouts {
+                startup_ms: s.startup_ms.as_ref().map_or(scenario.timeouts.startup_ms, |ms| *ms.get_ref()),
+                ..scenario.timeouts
+            },
             expect: s.expect,
             // A program without compiled bytecode writes it at its first start: its root stays
             // writable (recorded in the sandbox manifest), everything else as hardened.

@@ -331,3 +331,29 @@ async fn plan_and_run_agree_on_images_and_estimated_time() {
     assert!((eta - view.cell_seconds).abs() < 1e-9, "run {eta} s vs plan {} s", view.cell_seconds);
     assert_eq!(view.cells, 4);
 }
+
+#[test]
+fn a_server_s_startup_ms_is_its_cells_start_up_limit_and_the_others_keep_the_scenario_s() {
+    let toml = r#"
+name = "limits"
+suite = "weekly"
+[timeouts]
+startup_ms = 60000
+call_ms = 5000
+[[server]]
+id = "slow"
+family = "benchlab-null"
+[[server]]
+id = "quick"
+family = "benchlab-null"
+startup_ms = 10000
+[[workload]]
+kind = "cold_start"
+spawns = 1
+"#;
+    let s = Scenario::parse(Path::new("limits.toml"), toml.to_string()).expect("a valid scenario");
+    let cells = plan(&s, &recipes(), &[0, 1]).expect("a plan");
+    let limits: Vec<(&str, u64, u64)> =
+        cells.iter().map(|c| (c.server_id.as_str(), c.timeouts.startup_ms, c.timeouts.call_ms)).collect();
+    assert_eq!(limits, [("slow", 60_000, 5_000), ("quick", 10_000, 5_000)]);
+}

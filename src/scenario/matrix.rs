@@ -231,6 +231,7 @@ impl RawMatrix {
             lock: None,
             bytecode: None,
             workers: None,
+            startup_ms: None,
         }
     }
 }

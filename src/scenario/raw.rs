@@ -63,6 +63,10 @@ pub struct ServerEntry {
     /// workers, Bun's `reusePort`, threads of the floor server), each given a CPU of its own
     /// where the host has one. HTTP servers only; default 1.
     pub workers: Option<Spanned<u32>>,
+    /// How long this server may take to start (milliseconds), instead of the scenario's
+    /// `[timeouts] startup_ms`: a server known to be slow to import, or one expected to fail by
+    /// never starting, which need not hold the run for the whole scenario's wait.
+    pub startup_ms: Option<Spanned<u64>>,
 }
 
 /// Whether a CPython image holds compiled bytecode of its installed packages.

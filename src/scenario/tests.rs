@@ -515,3 +515,15 @@ fn workers_are_for_http_servers_with_a_multi_worker_mode() {
     .is_ok());
     assert!(err("family = \"benchlab-null\"\nworkers = 2").contains("several workers need an HTTP server"));
 }
+
+#[test]
+fn a_server_s_startup_ms_is_at_least_one_and_refused_at_its_key() {
+    let with = |v: &str| {
+        GOOD.replace("family = \"benchlab-null\"", &format!("family = \"benchlab-null\"\nstartup_ms = {v}"))
+    };
+    let s = parse(&with("2500")).unwrap();
+    assert_eq!(s.servers[0].startup_ms.as_ref().map(|v| *v.get_ref()), Some(2500));
+    assert_eq!(s.servers[1].startup_ms, None);
+    let e = parse(&with("0")).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:11:14: ") && e.contains("`startup_ms`"), "{e}");
+}

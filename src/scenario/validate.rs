@@ -61,6 +61,14 @@ impl Scenario {
             if let Some(w) = &srv.workers {
                 self.check_workers(srv, w)?;
             }
+            if let Some(ms) = &srv.startup_ms {
+                if *ms.get_ref() == 0 {
+                    return Err(self.error_at(
+                        ms.span(),
+                        format!("server {id:?}: `startup_ms` is how long it may take to start, at least 1"),
+                    ));
+                }
+            }
             if let Some(suite) = &srv.suite {
                 if Suite::from_name(suite).is_none() {
                     return Err(
