@@ -33,7 +33,42 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-liberation >&2 ||
     { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-liberation >&2; }
 fi
-cargo test --all-targets "$@"
+# Every target is compiled first. Then tests/e2e_soak.rs (two servers under 20 calls/s for about
+# four minutes: it mostly waits, and what it checks is memory) runs beside tests/e2e_all_images.rs
+# (every image built and both gates run: it keeps the CPUs busy and times nothing), which a cold
+# machine spends most of the suite on; everything else runs after them, one test binary at a
+# time, with the host to itself.
+cargo test --all-targets --no-run "$@"
+soak_log=$(mktemp)
+# The soak in a process group of its own: an interrupted or failed suite stops it (benchlab takes
+# SIGTERM as an interruption and removes the cell's containers) rather than leaving it running.
+setsid cargo test --test e2e_soak "$@" >"$soak_log" 2>&1 &
+soak=$!
+stop_soak() {
+  if kill -0 "$soak" 2>/dev/null; then
+    kill -TERM -- "-$soak" 2>/dev/null || true
+    wait "$soak" 2>/dev/null || true
+  fi
+  rm -f "$soak_log"
+}
+trap stop_soak EXIT
+trap 'exit 130' INT TERM
+all_images=0
+cargo test --test e2e_all_images "$@" || all_images=$?
+soak_status=0
+wait "$soak" || soak_status=$?
+echo "---- tests/e2e_soak.rs, which ran beside tests/e2e_all_images.rs ----"
+cat "$soak_log"
+if [ "$all_images" -ne 0 ] || [ "$soak_status" -ne 0 ]; then
+  echo "test.sh: tests/e2e_all_images.rs exited $all_images and tests/e2e_soak.rs $soak_status" >&2
+  exit 1
+fi
+rest=()
+for t in tests/*.rs; do
+  t=$(basename "$t" .rs)
+  case $t in e2e_soak | e2e_all_images) ;; *) rest+=(--test "$t") ;; esac
+done
+cargo test --lib --bins --benches "${rest[@]}" "$@"
 
 # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on
 # stable, always (sharing target/, so only the lab itself is rebuilt).

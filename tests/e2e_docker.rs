@@ -134,10 +134,12 @@ fn quickstart_runs_for_real_and_reruns_from_cache() {
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 2);
 
-    // Nothing of the runs is left in the engine.
-    let left =
-        Command::new("docker").args(["ps", "-aq", "--filter", "label=org.benchlab.run"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "containers left behind");
+    // Nothing of the two runs is left in the engine (whatever other labs on the host run).
+    for run_id in ["first", "second"] {
+        let label = format!("label=org.benchlab.run={run_id}");
+        let left = Command::new("docker").args(["ps", "-aq", "--filter", &label]).output().unwrap();
+        assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "run {run_id} left containers");
+    }
 }
 
 /// The engine's second read of a container's output: after the container exited, `output` gives
