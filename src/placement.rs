@@ -137,9 +137,16 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
 /// more (a bigger split driver set, or a shared set sized to a multi-worker server). Empty: one
 /// thread, where the driver process is.
 pub fn driver_thread_cpus(p: &Placement) -> Vec<u32> {
-    match parse_cpu_list(&p.driver_cpus) {
-        Ok(cpus) if cpus.len() > 1 => cpus,
-        _ => Vec::new(),
+    threads_on(parse_cpu_list(&p.driver_cpus).unwrap_or_default())
+}
+
+/// A driver given `cpus` runs one thread on each when they are two or more; empty (one thread,
+/// where the driver process is) otherwise. `measure --url` and cells share this rule.
+pub fn threads_on(cpus: Vec<u32>) -> Vec<u32> {
+    if cpus.len() > 1 {
+        cpus
+    } else {
+        Vec::new()
     }
 }
 

@@ -178,8 +178,7 @@ pub fn measure_url(
     let mut plan =
         LoadPlan::new(&workload(args, &tool)?, target, limit).map_err(|f| MeasureError::input(f.detail))?;
     plan.ungated = ungated.clone();
-    // Two or more CPUs: one driver thread on each.
-    plan.driver_cpus = if driver.len() > 1 { driver.clone() } else { Vec::new() };
+    plan.driver_cpus = crate::placement::threads_on(driver.clone());
     let failed = |what: &str, f: crate::spec::Failure| MeasureError::failed(format!("{what}: {f}"));
     on_event(MeasureEvent::Workload("gate".into()));
     // The server is already up: no retrying the handshake while it starts.
