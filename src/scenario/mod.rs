@@ -139,6 +139,18 @@ impl Scenario {
                 }
             },
         };
+        // A start-up or call limit of 0 would fail every cell before it began.
+        for (key, v) in [("startup_ms", &timeouts.startup_ms), ("call_ms", &timeouts.call_ms)] {
+            if let Some(v) = v.as_ref().filter(|v| *v.get_ref() == 0) {
+                let (line, column) = line_col(&source, v.span().start);
+                return Err(ScenarioError::At {
+                    path: path.into(),
+                    line,
+                    column,
+                    message: format!("[timeouts] `{key}` is a limit in milliseconds, at least 1"),
+                });
+            }
+        }
         // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.
         let reproduction = stated != SourceStatement::default() || !claims.is_empty();
         let default_repeats = if reproduction || matrices.iter().any(|m| m.is_sweep()) { 3 } else { 1 };
@@ -151,8 +163,8 @@ impl Scenario {
             timeouts: {
                 let d = Timeouts::default();
                 Timeouts {
-                    startup_ms: timeouts.startup_ms.unwrap_or(d.startup_ms),
-                    call_ms: timeouts.call_ms.unwrap_or(d.call_ms),
+                    startup_ms: timeouts.startup_ms.map_or(d.startup_ms, |v| *v.get_ref()),
+                    call_ms: timeouts.call_ms.map_or(d.call_ms, |v| *v.get_ref()),
                     stop_grace_ms: timeouts.stop_grace_ms.unwrap_or(d.stop_grace_ms),
                     term_ms: timeouts.term_ms.unwrap_or(d.term_ms),
                 }

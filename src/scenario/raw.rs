@@ -231,8 +231,8 @@ fn default_suite() -> Spanned<String> {
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TimeoutsSpec {
-    pub(super) startup_ms: Option<u64>,
-    pub(super) call_ms: Option<u64>,
+    pub(super) startup_ms: Option<Spanned<u64>>,
+    pub(super) call_ms: Option<Spanned<u64>>,
     pub(super) stop_grace_ms: Option<u64>,
     pub(super) term_ms: Option<u64>,
 }

@@ -517,7 +517,7 @@ fn workers_are_for_http_servers_with_a_multi_worker_mode() {
 }
 
 #[test]
-fn a_server_s_startup_ms_is_at_least_one_and_refused_at_its_key() {
+fn start_up_and_call_limits_are_at_least_one_and_refused_at_their_key() {
     let with = |v: &str| {
         GOOD.replace("family = \"benchlab-null\"", &format!("family = \"benchlab-null\"\nstartup_ms = {v}"))
     };
@@ -526,4 +526,14 @@ fn a_server_s_startup_ms_is_at_least_one_and_refused_at_its_key() {
     assert_eq!(s.servers[1].startup_ms, None);
     let e = parse(&with("0")).unwrap_err().to_string();
     assert!(e.starts_with("scenarios/t.toml:11:14: ") && e.contains("`startup_ms`"), "{e}");
+    // The scenario's own limits too.
+    for key in ["startup_ms", "call_ms"] {
+        let zero = GOOD.replace("[placement]", &format!("[timeouts]\n{key} = 0\n[placement]"));
+        let e = parse(&zero).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("scenarios/t.toml:5:{}: ", key.len() + 4)), "{e}");
+        assert!(e.contains(&format!("[timeouts] `{key}` is a limit in milliseconds, at least 1")), "{e}");
+    }
+    let ok = GOOD.replace("[placement]", "[timeouts]\nstartup_ms = 45000\ncall_ms = 2000\n[placement]");
+    let t = parse(&ok).unwrap().timeouts;
+    assert_eq!((t.startup_ms, t.call_ms), (45_000, 2_000));
 }
