@@ -62,6 +62,14 @@ pub enum ScenarioError {
     Whole { path: PathBuf, message: String },
 }
 
+impl ScenarioError {
+    /// A problem at byte `offset` of the scenario file's `source`.
+    fn at(path: &Path, source: &str, offset: usize, message: impl Into<String>) -> ScenarioError {
+        let (line, column) = line_col(source, offset);
+        ScenarioError::At { path: path.into(), line, column, message: message.into() }
+    }
+}
+
 /// One cell of the plan before recipes are resolved.
 #[derive(Debug, Clone)]
 pub struct CellSpec {
@@ -101,10 +109,7 @@ impl Scenario {
 
     pub fn parse_in(path: &Path, source: String, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
         let raw: RawScenario = toml::from_str(&source).map_err(|e| match e.span() {
-            Some(span) => {
-                let (line, column) = line_col(&source, span.start);
-                ScenarioError::At { path: path.into(), line, column, message: e.message().to_string() }
-            }
+            Some(span) => ScenarioError::at(path, &source, span.start, e.message()),
             None => ScenarioError::Whole { path: path.into(), message: e.message().to_string() },
         })?;
         let RawScenario {
@@ -129,26 +134,20 @@ impl Scenario {
                 "random" => crate::spec::Order::Random,
                 "as-written" => crate::spec::Order::AsWritten,
                 other => {
-                    let (line, column) = line_col(&source, o.span().start);
-                    return Err(ScenarioError::At {
-                        path: path.into(),
-                        line,
-                        column,
-                        message: format!("`order` is \"random\" or \"as-written\", not {other:?}"),
-                    });
+                    return Err(ScenarioError::at(
+                        path,
+                        &source,
+                        o.span().start,
+                        format!("`order` is \"random\" or \"as-written\", not {other:?}"),
+                    ));
                 }
             },
         };
         // A start-up or call limit of 0 would fail every cell before it began.
         for (key, v) in [("startup_ms", &timeouts.startup_ms), ("call_ms", &timeouts.call_ms)] {
             if let Some(v) = v.as_ref().filter(|v| *v.get_ref() == 0) {
-                let (line, column) = line_col(&source, v.span().start);
-                return Err(ScenarioError::At {
-                    path: path.into(),
-                    line,
-                    column,
-                    message: format!("[timeouts] `{key}` is a limit in milliseconds, at least 1"),
-                });
+                let message = format!("[timeouts] `{key}` is a limit in milliseconds, at least 1");
+                return Err(ScenarioError::at(path, &source, v.span().start, message));
             }
         }
         // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.
@@ -236,8 +235,7 @@ impl Scenario {
     /// Locates a span of this scenario's file, for errors found after parsing (unknown recipe,
     /// impossible version).
     pub fn error_at(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
-        let (line, column) = line_col(&self.source, span.start);
-        ScenarioError::At { path: self.path.clone(), line, column, message: message.into() }
+        ScenarioError::at(&self.path, &self.source, span.start, message)
     }
 
     /// Expands the scenario into cells, server by server, workload by workload.
