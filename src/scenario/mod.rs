@@ -145,9 +145,9 @@ impl Scenario {
         };
         // A start-up or call limit of 0 would fail every cell before it began.
         for (key, v) in [("startup_ms", &timeouts.startup_ms), ("call_ms", &timeouts.call_ms)] {
-            if let Some(v) = v.as_ref().filter(|v| *v.get_ref() == 0) {
-                let message = format!("[timeouts] `{key}` is a limit in milliseconds, at least 1");
-                return Err(ScenarioError::at(path, &source, v.span().start, message));
+            if let Some(span) = validate::zero_limit(v) {
+                let message = format!("[timeouts] {}", validate::limit_rule(key));
+                return Err(ScenarioError::at(path, &source, span.start, message));
             }
         }
         // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.

@@ -525,7 +525,8 @@ fn start_up_and_call_limits_are_at_least_one_and_refused_at_their_key() {
     assert_eq!(s.servers[0].startup_ms.as_ref().map(|v| *v.get_ref()), Some(2500));
     assert_eq!(s.servers[1].startup_ms, None);
     let e = parse(&with("0")).unwrap_err().to_string();
-    assert!(e.starts_with("scenarios/t.toml:11:14: ") && e.contains("`startup_ms`"), "{e}");
+    assert!(e.starts_with("scenarios/t.toml:11:14: "), "{e}");
+    assert!(e.contains("server \"null\": `startup_ms` is a limit in milliseconds, at least 1"), "{e}");
     // The scenario's own limits too.
     for key in ["startup_ms", "call_ms"] {
         let zero = GOOD.replace("[placement]", &format!("[timeouts]\n{key} = 0\n[placement]"));

@@ -12,6 +12,16 @@ use crate::mcp::suite::Suite;
 use crate::spec::Workload;
 use crate::text::glob_match;
 
+/// The span of a time limit written as 0, which would fail every cell before it began.
+pub(super) fn zero_limit(v: &Option<Spanned<u64>>) -> Option<Range<usize>> {
+    v.as_ref().filter(|v| *v.get_ref() == 0).map(|v| v.span())
+}
+
+/// What a zero limit's error says about its key.
+pub(super) fn limit_rule(key: &str) -> String {
+    format!("`{key}` is a limit in milliseconds, at least 1")
+}
+
 impl Scenario {
     /// Refuses an unknown scenario suite, at `span` (its key).
     pub(super) fn check_suite(&self, span: Range<usize>) -> Result<(), ScenarioError> {
@@ -61,13 +71,8 @@ impl Scenario {
             if let Some(w) = &srv.workers {
                 self.check_workers(srv, w)?;
             }
-            if let Some(ms) = &srv.startup_ms {
-                if *ms.get_ref() == 0 {
-                    return Err(self.error_at(
-                        ms.span(),
-                        format!("server {id:?}: `startup_ms` is how long it may take to start, at least 1"),
-                    ));
-                }
+            if let Some(span) = zero_limit(&srv.startup_ms) {
+                return Err(self.error_at(span, format!("server {id:?}: {}", limit_rule("startup_ms"))));
             }
             if let Some(suite) = &srv.suite {
                 if Suite::from_name(suite).is_none() {
