@@ -192,40 +192,6 @@ pub fn reset_on_close(fd: std::os::fd::RawFd) {
     }
 }
 
-/// A faulty answer's body: an event stream that sends its first bytes and then nothing, ever
-/// (`Stall`), or the first bytes of an answer and then an error, which makes hyper abort the
-/// connection mid-body (`Partial`).
-pub enum FaultBody {
-    Stall(Option<bytes::Bytes>),
-    Partial(Option<bytes::Bytes>),
-}
-
-impl hyper::body::Body for FaultBody {
-    type Data = bytes::Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, std::io::Error>>> {
-        use std::task::Poll;
-        match self.get_mut() {
-            FaultBody::Stall(first) => match first.take() {
-                Some(b) => Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
-                // Never woken: the stream stays open until the client gives up.
-                None => Poll::Pending,
-            },
-            FaultBody::Partial(first) => match first.take() {
-                Some(b) => Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
-                None => Poll::Ready(Some(Err(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionReset,
-                    "fault: reset mid-response",
-                )))),
-            },
-        }
-    }
-}
-
 /// Maps `bytes` rounded up to whole pages, keeps them out of huge pages, writes every page (so
 /// each is resident) and forgets the mapping; returns where it is and its length.
 fn leak(bytes: usize) -> Option<(usize, usize)> {

@@ -1,24 +1,36 @@
 //! The null server over streamable HTTP: `POST /mcp` answers JSON-RPC with `application/json`
 //! (202 for notifications), statelessly or with sessions (`Mcp-Session-Id`); `POST /api/<tool>`
 //! takes the arguments object and answers the value. One thread, or one per worker
-//! (`$BENCHLAB_SERVER_WORKERS`: threads with a listener each on the same port, SO_REUSEPORT). With an HTTP fault installed
-//! (`fault`), it answers the way the fault says once the fault strikes.
+//! (`$BENCHLAB_SERVER_WORKERS`: threads with a listener each on the same port, SO_REUSEPORT).
+//! HTTP/1.1 is spoken by a lean loop of its own, as the floor should cost what a lean server
+//! costs: each connection reads into one reused buffer, parses heads with httparse, takes
+//! `Content-Length` bodies (a chunked request body is refused with 411), answers pipelined
+//! requests in order and writes all the answers one read brought with one `write`. With an HTTP
+//! fault installed (`fault`), it answers the way the fault says once the fault strikes.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full};
-use hyper::{Response, StatusCode};
+use hyper::StatusCode;
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
-use super::fault::{self, FaultBody, HttpFault};
+use super::fault::{self, HttpFault};
 use super::{answer, Message, Tools};
 use crate::mcp::suite::Suite;
 
-type Body = Either<Full<Bytes>, FaultBody>;
+/// The most a request head may take before it is refused (431).
+const MAX_HEAD: usize = 64 * 1024;
+/// The most header fields a request may have (431 beyond).
+const MAX_HEADERS: usize = 64;
+/// The most a request body may take before it is refused (413).
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+const JSON: &str = "application/json";
+const SSE: &str = "text/event-stream";
 
 /// Serves streamable HTTP on 127.0.0.1:`port` on one thread until killed (or, under the `refuse`
 /// fault, until it stops listening and its last connection closes).
@@ -51,24 +63,14 @@ fn serve_worker(suite: Suite, port: u16, stateful: bool, reuse_port: bool) -> st
         socket.set_reuseport(reuse_port)?;
         socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
         let listener = socket.listen(1024)?;
-        let state = Rc::new(State::new(suite));
+        let state = Rc::new(State::new(suite, stateful));
         loop {
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => accepted?,
                 () = state.refuse.notified() => break,
             };
             let _ = stream.set_nodelay(true);
-            let fd = stream.as_raw_fd();
-            let state = state.clone();
-            let service = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(http_answer(stateful, &state, fd, req).await) }
-            });
-            tokio::task::spawn_local(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
+            tokio::task::spawn_local(connection(stream, state.clone()));
         }
         // `refuse`: the port is closed; the connections still open close after their next answer.
         drop(listener);
@@ -81,6 +83,7 @@ fn serve_worker(suite: Suite, port: u16, stateful: bool, reuse_port: bool) -> st
 /// clients, kept for the process: their blocking loopback I/O runs on this one thread, which
 /// is acceptable for the floor server).
 struct State {
+    stateful: bool,
     live: RefCell<HashSet<String>>,
     next: Cell<u64>,
     refuse: tokio::sync::Notify,
@@ -88,8 +91,9 @@ struct State {
 }
 
 impl State {
-    fn new(suite: Suite) -> State {
+    fn new(suite: Suite, stateful: bool) -> State {
         State {
+            stateful,
             live: RefCell::default(),
             next: Cell::default(),
             refuse: tokio::sync::Notify::default(),
@@ -98,107 +102,296 @@ impl State {
     }
 }
 
-fn reply(status: StatusCode, body: Vec<u8>, session: Option<String>) -> Response<Body> {
-    let mut b = Response::builder().status(status).header("content-type", "application/json");
-    if let Some(s) = session {
-        b = b.header("mcp-session-id", s);
-    }
-    b.body(Either::Left(Full::new(Bytes::from(body)))).expect("static headers are valid")
+/// One request, its body whole, borrowed from the connection's buffer.
+struct Request<'a> {
+    method: &'a str,
+    /// Without its query.
+    path: &'a str,
+    session: Option<&'a str>,
+    /// The client asked to close after the answer (or spoke HTTP/1.0 without keep-alive).
+    close: bool,
+    body: &'a [u8],
+    /// Bytes the request took, head and body.
+    len: usize,
 }
 
-async fn http_answer(
-    stateful: bool,
-    state: &State,
-    fd: RawFd,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Response<Body> {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-    let Ok(body) = body.collect().await.map(|c| c.to_bytes()) else {
-        return reply(StatusCode::BAD_REQUEST, b"{}".to_vec(), None);
+/// What the buffer holds.
+enum Parsed<'a> {
+    /// Not a whole request yet; `expect_continue`: the head is whole and asks for a
+    /// `100 Continue` before its body.
+    More {
+        expect_continue: bool,
+    },
+    Request(Request<'a>),
+    /// Not a request the server takes: answered with this status and reason, then closed.
+    Refused(StatusCode, &'static str),
+}
+
+fn parse(buf: &[u8]) -> Parsed<'_> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            return Parsed::Refused(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "a request head over 64 KiB")
+        }
+        Ok(httparse::Status::Partial) => return Parsed::More { expect_continue: false },
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Refused(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "more than 64 header fields")
+        }
+        Err(_) => return Parsed::Refused(StatusCode::BAD_REQUEST, "not an HTTP/1.1 request"),
     };
-    if parts.method != hyper::Method::POST {
-        if parts.method == hyper::Method::DELETE && stateful {
-            if let Some(s) = session {
+    let (mut length, mut session, mut expect_continue) = (0, None, false);
+    let mut close = req.version == Some(0);
+    for h in req.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+                Some(n) => length = n,
+                None => {
+                    return Parsed::Refused(StatusCode::BAD_REQUEST, "a Content-Length that is not a number")
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            return Parsed::Refused(
+                StatusCode::LENGTH_REQUIRED,
+                "the null server reads request bodies by Content-Length, not chunked",
+            );
+        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+            session = std::str::from_utf8(h.value).ok();
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for t in h.value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
+                if t.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") && req.version == Some(0) {
+                    close = false;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        }
+    }
+    if length > MAX_BODY {
+        return Parsed::Refused(StatusCode::PAYLOAD_TOO_LARGE, "a request body over 16 MiB");
+    }
+    let Some(body) = buf.get(head..head + length) else {
+        return Parsed::More { expect_continue };
+    };
+    let (Some(method), Some(target)) = (req.method, req.path) else {
+        return Parsed::Refused(StatusCode::BAD_REQUEST, "not an HTTP/1.1 request");
+    };
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
+    Parsed::Request(Request { method, path, session, close, body, len: head + length })
+}
+
+/// What the connection does once the answers so far are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Reads the next request.
+    Next,
+    Close,
+    /// Closes with a TCP reset (`reset`).
+    Reset,
+    /// Sends nothing more and keeps the connection until the client closes it (`sse_stall`).
+    Stall,
+}
+
+/// Serves one connection until the client closes it, a request says to close, or a fault ends it.
+async fn connection(mut stream: TcpStream, state: Rc<State>) {
+    let mut input: Vec<u8> = Vec::with_capacity(4096);
+    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    let mut continued = false;
+    loop {
+        let mut start = 0;
+        let mut then = Then::Next;
+        while then == Then::Next {
+            match parse(&input[start..]) {
+                Parsed::More { expect_continue } => {
+                    if expect_continue && !continued {
+                        out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                        continued = true;
+                    }
+                    break;
+                }
+                Parsed::Request(req) => {
+                    start += req.len;
+                    continued = false;
+                    then = http_answer(&state, &req, &mut out);
+                    if req.close && then == Then::Next {
+                        then = Then::Close;
+                    }
+                }
+                Parsed::Refused(status, why) => {
+                    let body = json!({ "error": why }).to_string();
+                    respond(&mut out, status, JSON, body.as_bytes(), &[("connection", "close")]);
+                    then = Then::Close;
+                }
+            }
+        }
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+        match then {
+            Then::Next => {}
+            Then::Close => return,
+            Then::Reset => return fault::reset_on_close(stream.as_raw_fd()),
+            Then::Stall => {
+                let mut sink = [0u8; 4096];
+                while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+                return;
+            }
+        }
+        input.drain(..start);
+        if input.capacity() - input.len() < 2048 {
+            input.reserve(4096);
+        }
+        match stream.read_buf(&mut input).await {
+            Ok(n) if n > 0 => {}
+            _ => return,
+        }
+    }
+}
+
+/// Appends one whole response: status, content type, `Content-Length` and the `extra` header
+/// fields.
+fn respond(out: &mut Vec<u8>, status: StatusCode, ctype: &str, body: &[u8], extra: &[(&str, &str)]) {
+    head(out, status, ctype, extra);
+    out.extend_from_slice(b"content-length: ");
+    push_decimal(out, body.len());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
+}
+
+/// Appends a head's status line, content type and `extra` fields, without the blank line.
+fn head(out: &mut Vec<u8>, status: StatusCode, ctype: &str, extra: &[(&str, &str)]) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\ncontent-type: ");
+    out.extend_from_slice(ctype.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in extra {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Answers one request into `out`; says what the connection does next.
+fn http_answer(state: &State, req: &Request, out: &mut Vec<u8>) -> Then {
+    if req.method != "POST" {
+        if req.method == "DELETE" && state.stateful {
+            if let Some(s) = req.session {
                 state.live.borrow_mut().remove(s);
             }
-            return reply(StatusCode::OK, Vec::new(), None);
+            respond(out, StatusCode::OK, JSON, b"", &[]);
+        } else {
+            respond(out, StatusCode::METHOD_NOT_ALLOWED, JSON, b"{}", &[]);
         }
-        return reply(StatusCode::METHOD_NOT_ALLOWED, b"{}".to_vec(), None);
+        return Then::Next;
     }
-    if let Some(tool) = path.strip_prefix("/api/") {
-        return rest_answer(&mut state.tools.borrow_mut(), tool, &body);
+    if let Some(tool) = req.path.strip_prefix("/api/") {
+        rest_answer(&mut state.tools.borrow_mut(), tool, req.body, out);
+        return Then::Next;
     }
-    if path != "/mcp" {
-        return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
+    if req.path != "/mcp" {
+        respond(out, StatusCode::NOT_FOUND, JSON, b"{}", &[]);
+        return Then::Next;
     }
     // Only with a fault installed is the method read here (the floor path stays as it was).
-    let method = || serde_json::from_slice::<Message>(&body).ok().and_then(|m| m.method);
+    let method = || serde_json::from_slice::<Message>(req.body).ok().and_then(|m| m.method);
     let struck = fault::http_fault().filter(|_| fault::struck(method() == Some("tools/call")));
     let is_call = struck.is_some() && method() == Some("tools/call");
     let mut new_session = None;
-    if stateful {
+    if state.stateful {
         if method() == Some("initialize") {
             let n = state.next.get();
             state.next.set(n + 1);
             let id = format!("null-{n}");
             state.live.borrow_mut().insert(id.clone());
             new_session = Some(id);
-        } else if !session.is_some_and(|s| state.live.borrow().contains(s))
+        } else if !req.session.is_some_and(|s| state.live.borrow().contains(s))
             || (is_call && struck == Some(HttpFault::DropSession))
         {
-            return reply(StatusCode::NOT_FOUND, b"{}".to_vec(), None);
+            respond(out, StatusCode::NOT_FOUND, JSON, b"{}", &[]);
+            return Then::Next;
         }
     }
     if let Some(f) = struck.filter(|_| is_call) {
-        if let Some(r) = faulty_answer(f, fd) {
-            return r;
+        if let Some(then) = faulty_answer(f, out) {
+            return then;
         }
     }
-    let mut r = match answer(&mut state.tools.borrow_mut(), &body) {
+    let refuse = struck == Some(HttpFault::Refuse);
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    if let Some(s) = &new_session {
+        extra.push(("mcp-session-id", s));
+    }
+    if refuse {
+        state.refuse.notify_one();
+        extra.push(("connection", "close"));
+    }
+    match answer(&mut state.tools.borrow_mut(), req.body) {
         Some(line) => {
             let mut line = line.into_bytes();
             line.pop(); // the stdio newline
             if is_call && struck == Some(HttpFault::Wrong) {
                 fault::wrong_value(&mut line);
             }
-            reply(StatusCode::OK, line, new_session)
+            respond(out, StatusCode::OK, JSON, &line, &extra);
         }
-        None => reply(StatusCode::ACCEPTED, Vec::new(), None),
-    };
-    if struck == Some(HttpFault::Refuse) {
-        state.refuse.notify_one();
-        r.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+        None => respond(out, StatusCode::ACCEPTED, JSON, b"", &extra[usize::from(new_session.is_some())..]),
     }
-    r
+    if refuse {
+        Then::Close
+    } else {
+        Then::Next
+    }
 }
 
 /// `POST /api/<tool>`: the arguments object in, the value out.
-fn rest_answer(tools: &mut Tools, tool: &str, body: &[u8]) -> Response<Body> {
-    let args: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return reply(
-                StatusCode::BAD_REQUEST,
-                json!({"error": e.to_string()}).to_string().into_bytes(),
-                None,
-            )
-        }
+fn rest_answer(tools: &mut Tools, tool: &str, body: &[u8], out: &mut Vec<u8>) {
+    let (status, value) = match serde_json::from_slice::<Value>(body) {
+        Err(e) => (StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
+        Ok(args) => match tools.call(tool, &args) {
+            Ok(v) => (StatusCode::OK, v),
+            Err(e) => (StatusCode::UNPROCESSABLE_ENTITY, json!({ "error": e })),
+        },
     };
-    match tools.call(tool, &args) {
-        Ok(v) => reply(StatusCode::OK, v.to_string().into_bytes(), None),
-        Err(e) => reply(StatusCode::UNPROCESSABLE_ENTITY, json!({"error": e}).to_string().into_bytes(), None),
-    }
+    respond(out, status, JSON, value.to_string().as_bytes(), &[]);
 }
 
-/// What a struck fault answers to a tools/call instead of the answer; `None` where the answer
-/// goes out as usual (`refuse`, `drop_session`: handled around it).
-fn faulty_answer(f: HttpFault, fd: RawFd) -> Option<Response<Body>> {
-    let stream = |status: StatusCode, ctype: &'static str, body: FaultBody| {
-        Response::builder().status(status).header("content-type", ctype).body(Either::Right(body)).ok()
+/// What a struck fault answers to a tools/call instead of the answer, and what the connection
+/// does then; `None` where the answer goes out as usual (`refuse`, `drop_session`, `wrong`:
+/// handled around it).
+fn faulty_answer(f: HttpFault, out: &mut Vec<u8>) -> Option<Then> {
+    // A body of unknown length: chunked, its first chunk only.
+    let first_chunk = |out: &mut Vec<u8>, ctype: &str, chunk: &[u8]| {
+        head(out, StatusCode::OK, ctype, &[("transfer-encoding", "chunked")]);
+        out.extend_from_slice(format!("\r\n{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
     };
-    const SSE: &str = "text/event-stream";
     match f {
         HttpFault::Refuse | HttpFault::DropSession | HttpFault::Wrong => None,
         HttpFault::Exit => {
@@ -207,31 +400,117 @@ fn faulty_answer(f: HttpFault, fd: RawFd) -> Option<Response<Body>> {
         }
         HttpFault::Status(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-            let mut r = reply(
-                status,
-                json!({"error": format!("fault: status {code}")}).to_string().into_bytes(),
-                None,
-            );
-            if code == 429 || code == 503 {
-                r.headers_mut()
-                    .insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
-            }
-            Some(r)
+            let body = json!({"error": format!("fault: status {code}")}).to_string();
+            let retry: &[(&str, &str)] =
+                if code == 429 || code == 503 { &[("retry-after", "1")] } else { &[] };
+            respond(out, status, JSON, body.as_bytes(), retry);
+            Some(Then::Next)
         }
+        // Half an answer, then a TCP reset.
         HttpFault::Reset => {
-            fault::reset_on_close(fd);
-            let half = Bytes::from_static(br#"{"jsonrpc":"2.0","id":"#);
-            stream(StatusCode::OK, "application/json", FaultBody::Partial(Some(half)))
+            first_chunk(out, JSON, br#"{"jsonrpc":"2.0","id":"#);
+            Some(Then::Reset)
         }
         HttpFault::SseStall => {
-            stream(StatusCode::OK, SSE, FaultBody::Stall(Some(Bytes::from_static(b": stalled\n\n"))))
+            first_chunk(out, SSE, b": stalled\n\n");
+            Some(Then::Stall)
         }
         HttpFault::BadSse => {
-            let event = Bytes::from_static(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":,,}\n\n");
-            Some(Response::builder().header("content-type", SSE).body(Either::Left(Full::new(event))).ok()?)
+            respond(
+                out,
+                StatusCode::OK,
+                SSE,
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":,,}\n\n",
+                &[],
+            );
+            Some(Then::Next)
         }
         HttpFault::BadJson => {
-            Some(reply(StatusCode::OK, br#"{"jsonrpc":"2.0","result":{"content":["#.to_vec(), None))
+            respond(out, StatusCode::OK, JSON, br#"{"jsonrpc":"2.0","result":{"content":["#, &[]);
+            Some(Then::Next)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(raw: &[u8]) -> (String, String, Option<String>, bool, Vec<u8>, usize) {
+        match parse(raw) {
+            Parsed::Request(r) => {
+                (r.method.into(), r.path.into(), r.session.map(Into::into), r.close, r.body.to_vec(), r.len)
+            }
+            Parsed::More { expect_continue } => panic!("more wanted (expect_continue {expect_continue})"),
+            Parsed::Refused(s, why) => panic!("refused {s}: {why}"),
+        }
+    }
+
+    #[test]
+    fn parses_pipelined_requests_their_bodies_sessions_and_closes() {
+        let one =
+            b"POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nMcp-Session-Id: null-3\r\n\r\n{}";
+        let two = b"DELETE /mcp HTTP/1.1\r\nConnection: close\r\n\r\n";
+        let both = [&one[..], &two[..]].concat();
+        let (method, path, session, close, body, len) = request(&both);
+        assert_eq!(
+            (method.as_str(), path.as_str(), session.as_deref(), close),
+            ("POST", "/mcp", Some("null-3"), false)
+        );
+        assert_eq!((body.as_slice(), len), (&b"{}"[..], one.len()));
+        let (method, _, session, close, body, len) = request(&both[len..]);
+        assert_eq!((method.as_str(), session, close, body.len(), len), ("DELETE", None, true, 0, two.len()));
+        let (.., close, _, _) = request(b"POST /mcp HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+        assert!(close, "HTTP/1.0 without keep-alive closes");
+        let (.., close, _, _) = request(b"POST /mcp HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert!(!close);
+    }
+
+    #[test]
+    fn waits_for_whole_requests_and_refuses_what_it_does_not_read() {
+        for part in
+            [&b"POST /mcp HTTP/1.1\r\nContent-Le"[..], b"POST /mcp HTTP/1.1\r\nContent-Length: 3\r\n\r\n{}"]
+        {
+            assert!(matches!(parse(part), Parsed::More { expect_continue: false }));
+        }
+        let expect = b"POST /mcp HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+        assert!(matches!(parse(expect), Parsed::More { expect_continue: true }));
+        let refused = |raw: &[u8]| match parse(raw) {
+            Parsed::Refused(s, _) => s.as_u16(),
+            _ => 0,
+        };
+        assert_eq!(refused(b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 411);
+        assert_eq!(refused(b"POST /mcp HTTP/1.1\r\nContent-Length: x\r\n\r\n"), 400);
+        assert_eq!(refused(b"POST /mcp HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n"), 413);
+        assert_eq!(refused(b"\x01\x02 nonsense\r\n\r\n"), 400);
+        let many = format!("POST /mcp HTTP/1.1\r\n{}\r\n", "X: y\r\n".repeat(MAX_HEADERS + 1));
+        assert_eq!(refused(many.as_bytes()), 431);
+        assert_eq!(refused(&vec![b'a'; MAX_HEAD + 1]), 431);
+    }
+
+    #[test]
+    fn writes_whole_responses_and_the_faults_first_chunks() {
+        let mut out = Vec::new();
+        respond(&mut out, StatusCode::OK, JSON, b"{\"a\":1}", &[("mcp-session-id", "null-0")]);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: null-0\r\ncontent-length: 7\r\n\r\n{\"a\":1}"
+        );
+        out.clear();
+        assert!(faulty_answer(HttpFault::Reset, &mut out) == Some(Then::Reset));
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n16\r\n{\"jsonrpc\":\"2.0\",\"id\":\r\n"
+        );
+        out.clear();
+        assert!(faulty_answer(HttpFault::Status(429), &mut out) == Some(Then::Next));
+        assert!(out.starts_with(b"HTTP/1.1 429 Too Many Requests\r\n"));
+        assert!(out.windows(15).any(|w| w == b"retry-after: 1\r"));
+        let mut n = Vec::new();
+        for v in [0, 7, 10, 1234567890] {
+            n.clear();
+            push_decimal(&mut n, v);
+            assert_eq!(n, v.to_string().into_bytes());
         }
     }
 }

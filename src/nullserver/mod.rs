@@ -26,8 +26,18 @@ pub(crate) struct Message<'a> {
     id: Option<&'a RawValue>,
     #[serde(default)]
     pub(crate) method: Option<&'a str>,
+    /// Left unparsed until the method says what it holds.
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// A tools/call's params, the name borrowed from the request where it has no escapes.
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow, default)]
+    name: std::borrow::Cow<'a, str>,
     #[serde(default)]
-    params: Option<Value>,
+    arguments: Option<Value>,
 }
 
 /// What answers tools/call: the suite's pure evaluation, or for the shop its service clients
@@ -69,12 +79,9 @@ pub fn answer(tools: &mut Tools, line: &[u8]) -> Option<String> {
     let method = msg.method.unwrap_or("");
     let result = match method {
         "initialize" => {
-            let asked = msg
-                .params
-                .as_ref()
-                .and_then(|p| p.get("protocolVersion"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let params = msg.params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+            let asked =
+                params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str).unwrap_or("");
             let version = if SUPPORTED_PROTOCOL_VERSIONS.contains(&asked) {
                 asked
             } else {
@@ -90,15 +97,17 @@ pub fn answer(tools: &mut Tools, line: &[u8]) -> Option<String> {
         "tools/list" => json!({"tools": suite.tool_schemas()}),
         "tools/call" => {
             fault::on_call();
-            let params = msg.params.unwrap_or(Value::Null);
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            let params = msg.params.and_then(|p| serde_json::from_str::<CallParams>(p.get()).ok());
+            let (name, args) = match params {
+                Some(CallParams { name, arguments }) => (name, arguments.unwrap_or_else(|| json!({}))),
+                None => (Default::default(), json!({})),
+            };
             // Rendered by hand: the floor should cost what a lean server costs, not a JSON tree.
             let mut out = String::with_capacity(160);
             out.push_str(r#"{"jsonrpc":"2.0","id":"#);
             out.push_str(id);
             out.push_str(r#","result":{"content":[{"type":"text","text":"#);
-            match tools.call(name, &args) {
+            match tools.call(&name, &args) {
                 Ok(v) => {
                     let text = match &v {
                         Value::String(s) => serde_json::to_string(s),
