@@ -3,7 +3,9 @@
 //! package) and oha (the Rust crate) on the built-in null server's streamable-HTTP endpoint —
 //! server pinned to CPU 1, client to CPU 0, the same connections, the three tools taking turns in
 //! each round — then the open loop at 20,000, 50,000 and 100,000 calls/s (and oha at the same
-//! rates, `-q` with `--latency-correction`), then the stdio driver
+//! rates, `-q` with `--latency-correction`; before each open-loop round, the host alone: how long
+//! a thread on each CPU that only reads the clock loses to stalls over 1 ms, the floor under
+//! `late`), then the stdio driver
 //! (`benchlab measure -- benchlab null-server`) against a raw ping-pong of the same lines between
 //! the same CPUs. Each load also says how much CPU the client took per call (its rusage) and how
 //! busy the server was: a server at 100 % caps every client alike, and then the throughput ratio
@@ -223,6 +225,48 @@ fn oha_at(url: &str, conns: u32, secs: u64, rate: Option<u64>) -> Figures {
     )
 }
 
+/// How long a thread pinned to each CPU, doing nothing but read the clock, lost to stalls over
+/// 1 ms in `secs` (every other thread idle): per CPU, the stalls, their excess over 1 ms summed
+/// (as a share of the time: at any rate, at least that share of an open loop's calls start over
+/// 1 ms late when the driver's CPU stalls so) and the longest. The host's own floor under `late`.
+fn host_stalls(secs: u64) -> Vec<(usize, f64, f64)> {
+    let threads: Vec<_> = (0..2)
+        .map(|cpu| {
+            std::thread::spawn(move || {
+                pin(cpu);
+                let (start, mut last) = (Instant::now(), Instant::now());
+                let (mut n, mut excess, mut longest) = (0, Duration::ZERO, Duration::ZERO);
+                while last - start < Duration::from_secs(secs) {
+                    let now = Instant::now();
+                    let gap = now - last;
+                    if gap > Duration::from_millis(1) {
+                        n += 1;
+                        excess += gap - Duration::from_millis(1);
+                        longest = longest.max(gap);
+                    }
+                    last = now;
+                }
+                (n, 100.0 * excess.as_secs_f64() / secs as f64, longest.as_secs_f64() * 1e3)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().expect("a clock reader")).collect()
+}
+
+/// Whether DAMON monitors memory here: its kernel thread wakes on whichever CPU and takes a few
+/// milliseconds at a time from what runs there.
+fn damon() -> String {
+    let states = std::fs::read_dir("/sys/kernel/mm/damon/admin/kdamonds").into_iter().flatten().flatten();
+    let on = states
+        .filter_map(|d| std::fs::read_to_string(d.path().join("state")).ok())
+        .filter(|s| s.trim() == "on")
+        .count();
+    match on {
+        0 => "no DAMON monitor running".into(),
+        n => format!("{n} DAMON monitor(s) running (kdamond: a kernel thread that takes a few ms at a time from the CPU it wakes on)"),
+    }
+}
+
 fn ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
@@ -331,7 +375,8 @@ fn main() {
     )
     .expect("write the wrk script");
     println!(
-        "null server (streamable HTTP, JSON replies, stateless) on CPU 1, each client on CPU 0, in a network namespace of their own; closed loops {secs} s per load, {rounds} rounds, the tools taking turns; open loops {open_secs} s, {open_rounds} rounds"
+        "null server (streamable HTTP, JSON replies, stateless) on CPU 1, each client on CPU 0, in a network namespace of their own; closed loops {secs} s per load, {rounds} rounds, the tools taking turns; open loops {open_secs} s, {open_rounds} rounds, each after {open_secs} s of the host's stalls measured alone; {}",
+        damon()
     );
     println!(
         "{:<48} {:>9} {:>8} {:>8} {:>12} {:>7}",
@@ -403,7 +448,16 @@ fn main() {
     }
     for rate in [20_000u64, 50_000, 100_000] {
         let (mut late_pct, mut achieved, mut oha_achieved) = (Vec::new(), Vec::new(), Vec::new());
+        let mut stalled = Vec::new();
         for round in 0..open_rounds {
+            let cpus = host_stalls(open_secs);
+            for (cpu, (n, excess, longest)) in cpus.iter().enumerate() {
+                println!(
+                    "{:<48} {n} stalls over 1 ms, their excess {excess:.3} % of the time, longest {longest:.1} ms",
+                    format!("r{} · the host alone, a clock reader on CPU {cpu}", round + 1)
+                );
+            }
+            stalled.push((cpus[0].1, cpus[1].1));
             let args = [
                 "--rate".to_string(),
                 rate.to_string(),
@@ -434,6 +488,14 @@ fn main() {
         summary.push(format!("open loop, {rate}/s: achieved calls/s {}", spread(&achieved)));
         summary.push(format!("open loop, {rate}/s: oha -q achieved calls/s {}", spread(&oha_achieved)));
         summary.push(format!("open loop, {rate}/s: late % {}", spread(&late_pct)));
+        for (cpu, share) in
+            [(0, stalled.iter().map(|s| s.0).collect::<Vec<_>>()), (1, stalled.iter().map(|s| s.1).collect())]
+        {
+            summary.push(format!(
+                "open loop, {rate}/s: the host alone, CPU {cpu}'s stalls over 1 ms, their excess % of the time {}",
+                spread(&share)
+            ));
+        }
     }
     drop(server);
     let _ = std::fs::remove_file(&script);
