@@ -157,11 +157,14 @@ struct Driver {
 }
 
 impl Driver {
-    fn start() -> Driver {
+    /// `tmp`: the TMPDIR of chromedriver and the Chromium it starts (their scoped folders go
+    /// there, not to /tmp, and are removed with it).
+    fn start(tmp: &std::path::Path) -> Driver {
         let exe = chromedriver();
         let port = free_port();
         let child = Command::new(&exe)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -201,8 +204,10 @@ struct Browser {
 
 impl Browser {
     fn open() -> Browser {
-        let driver = Driver::start();
         let profile = tempfile::tempdir().unwrap();
+        let tmp = profile.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let driver = Driver::start(&tmp);
         let args = [
             "--headless=new".to_string(),
             "--no-sandbox".into(),
