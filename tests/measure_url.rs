@@ -1,7 +1,9 @@
 //! `benchlab measure --url` against the real null server over streamable HTTP on the loopback: a
 //! closed and an open loop with every answer checked, a server that turns wrong mid-load (each
 //! wrong answer counted, though it differs from a right one in a single byte), the ungated mode
-//! (any answer that is not an error), and bad input refused with exit 2.
+//! (any answer that is not an error), and bad input refused with exit 2; and the null server's own
+//! HTTP/1.1 loop on a raw socket: pipelined requests answered in order, a request split across
+//! writes and its 100 Continue, and what it refuses (411, 400), closing after.
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -190,4 +192,70 @@ fn bad_urls_and_options_are_refused_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("127.0.0.1:1"), "{err}");
+}
+
+/// Reads from `s` until what came satisfies `done` or the server closes (10 s at most).
+fn read_until(s: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if done(&text) {
+            return text;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return text,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("reading the null server's answers: {e}; so far {text:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_null_server_answers_pipelined_split_and_refused_requests_in_order() {
+    use std::io::Write;
+    let s = server(None);
+    let addr = s.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let connect = || std::net::TcpStream::connect(&addr).unwrap();
+    let call = |id: u32, a: u32| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add_numbers","arguments":{{"a":{a},"b":1}}}}}}"#
+        );
+        format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let answered = |n: usize| move |t: &str| t.matches(r#""isError":false}}"#).count() >= n;
+    // Three requests in one write: three answers, in order, on the one connection.
+    let mut c = connect();
+    c.write_all(format!("{}{}{}", call(1, 10), call(2, 20), call(3, 30)).as_bytes()).unwrap();
+    let text = read_until(&mut c, answered(3));
+    let ids: Vec<_> = text.match_indices(r#""id":"#).map(|(i, _)| &text[i + 5..i + 6]).collect();
+    assert_eq!(ids, ["1", "2", "3"], "{text}");
+    for v in ["11", "21", "31"] {
+        assert!(text.contains(&format!(r#""structuredContent":{{"result":{v}}}"#)), "{v}: {text}");
+    }
+    // On the same connection, one request in three writes: its head in two, then its body once
+    // the server has said 100 Continue.
+    let req = call(4, 40).replace("Host: x\r\n", "Host: x\r\nExpect: 100-continue\r\n");
+    let (head, body) = req.split_once("\r\n\r\n").unwrap();
+    c.write_all(&head.as_bytes()[..20]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    c.write_all(format!("{}\r\n\r\n", &head[20..]).as_bytes()).unwrap();
+    let cont = read_until(&mut c, |t| t.ends_with("\r\n\r\n"));
+    assert_eq!(cont, "HTTP/1.1 100 Continue\r\n\r\n");
+    c.write_all(body.as_bytes()).unwrap();
+    let text = read_until(&mut c, answered(1));
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.contains(r#""result":41}"#), "{text}");
+    // A chunked body is refused with 411, and the connection closed after it.
+    let mut c = connect();
+    c.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        .unwrap();
+    let text = read_until(&mut c, |_| false);
+    assert!(text.starts_with("HTTP/1.1 411 Length Required\r\n"), "{text}");
+    assert!(text.contains("connection: close\r\n") && text.contains("Content-Length"), "{text}");
+    // Bytes that are no request: 400, and closed.
+    let mut c = connect();
+    c.write_all(b"\x01\x02 nonsense\r\n\r\n").unwrap();
+    let text = read_until(&mut c, |_| false);
+    assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
 }
