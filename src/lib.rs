@@ -9,6 +9,7 @@ pub mod cli;
 pub mod driver;
 pub mod hash;
 pub mod host;
+pub mod http1;
 pub mod lock;
 pub mod mcp;
 pub mod measure;

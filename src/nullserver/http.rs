@@ -160,13 +160,7 @@ fn parse(buf: &[u8]) -> Parsed<'_> {
         } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
             session = std::str::from_utf8(h.value).ok();
         } else if name.eq_ignore_ascii_case(b"connection") {
-            for t in h.value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") && req.version == Some(0) {
-                    close = false;
-                }
-            }
+            close = crate::http1::connection_closes(h.value, req.version == Some(0), close);
         } else if name.eq_ignore_ascii_case(b"expect") {
             expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
@@ -260,7 +254,7 @@ async fn connection(mut stream: TcpStream, state: Rc<State>) {
 fn respond(out: &mut Vec<u8>, status: StatusCode, ctype: &str, body: &[u8], extra: &[(&str, &str)]) {
     head(out, status, ctype, extra);
     out.extend_from_slice(b"content-length: ");
-    push_decimal(out, body.len());
+    out.extend_from_slice(crate::http1::Decimal::new(body.len() as u64).as_bytes());
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body);
 }
@@ -280,21 +274,6 @@ fn head(out: &mut Vec<u8>, status: StatusCode, ctype: &str, extra: &[(&str, &str
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-}
-
-fn push_decimal(out: &mut Vec<u8>, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Answers one request into `out`; says what the connection does next.
@@ -506,11 +485,5 @@ mod tests {
         assert!(faulty_answer(HttpFault::Status(429), &mut out) == Some(Then::Next));
         assert!(out.starts_with(b"HTTP/1.1 429 Too Many Requests\r\n"));
         assert!(out.windows(15).any(|w| w == b"retry-after: 1\r"));
-        let mut n = Vec::new();
-        for v in [0, 7, 10, 1234567890] {
-            n.clear();
-            push_decimal(&mut n, v);
-            assert_eq!(n, v.to_string().into_bytes());
-        }
     }
 }

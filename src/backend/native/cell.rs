@@ -92,25 +92,17 @@ fn cpu_set(list: &str) -> Result<CpuSet, EngineError> {
 fn join_cgroups(files: &[CString]) -> std::io::Result<()> {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    let mut buf = [0u8; 12];
-    let mut i = buf.len();
-    let mut n = pid as u32;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    // Rendered on the stack: no allocation.
+    let pid = crate::http1::Decimal::new(pid as u64);
+    let digits = pid.as_bytes();
     for f in files {
         // SAFETY: f is a valid C string; the descriptor is closed below.
         let fd = unsafe { libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: buf[i..] is valid for its length.
-        let w = unsafe { libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i) };
+        // SAFETY: `digits` is valid for its length.
+        let w = unsafe { libc::write(fd, digits.as_ptr().cast(), digits.len()) };
         let err = std::io::Error::last_os_error();
         // SAFETY: fd is ours.
         unsafe { libc::close(fd) };

@@ -18,7 +18,7 @@ impl KnownAnswer {
     /// digits and no further digit. A body with none or several is not kept (and is parsed
     /// every time).
     pub fn learn(body: &[u8], sse: bool, id: u64) -> Option<KnownAnswer> {
-        let decimal = super::wire::Decimal::new(id);
+        let decimal = crate::http1::Decimal::new(id);
         let digits = decimal.as_bytes();
         let mut found = None;
         let key = b"\"id\"";
@@ -49,7 +49,7 @@ impl KnownAnswer {
 
     /// Whether `body` is this answer to request `id`.
     pub fn matches(&self, body: &[u8], sse: bool, id: u64) -> bool {
-        let decimal = super::wire::Decimal::new(id);
+        let decimal = crate::http1::Decimal::new(id);
         let digits = decimal.as_bytes();
         sse == self.sse
             && body.len() == self.before.len() + digits.len() + self.after.len()

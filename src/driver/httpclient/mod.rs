@@ -168,7 +168,7 @@ pub fn preview(b: &[u8]) -> String {
 /// Appends a JSON-RPC request's body.
 fn push_request(out: &mut Vec<u8>, id: u64, method: &str, params_json: &str) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(wire::Decimal::new(id).as_bytes());
+    out.extend_from_slice(crate::http1::Decimal::new(id).as_bytes());
     out.extend_from_slice(b",\"method\":\"");
     out.extend_from_slice(method.as_bytes());
     out.extend_from_slice(b"\",\"params\":");
@@ -442,7 +442,7 @@ impl Streamable {
     async fn post(&mut self, want_session: bool, counts: &mut Counts) -> Result<wire::Head, CallError> {
         self.out.clear();
         self.out.extend_from_slice(&self.head);
-        self.out.extend_from_slice(wire::Decimal::new(self.body.len() as u64).as_bytes());
+        self.out.extend_from_slice(crate::http1::Decimal::new(self.body.len() as u64).as_bytes());
         self.out.extend_from_slice(b"\r\n\r\n");
         self.out.extend_from_slice(&self.body);
         self.wire.exchange(&self.out, want_session, counts, &self.what).await

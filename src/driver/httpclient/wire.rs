@@ -354,13 +354,7 @@ fn parse_head(resp: &httparse::Response, want_session: bool) -> Result<(Head, Fr
         } else if name.eq_ignore_ascii_case(b"content-type") {
             kind = content_kind(h.value);
         } else if name.eq_ignore_ascii_case(b"connection") {
-            for t in h.value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") && resp.version == Some(0) {
-                    close = false;
-                }
-            }
+            close = crate::http1::connection_closes(h.value, resp.version == Some(0), close);
         } else if want_session && name.eq_ignore_ascii_case(b"mcp-session-id") {
             session = std::str::from_utf8(h.value).ok().map(str::to_string);
         }
@@ -399,44 +393,10 @@ fn chunk_size(line: &[u8]) -> Result<usize, Fault> {
         .ok_or_else(|| Fault::Protocol(format!("a bad chunk-size line {:?}", String::from_utf8_lossy(line))))
 }
 
-/// A number's decimal digits, rendered without allocating.
-pub struct Decimal {
-    digits: [u8; 20],
-    start: usize,
-}
-
-impl Decimal {
-    pub fn new(n: u64) -> Decimal {
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        let mut v = n;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        Decimal { digits, start }
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.digits[self.start..]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    #[test]
-    fn decimals_render_as_std_does() {
-        for n in [0u64, 7, 9, 10, 99, 100, 12345, u64::MAX] {
-            assert_eq!(Decimal::new(n).as_bytes(), n.to_string().as_bytes());
-        }
-    }
 
     #[test]
     fn content_types_and_chunk_sizes() {
