@@ -321,15 +321,12 @@ fn http_answer(state: &State, req: &Request, out: &mut Vec<u8>) -> Then {
             return then;
         }
     }
+    // `refuse`: this answer closes its connection, and the port closes.
     let refuse = struck == Some(HttpFault::Refuse);
-    let mut extra: Vec<(&str, &str)> = Vec::new();
-    if let Some(s) = &new_session {
-        extra.push(("mcp-session-id", s));
-    }
     if refuse {
         state.refuse.notify_one();
-        extra.push(("connection", "close"));
     }
+    let close = refuse.then_some(("connection", "close"));
     match answer(&mut state.tools.borrow_mut(), req.body) {
         Some(line) => {
             let mut line = line.into_bytes();
@@ -337,9 +334,12 @@ fn http_answer(state: &State, req: &Request, out: &mut Vec<u8>) -> Then {
             if is_call && struck == Some(HttpFault::Wrong) {
                 fault::wrong_value(&mut line);
             }
+            let session = new_session.as_deref().map(|s| ("mcp-session-id", s));
+            let extra: Vec<_> = [session, close].into_iter().flatten().collect();
             respond(out, StatusCode::OK, JSON, &line, &extra);
         }
-        None => respond(out, StatusCode::ACCEPTED, JSON, b"", &extra[usize::from(new_session.is_some())..]),
+        // A notification: no answer, and no session opened by it.
+        None => respond(out, StatusCode::ACCEPTED, JSON, b"", close.as_slice()),
     }
     if refuse {
         Then::Close
