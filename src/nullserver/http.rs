@@ -297,13 +297,19 @@ fn http_answer(state: &State, req: &Request, out: &mut Vec<u8>) -> Then {
         respond(out, StatusCode::NOT_FOUND, JSON, b"{}", &[]);
         return Then::Next;
     }
-    // Only with a fault installed is the method read here (the floor path stays as it was).
-    let method = || serde_json::from_slice::<Message>(req.body).ok().and_then(|m| m.method);
-    let struck = fault::http_fault().filter(|_| fault::struck(method() == Some("tools/call")));
-    let is_call = struck.is_some() && method() == Some("tools/call");
+    // The method is read here, once, only where sessions or a fault need it (the stateless floor
+    // leaves the request to `answer`).
+    let installed = fault::http_fault();
+    let method = if state.stateful || installed.is_some() {
+        serde_json::from_slice::<Message>(req.body).ok().and_then(|m| m.method)
+    } else {
+        None
+    };
+    let struck = installed.filter(|_| fault::struck(method == Some("tools/call")));
+    let is_call = struck.is_some() && method == Some("tools/call");
     let mut new_session = None;
     if state.stateful {
-        if method() == Some("initialize") {
+        if method == Some("initialize") {
             let n = state.next.get();
             state.next.set(n + 1);
             let id = format!("null-{n}");
