@@ -5,7 +5,11 @@
 //! written) and the rest is what a run costs once (plan, image checks, host fingerprint, the
 //! store); then `report` and `audit` over a run of 100,000 records made from those records and
 //! chained as the store chains them, and `verify` of seed-000-stdio's claims over 100,000 records
-//! made from its newest committed run. Each over rounds, with the median and the spread.
+//! made from its newest committed run. Each over rounds, with the median and the spread. Beside
+//! the per-cell cost, its peer in the same run: the engine alone creating, starting and removing
+//! the same two containers (the server's on its own loopback-only network, the sidecar in it,
+//! the volume, the sandbox) around nothing (`sleep` and `true`), and the quiet check's fixed probe;
+//! what is left is the lab's own.
 //!
 //! Run: `cargo bench --bench overhead` (needs the engine: `bash scripts/engine.sh`).
 //! BENCH_ROUNDS sets the rounds (default 3), BENCH_RECORDS the big run's records (100000).
@@ -16,8 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use benchlab::backend::containers::docker::DockerEngine;
+use benchlab::backend::containers::{ContainerSpec, Engine, Mount, Network};
 use benchlab::host::fingerprint::median_interval;
+use benchlab::host::quiet::BEFORE_WINDOW;
 use benchlab::record::Record;
+use benchlab::spec::Sandbox;
 
 const LAB: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -162,16 +170,99 @@ fn main() {
         ten_outside.push(o10);
         last = dir;
     }
+    let engine_alone = engine_alone(rounds);
     println!("\nsummary (median over {rounds} rounds, and the spread):");
     println!(
         "  each cell outside its measurement (containers up and down, shim, driver, gate, record): {}",
         spread(&per_cell, "s")
+    );
+    let probe = BEFORE_WINDOW.as_secs_f64();
+    println!(
+        "    of it: the quiet check's probe before the cell {probe:.2} s; the engine alone creating, starting and removing the same two containers around nothing {}; the lab's own (shim, driver, gate, record) the rest, {:.2} s",
+        spread(&engine_alone, "s"),
+        median_interval(&per_cell).0 - probe - median_interval(&engine_alone).0
     );
     println!("  once per run (plan, image checks, fingerprint, store): {}", spread(&fixed, "s"));
     println!("  a warm 10-cell run outside its measurements: {}", spread(&ten_outside, "s"));
     let big = big_run(&last, n, &tmp.path().join("big"));
     report_and_audit(&big, n, rounds);
     verify_big(n, rounds, tmp.path());
+}
+
+/// The engine's part of a cell, `rounds` times (each the median of 5): a tmpfs volume, the server's
+/// container (loopback only, memory-limited, on CPU 1) started, the sidecar in its network (on
+/// CPU 0) started and waited for, both removed and the volume too — as a cell makes them, both
+/// sandboxed and mounting the lab's binary, but running `sleep` and `true` instead of the shim
+/// and the driver, on the bare base the floor server's cells run on.
+fn engine_alone(rounds: usize) -> Vec<f64> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    rt.block_on(async {
+        let engine = DockerEngine::connect().await.expect("the Docker engine");
+        // Labelled as this bench's own, so that what an earlier, failed round left is removed
+        // first (and nothing of any run's).
+        const KEY: &str = "org.benchlab.bench-overhead";
+        let _ = engine.remove_labelled(KEY).await;
+        let label = format!("benchlab-bench-overhead-{}", std::process::id());
+        let labels: std::collections::BTreeMap<String, String> = [(KEY.to_string(), label.clone())].into();
+        let sandbox = Sandbox::hardened();
+        let mut rounds_out = Vec::new();
+        for round in 0..rounds {
+            let mut times = Vec::new();
+            for i in 0..5 {
+                let name = format!("{label}-{round}-{i}");
+                let volume = format!("{name}-lab");
+                let mounts = vec![
+                    Mount::Bind { source: LAB.into(), target: "/benchlab/benchlab".into(), read_only: true },
+                    Mount::Volume { name: volume.clone(), target: "/lab".into() },
+                ];
+                let spec = |role: &str, cmd: &[&str], cpuset: &str, memory, network| ContainerSpec {
+                    name: format!("{name}-{role}"),
+                    image: "benchlab/base:bookworm".into(),
+                    cmd: cmd.iter().map(|s| s.to_string()).collect(),
+                    env: sandbox.environment(),
+                    labels: labels.clone(),
+                    cpuset: cpuset.into(),
+                    memory,
+                    network,
+                    mounts: mounts.clone(),
+                    sandbox: sandbox.clone(),
+                };
+                let t0 = Instant::now();
+                engine.create_volume(&volume, 64 << 20, &labels).await.expect("a volume");
+                let server = engine
+                    .create_container(&spec("server", &["sleep", "600"], "1", Some(1 << 30), Network::None))
+                    .await
+                    .expect("the server's container");
+                engine.start(&server).await.expect("start the server's container");
+                let sidecar = engine
+                    .create_container(&spec(
+                        "driver",
+                        &["true"],
+                        "0",
+                        None,
+                        Network::Container(server.clone()),
+                    ))
+                    .await
+                    .expect("the sidecar");
+                engine.start(&sidecar).await.expect("start the sidecar");
+                engine.wait(&sidecar).await.expect("the sidecar ends");
+                for id in [&sidecar, &server] {
+                    engine.remove_container(id).await.expect("remove a container");
+                }
+                engine.remove_volume(&volume).await.expect("remove the volume");
+                times.push(t0.elapsed().as_secs_f64());
+            }
+            let median = median_interval(&times).0;
+            let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            println!(
+                "round {}: the engine alone, the same two containers around nothing: {median:.2} s (5 times: {lo:.2}–{hi:.2})",
+                round + 1
+            );
+            rounds_out.push(median);
+        }
+        rounds_out
+    })
 }
 
 /// `verify` of seed-000-stdio's claims over a run of `n` records made from its newest committed
