@@ -119,3 +119,28 @@ fn slurm_options_without_the_slurm_backend_are_refused() {
         assert!(err.contains("needs --backend slurm"), "{err}");
     }
 }
+
+#[test]
+fn plan_counts_the_cells_only_picks_and_refuses_a_pattern_that_picks_none() {
+    let plan = |only: &[&str]| {
+        Command::new(BIN)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["plan", "scenarios/gate-http.toml", "--json"])
+            .args(only.iter().flat_map(|p| ["--only", p]))
+            .output()
+            .unwrap()
+    };
+    let cells = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["cells"].as_u64().unwrap()
+    };
+    // gate-http's twelve Bun 1.1.38 servers, each in its suite's workload alone (no REST route).
+    assert_eq!(cells(&plan(&["*-bun-1.1.38-*"])), 12);
+    assert_eq!(cells(&plan(&["*-bun-1.1.38-*", "*-bun-1.1.38-*-pulse-*"])), 12, "patterns are a union");
+    assert!(cells(&plan(&[])) > 12);
+    let none = plan(&["no-such-cell*"]);
+    assert_eq!(none.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("--only [\"no-such-cell*\"] matches no cell of scenarios/gate-http.toml"), "{err}");
+}

@@ -76,11 +76,23 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
     // with a short load: the gate passes and calls are measured, except legacy SSE on Bun 1.1.38,
     // which the scenario expects to fail (its node:http withholds the endpoint event).
     let results = tempfile::tempdir().unwrap();
+    let only = [
+        "--only",
+        "*-cpython-bookworm-*",
+        "--only",
+        "*-node-22.12.0-*",
+        "--only",
+        "*-bun-1.1.38-*",
+        "--only",
+        "*-rustc-web-trixie-*",
+    ];
+    // The cells those patterns pick, as `plan` counts them: the run must record every one.
+    let plan = lab(&[&["plan", "scenarios/gate-http.toml", "--json"][..], &only].concat(), "plan gate-http");
+    let planned = serde_json::from_slice::<Value>(&plan.stdout).unwrap()["cells"].as_u64().unwrap() as usize;
     let http = Command::new(BIN)
         .current_dir(ROOT)
         .args(["run", "scenarios/gate-http.toml", "--warmup", "100ms", "--duration", "400ms"])
-        .args(["--only", "*-cpython-bookworm-*", "--only", "*-node-22.12.0-*", "--only", "*-bun-1.1.38-*"])
-        .args(["--only", "*-rustc-web-trixie-*"])
+        .args(only)
         .arg("--results")
         .arg(results.path())
         .stdout(std::process::Stdio::piped())
@@ -138,7 +150,8 @@ fn every_recipe_builds_and_every_stdio_server_passes_the_gate() {
     let stderr = String::from_utf8_lossy(&http.stderr);
     assert!(http.status.success(), "gate-http failed:\n{stderr}");
     let recs = records(&results.path().join("gate-http"));
-    assert!(recs.len() >= 60, "{} HTTP cells", recs.len());
+    assert!(planned >= 60, "{planned} HTTP cells planned");
+    assert_eq!(recs.len(), planned, "HTTP cells recorded against planned");
     let mut transports = std::collections::BTreeSet::new();
     for r in &recs {
         let id = r["cell"]["id"].as_str().unwrap();

@@ -22,6 +22,10 @@ pub struct PlanArgs {
     /// Plan for `benchlab run --parallel` (cells on disjoint CPU sets at once).
     #[arg(long)]
     parallel: bool,
+    /// Plan only the cells whose id matches this pattern, as `run --only` would run them (`*`
+    /// matches anything). May be given several times.
+    #[arg(long, value_name = "PATTERN")]
+    only: Vec<String>,
     /// Where earlier runs are (their records refine the time estimate).
     #[arg(long, default_value = "results")]
     results: PathBuf,
@@ -34,11 +38,15 @@ pub struct PlanArgs {
 }
 
 pub(super) fn run(args: PlanArgs) -> Result<i32, Exit> {
-    let PlanArgs { scenario, json, parallel, results, checkout, noise, cluster } = args;
+    let PlanArgs { scenario, json, parallel, only, results, checkout, noise, cluster } = args;
     cluster.check()?;
     let recipes = checkout.recipes()?;
-    let mut sc = checkout.scenario(&scenario)?;
-    noise.adjust(&mut sc);
+    let sc = super::run::load_scenario(&checkout, &scenario, &mut |s| {
+        noise.adjust(s);
+        if !only.is_empty() {
+            s.only = only.clone();
+        }
+    })?;
     let cpus = crate::placement::available_cpus();
     let cells = orchestrate::plan(&sc, &recipes, &cpus).map_err(Exit::from)?;
     // The order as a run would have it (its seed is the run's; the count and cost do not depend on it).

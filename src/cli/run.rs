@@ -230,7 +230,7 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
 }
 
 /// The scenario with the command line's changes, refused when `--only` leaves no cell.
-fn load_scenario(
+pub(super) fn load_scenario(
     checkout: &Checkout,
     path: &std::path::Path,
     adjust: &mut dyn FnMut(&mut Scenario),
