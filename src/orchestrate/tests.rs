@@ -357,3 +357,80 @@ spawns = 1
         cells.iter().map(|c| (c.server_id.as_str(), c.timeouts.startup_ms, c.timeouts.call_ms)).collect();
     assert_eq!(limits, [("slow", 60_000, 5_000), ("quick", 10_000, 5_000)]);
 }
+
+/// `scenarios/gate-http.toml` is written by hand from the recipes; this keeps it whole: exactly
+/// one server per HTTP variant the recipes declare (`RecipeBook::http_variants`), each in the
+/// workload named after its suite, and every streamable HTTP server with a REST route also in
+/// the `http_api` workload of its suite's tool, where the scenario has one (the bench suite's).
+#[test]
+fn gate_http_holds_every_http_variant_the_recipes_declare() {
+    use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
+    use std::collections::{BTreeMap, BTreeSet};
+    type Key = (String, String, String, String, Transport, Option<ReplyMode>, Option<SessionMode>);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let book = crate::recipe::RecipeBook::load(root).unwrap();
+    let declared: BTreeMap<Key, bool> = book
+        .http_variants()
+        .into_iter()
+        .map(|v| ((v.family, v.version, v.runtime, v.suite, v.transport, v.reply, v.session), v.rest))
+        .collect();
+    let path = root.join("scenarios/gate-http.toml");
+    let s = Scenario::load(&path).unwrap();
+    let mut listed = BTreeMap::<Key, String>::new();
+    for e in &s.servers {
+        let key = (
+            e.family.get_ref().clone(),
+            e.version.as_ref().map(|v| v.get_ref().clone()).unwrap_or_default(),
+            e.runtime.as_ref().map(|v| v.get_ref().clone()).unwrap_or_default(),
+            e.suite.clone().unwrap_or_else(|| s.suite.clone()),
+            e.transport.as_ref().map(|t| *t.get_ref()).unwrap_or_default(),
+            e.reply.as_ref().map(|x| *x.get_ref()),
+            e.session.as_ref().map(|x| *x.get_ref()),
+        );
+        let id = e.id.get_ref().clone();
+        assert!(listed.insert(key.clone(), id.clone()).is_none(), "{id}: a second server for {key:?}");
+    }
+    let missing: Vec<&Key> = declared.keys().filter(|k| !listed.contains_key(*k)).collect();
+    let extra: Vec<&String> =
+        listed.iter().filter(|(k, _)| !declared.contains_key(*k)).map(|(_, id)| id).collect();
+    assert!(missing.is_empty(), "{}: no server for these declared variants: {missing:#?}", path.display());
+    assert!(extra.is_empty(), "{}: servers the recipes do not declare: {extra:?}", path.display());
+    // Each server in its suite's workload; the REST servers in the http_api workload of that
+    // suite's tool, and no others.
+    let workloads: Vec<(&str, &crate::spec::Workload, BTreeSet<&str>)> = s
+        .workload_names
+        .iter()
+        .zip(&s.workloads)
+        .zip(&s.workload_servers)
+        .map(|((n, w), only)| {
+            let only = only.as_ref().expect("gate-http limits every workload to its servers");
+            // Cell ids name a workload with its virtual users (`weekly-w2`); the scenario's name
+            // is what precedes them.
+            let name =
+                n.rsplit_once("-w").filter(|(_, k)| k.parse::<u32>().is_ok()).map_or(n.as_str(), |(n, _)| n);
+            (name, w, only.iter().map(String::as_str).collect())
+        })
+        .collect();
+    for (key, id) in &listed {
+        let suite = key.3.as_str();
+        let (_, w, servers) = workloads
+            .iter()
+            .find(|(n, w, _)| *n == suite && w.kind() == "concurrency")
+            .unwrap_or_else(|| panic!("no concurrency workload named {suite}"));
+        assert!(servers.contains(id.as_str()), "{id} is not in the {suite} workload");
+        let rest_workload = |x: &crate::spec::Workload| x.kind() == "http_api" && x.tool() == w.tool();
+        let in_rest: Vec<&str> = workloads
+            .iter()
+            .filter(|(_, x, servers)| rest_workload(x) && servers.contains(id.as_str()))
+            .map(|(n, _, _)| *n)
+            .collect();
+        // Only the suites that serve one have a REST workload (the bench suite's `echo`).
+        let expected = usize::from(declared[key] && workloads.iter().any(|(_, x, _)| rest_workload(x)));
+        assert_eq!(in_rest.len(), expected, "{id}: in http_api workloads {in_rest:?}");
+    }
+    for (n, _, servers) in &workloads {
+        for id in servers {
+            assert!(listed.values().any(|x| x == id), "workload {n} lists {id}, which is no server");
+        }
+    }
+}

@@ -15,7 +15,7 @@ mod resolve;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::mcp::transport::Transport;
+use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
 use base::BaseSource;
 use file::RecipeFile;
 
@@ -269,6 +269,84 @@ impl RecipeBook {
                         transport,
                         ..Default::default()
                     });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One HTTP server variant a recipe declares: what one server entry of a scenario names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HttpVariant {
+    pub family: String,
+    pub version: String,
+    pub runtime: String,
+    pub suite: String,
+    pub transport: Transport,
+    /// Streamable HTTP only (None elsewhere, and where the recipe lists no reply modes).
+    pub reply: Option<ReplyMode>,
+    /// Streamable HTTP only (None elsewhere, and where the recipe lists no session modes).
+    pub session: Option<SessionMode>,
+    /// It serves a plain REST route beside MCP (`http_api`); said of streamable HTTP variants.
+    pub rest: bool,
+}
+
+impl RecipeBook {
+    /// Every HTTP variant the recipes declare for their listed versions (ranges are sweeps',
+    /// not listed): each version × runtime × suite (the HTTP sources', else the API's) ×
+    /// transport, and for streamable HTTP each reply × session mode, less the JSON replies a
+    /// recipe's `json_sessions` leaves out. What `scenarios/gate-http.toml` must hold.
+    pub fn http_variants(&self) -> Vec<HttpVariant> {
+        let mut out = Vec::new();
+        for r in self.recipes.values() {
+            for v in &r.versions {
+                let Some(api) = r.apis.get(&v.api) else { continue };
+                let Some(h) = &api.http else { continue };
+                let suites = if h.sources.is_empty() { &api.sources } else { &h.sources };
+                let replies: Vec<Option<ReplyMode>> = if h.replies.is_empty() {
+                    vec![None]
+                } else {
+                    h.replies.iter().copied().map(Some).collect()
+                };
+                let sessions: Vec<Option<SessionMode>> = if h.sessions.is_empty() {
+                    vec![None]
+                } else {
+                    h.sessions.iter().copied().map(Some).collect()
+                };
+                let served = |reply: Option<ReplyMode>, session: Option<SessionMode>| match (
+                    reply,
+                    session,
+                    &h.json_sessions,
+                ) {
+                    (Some(ReplyMode::Json), Some(s), Some(json)) => json.contains(&s),
+                    _ => true,
+                };
+                for rt in &v.runtimes {
+                    for suite in suites.keys() {
+                        for &transport in &h.transports {
+                            let modes: Vec<(Option<ReplyMode>, Option<SessionMode>)> = match transport {
+                                Transport::StreamableHttp => replies
+                                    .iter()
+                                    .flat_map(|&reply| sessions.iter().map(move |&session| (reply, session)))
+                                    .filter(|&(reply, session)| served(reply, session))
+                                    .collect(),
+                                _ => vec![(None, None)],
+                            };
+                            for (reply, session) in modes {
+                                out.push(HttpVariant {
+                                    family: r.family.clone(),
+                                    version: v.version.clone(),
+                                    runtime: rt.clone(),
+                                    suite: suite.clone(),
+                                    transport,
+                                    reply,
+                                    session,
+                                    rest: h.http_api.is_some() && transport == Transport::StreamableHttp,
+                                });
+                            }
+                        }
+                    }
                 }
             }
         }

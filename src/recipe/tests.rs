@@ -350,6 +350,22 @@ fn rmcp_builds_in_its_own_stage_and_refuses_json_replies_with_sessions() {
     assert!(book.resolve(&http(ReplyMode::Sse, SessionMode::Stateful)).is_ok());
     let sse = ServerWant { transport: Transport::Sse, ..w("weekly") };
     assert!(book.resolve(&sse).unwrap_err().message.contains("does not serve sse"));
+    // Its declared HTTP variants per suite: the three modes it serves, no legacy SSE.
+    let modes: Vec<_> = book
+        .http_variants()
+        .into_iter()
+        .filter(|v| v.family == "rmcp" && v.version == "3.11.0" && v.suite == "weekly")
+        .map(|v| (v.transport, v.reply, v.session, v.rest))
+        .collect();
+    let streamable = |r, s| (Transport::StreamableHttp, Some(r), Some(s), true);
+    assert_eq!(
+        modes,
+        [
+            streamable(ReplyMode::Sse, SessionMode::Stateful),
+            streamable(ReplyMode::Sse, SessionMode::Stateless),
+            streamable(ReplyMode::Json, SessionMode::Stateless),
+        ]
+    );
     // 0.17.0 could not be locked as of its day (yanked dependencies): its records say so.
     let old = book.resolve(&ServerWant { version: Some("0.17.0".into()), ..w("weekly") }).unwrap();
     let note = old.lock_deviation().unwrap();
@@ -383,122 +399,4 @@ fn pypy_locks_with_its_own_interpreter_and_records_its_lock_deviation() {
     assert!(note.contains("PyPyModule_FromDefAndSpec2"), "{note}");
     let cp = book.resolve(&ServerWant { runtime: Some("cpython-trixie".into()), ..want }).unwrap();
     assert!(cp.lock_deviation().is_none());
-}
-
-/// `scenarios/gate-http.toml` is written by hand from the recipes; this keeps it whole: exactly
-/// one server per HTTP variant the recipes declare (each version × runtime × suite × transport,
-/// and for streamable HTTP each reply × session mode the recipe serves), each in the workload
-/// named after its suite, and every streamable HTTP server with a REST route also in the
-/// `http_api` workload of its suite's tool, where the scenario has one (the bench suite's).
-#[test]
-fn gate_http_holds_every_http_variant_the_recipes_declare() {
-    use std::collections::{BTreeMap, BTreeSet};
-    type Variant = (String, String, String, String, Transport, Option<ReplyMode>, Option<SessionMode>);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let book = RecipeBook::load(root).unwrap();
-    let (mut declared, mut rest) = (BTreeSet::<Variant>::new(), BTreeSet::<Variant>::new());
-    for r in book.recipes.values() {
-        for v in &r.versions {
-            let api = &r.apis[&v.api];
-            let Some(h) = &api.http else { continue };
-            let suites = if h.sources.is_empty() { &api.sources } else { &h.sources };
-            let replies: Vec<Option<ReplyMode>> =
-                if h.replies.is_empty() { vec![None] } else { h.replies.iter().copied().map(Some).collect() };
-            let sessions: Vec<Option<SessionMode>> = if h.sessions.is_empty() {
-                vec![None]
-            } else {
-                h.sessions.iter().copied().map(Some).collect()
-            };
-            for (rt, suite, &t) in v
-                .runtimes
-                .iter()
-                .flat_map(|rt| suites.keys().map(move |s| (rt, s)))
-                .flat_map(|(rt, s)| h.transports.iter().map(move |t| (rt, s, t)))
-            {
-                let modes: Vec<(Option<ReplyMode>, Option<SessionMode>)> = match t {
-                    Transport::StreamableHttp => replies
-                        .iter()
-                        .flat_map(|&reply| sessions.iter().map(move |&session| (reply, session)))
-                        .filter(|(reply, session)| match (reply, session, &h.json_sessions) {
-                            (Some(ReplyMode::Json), Some(s), Some(served)) => served.contains(s),
-                            _ => true,
-                        })
-                        .collect(),
-                    _ => vec![(None, None)],
-                };
-                for (reply, session) in modes {
-                    let variant =
-                        (r.family.clone(), v.version.clone(), rt.clone(), suite.clone(), t, reply, session);
-                    if h.http_api.is_some() && t == Transport::StreamableHttp {
-                        rest.insert(variant.clone());
-                    }
-                    declared.insert(variant);
-                }
-            }
-        }
-    }
-    let path = root.join("scenarios/gate-http.toml");
-    let s = crate::scenario::Scenario::load(&path).unwrap();
-    let mut listed = BTreeMap::<Variant, String>::new();
-    for e in &s.servers {
-        let variant = (
-            e.family.get_ref().clone(),
-            e.version.as_ref().map(|v| v.get_ref().clone()).unwrap_or_default(),
-            e.runtime.as_ref().map(|v| v.get_ref().clone()).unwrap_or_default(),
-            e.suite.clone().unwrap_or_else(|| s.suite.clone()),
-            e.transport.as_ref().map(|t| *t.get_ref()).unwrap_or_default(),
-            e.reply.as_ref().map(|x| *x.get_ref()),
-            e.session.as_ref().map(|x| *x.get_ref()),
-        );
-        let id = e.id.get_ref().clone();
-        assert!(
-            listed.insert(variant.clone(), id.clone()).is_none(),
-            "{id}: a second server for {variant:?}"
-        );
-    }
-    let listed_set: BTreeSet<Variant> = listed.keys().cloned().collect();
-    let missing: Vec<_> = declared.difference(&listed_set).collect();
-    let extra: Vec<_> = listed_set.difference(&declared).map(|v| &listed[v]).collect();
-    assert!(missing.is_empty(), "{}: no server for these declared variants: {missing:#?}", path.display());
-    assert!(extra.is_empty(), "{}: servers the recipes do not declare: {extra:?}", path.display());
-    // Each server in its suite's workload; the REST servers in the http_api workload of that
-    // suite's tool, and no others.
-    let workloads: Vec<(&str, &crate::spec::Workload, BTreeSet<&str>)> = s
-        .workload_names
-        .iter()
-        .zip(&s.workloads)
-        .zip(&s.workload_servers)
-        .map(|((n, w), only)| {
-            let only = only.as_ref().expect("gate-http limits every workload to its servers");
-            // Cell ids name a workload with its virtual users (`weekly-w2`); the scenario's name
-            // is what precedes them.
-            let name =
-                n.rsplit_once("-w").filter(|(_, k)| k.parse::<u32>().is_ok()).map_or(n.as_str(), |(n, _)| n);
-            (name, w, only.iter().map(String::as_str).collect())
-        })
-        .collect();
-    for (variant, id) in &listed {
-        let suite = variant.3.as_str();
-        let (_, w, servers) = workloads
-            .iter()
-            .find(|(n, w, _)| *n == suite && w.kind() == "concurrency")
-            .unwrap_or_else(|| panic!("no concurrency workload named {suite}"));
-        assert!(servers.contains(id.as_str()), "{id} is not in the {suite} workload");
-        let in_rest: Vec<&str> = workloads
-            .iter()
-            .filter(|(_, x, servers)| {
-                x.kind() == "http_api" && x.tool() == w.tool() && servers.contains(id.as_str())
-            })
-            .map(|(n, _, _)| *n)
-            .collect();
-        // Only the suites that serve one have a REST workload (the bench suite's `echo`).
-        let rest_tool = workloads.iter().any(|(_, x, _)| x.kind() == "http_api" && x.tool() == w.tool());
-        let expected = usize::from(rest.contains(variant) && rest_tool);
-        assert_eq!(in_rest.len(), expected, "{id}: in http_api workloads {in_rest:?}");
-    }
-    for (n, _, servers) in &workloads {
-        for id in servers {
-            assert!(listed.values().any(|x| x == id), "workload {n} lists {id}, which is no server");
-        }
-    }
 }
