@@ -131,6 +131,17 @@ pub struct HttpSpec {
     pub workers: bool,
 }
 
+impl HttpSpec {
+    /// Whether the server answers this reply mode in this session mode: JSON replies only in
+    /// the session modes `json_sessions` names, when it names any.
+    pub fn serves(&self, reply: Option<ReplyMode>, session: Option<SessionMode>) -> bool {
+        match (reply, session, &self.json_sessions) {
+            (Some(ReplyMode::Json), Some(s), Some(json)) => json.contains(&s),
+            _ => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VersionSpec {

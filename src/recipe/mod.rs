@@ -314,39 +314,28 @@ impl RecipeBook {
                 } else {
                     h.sessions.iter().copied().map(Some).collect()
                 };
-                let served = |reply: Option<ReplyMode>, session: Option<SessionMode>| match (
-                    reply,
-                    session,
-                    &h.json_sessions,
-                ) {
-                    (Some(ReplyMode::Json), Some(s), Some(json)) => json.contains(&s),
-                    _ => true,
-                };
-                for rt in &v.runtimes {
-                    for suite in suites.keys() {
-                        for &transport in &h.transports {
-                            let modes: Vec<(Option<ReplyMode>, Option<SessionMode>)> = match transport {
-                                Transport::StreamableHttp => replies
-                                    .iter()
-                                    .flat_map(|&reply| sessions.iter().map(move |&session| (reply, session)))
-                                    .filter(|&(reply, session)| served(reply, session))
-                                    .collect(),
-                                _ => vec![(None, None)],
-                            };
-                            for (reply, session) in modes {
-                                out.push(HttpVariant {
-                                    family: r.family.clone(),
-                                    version: v.version.clone(),
-                                    runtime: rt.clone(),
-                                    suite: suite.clone(),
-                                    transport,
-                                    reply,
-                                    session,
-                                    rest: h.http_api.is_some() && transport == Transport::StreamableHttp,
-                                });
-                            }
-                        }
-                    }
+                let streamable: Vec<(Option<ReplyMode>, Option<SessionMode>)> = replies
+                    .iter()
+                    .flat_map(|&reply| sessions.iter().map(move |&session| (reply, session)))
+                    .filter(|&(reply, session)| h.serves(reply, session))
+                    .collect();
+                let runtime_suites =
+                    v.runtimes.iter().flat_map(|rt| suites.keys().map(move |suite| (rt, suite)));
+                for ((rt, suite), &transport) in
+                    runtime_suites.flat_map(|c| h.transports.iter().map(move |t| (c, t)))
+                {
+                    let streaming = transport == Transport::StreamableHttp;
+                    let modes = if streaming { &streamable[..] } else { &[(None, None)][..] };
+                    out.extend(modes.iter().map(|&(reply, session)| HttpVariant {
+                        family: r.family.clone(),
+                        version: v.version.clone(),
+                        runtime: rt.clone(),
+                        suite: suite.clone(),
+                        transport,
+                        reply,
+                        session,
+                        rest: streaming && h.http_api.is_some(),
+                    }));
                 }
             }
         }

@@ -448,16 +448,14 @@ fn serve_plan<'a>(
         )?;
         let (reply, session) =
             (want.reply.or(h.replies.first().copied()), want.session.or(h.sessions.first().copied()));
-        if let (Some(ReplyMode::Json), Some(s), Some(allowed)) = (reply, session, &h.json_sessions) {
-            if !allowed.contains(&s) {
-                let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
-                return Err(T.error(format!(
-                    "{family} ({api_name} API) answers with JSON replies only in session mode {} (in {} mode it replies with SSE whatever it is asked); set `session = \"{}\"` or `reply = \"sse\"`",
-                    allowed.join(", "),
-                    s.as_str(),
-                    allowed.first().copied().unwrap_or("stateless")
-                )));
-            }
+        if let (false, Some(s), Some(allowed)) = (h.serves(reply, session), session, &h.json_sessions) {
+            let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+            return Err(T.error(format!(
+                "{family} ({api_name} API) answers with JSON replies only in session mode {} (in {} mode it replies with SSE whatever it is asked); set `session = \"{}\"` or `reply = \"sse\"`",
+                allowed.join(", "),
+                s.as_str(),
+                allowed.first().copied().unwrap_or("stateless")
+            )));
         }
         (reply, session)
     } else {
