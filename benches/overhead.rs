@@ -31,9 +31,14 @@ const LAB: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn spread(v: &[f64], unit: &str) -> String {
+    spread_of(v, unit, "rounds")
+}
+
+/// The median and the range of `v`, the range named by what its values are.
+fn spread_of(v: &[f64], unit: &str, what: &str) -> String {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{:.2} {unit} (rounds {lo:.2}–{hi:.2})", median_interval(v).0)
+    format!("{:.2} {unit} ({what} {lo:.2}–{hi:.2})", median_interval(v).0)
 }
 
 fn scenario(dir: &Path, cells: u32) -> PathBuf {
@@ -252,14 +257,12 @@ fn engine_alone(rounds: usize) -> Vec<f64> {
                 engine.remove_volume(&volume).await.expect("remove the volume");
                 times.push(t0.elapsed().as_secs_f64());
             }
-            let median = median_interval(&times).0;
-            let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             println!(
-                "round {}: the engine alone, the same two containers around nothing: {median:.2} s (5 times: {lo:.2}–{hi:.2})",
-                round + 1
+                "round {}: the engine alone, the same two containers around nothing: {}",
+                round + 1,
+                spread_of(&times, "s", "5 times:")
             );
-            rounds_out.push(median);
+            rounds_out.push(median_interval(&times).0);
         }
         rounds_out
     })

@@ -359,13 +359,13 @@ spawns = 1
 }
 
 /// `scenarios/gate-http.toml` is written by hand from the recipes; this keeps it whole: exactly
-/// one server per HTTP variant the recipes declare (`RecipeBook::http_variants`), each in the
-/// workload named after its suite, and every streamable HTTP server with a REST route also in
-/// the `http_api` workload of its suite's tool, where the scenario has one (the bench suite's).
+/// one server per HTTP variant the recipes declare (`RecipeBook::http_variants`), each in one
+/// closed loop, and every streamable HTTP server with a REST route also in the `http_api`
+/// workload of its closed loop's tool, where the scenario has one (the bench suite's).
 #[test]
 fn gate_http_holds_every_http_variant_the_recipes_declare() {
     use crate::mcp::transport::{ReplyMode, SessionMode, Transport};
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeMap;
     type Key = (String, String, String, String, Transport, Option<ReplyMode>, Option<SessionMode>);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let book = crate::recipe::RecipeBook::load(root).unwrap();
@@ -395,42 +395,23 @@ fn gate_http_holds_every_http_variant_the_recipes_declare() {
         listed.iter().filter(|(k, _)| !declared.contains_key(*k)).map(|(_, id)| id).collect();
     assert!(missing.is_empty(), "{}: no server for these declared variants: {missing:#?}", path.display());
     assert!(extra.is_empty(), "{}: servers the recipes do not declare: {extra:?}", path.display());
-    // Each server in its suite's workload; the REST servers in the http_api workload of that
-    // suite's tool, and no others.
-    let workloads: Vec<(&str, &crate::spec::Workload, BTreeSet<&str>)> = s
-        .workload_names
-        .iter()
-        .zip(&s.workloads)
-        .zip(&s.workload_servers)
-        .map(|((n, w), only)| {
-            let only = only.as_ref().expect("gate-http limits every workload to its servers");
-            // Cell ids name a workload with its virtual users (`weekly-w2`); the scenario's name
-            // is what precedes them.
-            let name =
-                n.rsplit_once("-w").filter(|(_, k)| k.parse::<u32>().is_ok()).map_or(n.as_str(), |(n, _)| n);
-            (name, w, only.iter().map(String::as_str).collect())
-        })
-        .collect();
+    // Each server in one closed loop (the loader checks its tool is the server's suite's); the
+    // REST servers also in the http_api workload of that tool, where there is one (the bench
+    // suite's `echo`), and no others. (The loader refuses a workload naming no server.)
+    let of_kind = |kind: &str, id: &str| -> Vec<&crate::spec::Workload> {
+        s.workloads
+            .iter()
+            .zip(&s.workload_servers)
+            .filter(|(w, only)| w.kind() == kind && only.as_ref().is_some_and(|l| l.iter().any(|x| x == id)))
+            .map(|(w, _)| w)
+            .collect()
+    };
     for (key, id) in &listed {
-        let suite = key.3.as_str();
-        let (_, w, servers) = workloads
-            .iter()
-            .find(|(n, w, _)| *n == suite && w.kind() == "concurrency")
-            .unwrap_or_else(|| panic!("no concurrency workload named {suite}"));
-        assert!(servers.contains(id.as_str()), "{id} is not in the {suite} workload");
-        let rest_workload = |x: &crate::spec::Workload| x.kind() == "http_api" && x.tool() == w.tool();
-        let in_rest: Vec<&str> = workloads
-            .iter()
-            .filter(|(_, x, servers)| rest_workload(x) && servers.contains(id.as_str()))
-            .map(|(n, _, _)| *n)
-            .collect();
-        // Only the suites that serve one have a REST workload (the bench suite's `echo`).
-        let expected = usize::from(declared[key] && workloads.iter().any(|(_, x, _)| rest_workload(x)));
-        assert_eq!(in_rest.len(), expected, "{id}: in http_api workloads {in_rest:?}");
-    }
-    for (n, _, servers) in &workloads {
-        for id in servers {
-            assert!(listed.values().any(|x| x == id), "workload {n} lists {id}, which is no server");
-        }
+        let closed = of_kind("concurrency", id);
+        assert_eq!(closed.len(), 1, "{id}: in {} closed loops", closed.len());
+        let rest_tool = s.workloads.iter().any(|x| x.kind() == "http_api" && x.tool() == closed[0].tool());
+        let rest: Vec<_> = of_kind("http_api", id).into_iter().map(|w| w.tool()).collect();
+        let expected = if declared[key] && rest_tool { vec![closed[0].tool()] } else { vec![] };
+        assert_eq!(rest, expected, "{id}: the tools of the http_api workloads it is in");
     }
 }
