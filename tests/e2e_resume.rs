@@ -104,15 +104,19 @@ fn a_killed_run_is_locked_cleaned_up_and_resumed_without_loss_or_duplicates() {
         .unwrap();
     let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
     let mut seen = Vec::new();
+    // The second cell's id from its start line, then its driver's first progress line: its
+    // containers are up and it is measuring (an event, not a time).
+    let mut second = None;
     loop {
-        let line = lines.next().expect("the run ended before its second cell").unwrap();
+        let line = lines.next().expect("the run ended before its second cell measured").unwrap();
         seen.push(line.clone());
-        if line.contains("cell 2/3") {
+        if let Some(rest) = line.strip_prefix("cell 2/3 ") {
+            second = rest.split_whitespace().next().map(|id| format!("  {id}: "));
+        } else if second.as_deref().is_some_and(|p| line.starts_with(p)) {
             break;
         }
         assert!(started.elapsed() < Duration::from_secs(300), "{seen:#?}");
     }
-    std::thread::sleep(Duration::from_millis(500));
     let first_records = records(&run_dir);
     assert_eq!(first_records.len(), 1, "the first cell is recorded: {seen:#?}");
     // The run's order is a seeded permutation: whichever cell came first is the one recorded.

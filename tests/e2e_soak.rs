@@ -83,35 +83,58 @@ fn a_known_leak_is_recovered_within_its_interval_and_a_clean_server_names_none()
         assert!(errors.is_empty(), "{id}: {errors:?}");
         let load = &r["metrics"]["load"];
         let s = &load["series"];
-        // The series: 1 s intervals from the first call due through ramp (5 s) and steady (90 s).
+        // The series: 1 s intervals from the first call due through ramp (5 s) and steady (90 s),
+        // on to the last completion. What is asserted here are relations between what the lab
+        // recorded that hold however busy the host is (a stall moves completions, never the
+        // schedule): no window of wall-clock time is assumed.
         assert_eq!(s["interval_ms"], 1000, "{id}");
         let from = s["window_from_ms"].as_u64().unwrap();
         let to = s["window_to_ms"].as_u64().unwrap();
         assert_eq!((from, to), (5_000, 95_000), "{id}");
         let intervals = s["intervals"].as_array().unwrap();
-        assert!((95..=97).contains(&intervals.len()), "{id}: {} intervals", intervals.len());
-        let in_window: u64 = intervals
-            .iter()
-            .filter(|i| (from..to).contains(&i["t_ms"].as_u64().unwrap()))
-            .map(|i| i["ok"].as_u64().unwrap())
-            .sum();
+        let t = |i: &Value| i["t_ms"].as_u64().unwrap();
+        let ok_of = |i: &Value| i["ok"].as_u64().unwrap();
+        // The last call is due just before 95 s and completes after it; the series ends with the
+        // interval of the last completion.
+        assert!(intervals.len() >= 95, "{id}: {} intervals", intervals.len());
+        assert!(intervals.iter().enumerate().all(|(k, i)| t(i) == 1000 * k as u64), "{id}: gapless");
+        let last = intervals.last().unwrap();
+        assert!(ok_of(last) + last["failed"].as_u64().unwrap() > 0, "{id}: the series ends at a completion");
+        // The load counts the calls due in the window (whenever they completed); the series
+        // counts completions. Every call due in the window completes after it opens, so the
+        // intervals from its start hold at least the window's calls; what they hold beyond
+        // that can only be the ramp's calls completing late, and the ramp (0 to 20/s over 5 s)
+        // has 50 calls due.
         let ok = load["ok"].as_u64().unwrap();
-        // The window counts by completion time as the intervals do; the last may straddle its end.
-        assert!(in_window.abs_diff(ok) <= 2, "{id}: intervals {in_window}, window {ok}");
-        // The ramp climbs: its first second holds fewer calls than a steady second.
-        let first = intervals[0]["ok"].as_u64().unwrap();
+        let from_window_on: u64 = intervals.iter().filter(|i| t(i) >= from).map(ok_of).sum();
+        assert!(
+            ok <= from_window_on && from_window_on <= ok + 50,
+            "{id}: intervals from the window on {from_window_on}, window {ok}"
+        );
+        // The ramp climbs: the calls due in its first second are about 2, and no call completes
+        // before it is due.
+        let first = ok_of(&intervals[0]);
         assert!(first < 10, "{id}: {first} calls in the ramp's first second");
+        // One resource reading per interval at most, on the series' clock (a reading the host
+        // delayed stands for its interval, and the next keeps to the clock, so a stall may leave
+        // an interval without one).
         let res = &s["resources"];
-        let n = res["t_ms"].as_array().unwrap().len();
-        assert!((94..=98).contains(&n), "{id}: {n} resource samples");
+        let stamps: Vec<u64> = res["t_ms"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let n = stamps.len();
+        assert!(
+            stamps.windows(2).all(|w| w[0] / 1000 < w[1] / 1000),
+            "{id}: one reading per interval: {stamps:?}"
+        );
+        assert!(n <= intervals.len() + 1 && n >= intervals.len() / 2, "{id}: {n} resource samples");
         assert_eq!(res["rss_bytes"].as_array().unwrap().len(), n);
         assert!(res["cpu_ns"][n - 1].as_u64() > res["cpu_ns"][0].as_u64(), "{id}: CPU time grows");
         assert!(load["soak"]["idle_before"]["estimate"].as_u64() > Some(0), "{id}");
         let cycles = load["soak"]["cycles"].as_array().unwrap();
         assert_eq!(cycles.len(), 2, "{id}");
         for c in cycles {
-            // 20 calls/s for 10 s, all at once (no ramp).
-            assert!((185..=215).contains(&c["ok"].as_u64().unwrap()), "{id}: {c}");
+            // 20 calls/s for 10 s, all at once (no ramp): 200 due. A slot a stalled host leaves
+            // untaken at the end is dropped, so fewer may be answered, never more.
+            assert!((100..=200).contains(&c["ok"].as_u64().unwrap()), "{id}: {c}");
             assert_eq!(c["failed"], 0, "{id}: {c}");
             assert!(
                 c["peak_rss_bytes"].as_u64() > Some(0) && c["after"]["n"].as_u64() >= Some(3),
@@ -127,7 +150,11 @@ fn a_known_leak_is_recovered_within_its_interval_and_a_clean_server_names_none()
     // The truth: 64 KiB per call answered, at the rate the steady phase answered them.
     let leaky = &by("leaky")["metrics"]["load"];
     let per_hour = leaky["ok"].as_f64().unwrap() / (leaky["window_ms"].as_f64().unwrap() / 3.6e6);
-    assert!((per_hour / 3600.0 - RATE).abs() < 0.5, "the open loop kept its rate: {per_hour}/h");
+    // Paced at 20/s, it cannot answer faster; slots a stalled host drops make it slower.
+    assert!(
+        per_hour / 3600.0 <= RATE + 0.5 && per_hour / 3600.0 >= 0.8 * RATE,
+        "the open loop kept its rate: {per_hour}/h"
+    );
     let truth = LEAK * per_hour;
     let (est, lo, hi) = slope("leaky");
     eprintln!("leaky: {est:.4e} B/h [{lo:.4e}, {hi:.4e}], true {truth:.4e}");
