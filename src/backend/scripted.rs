@@ -1,7 +1,8 @@
-//! A backend with canned outcomes, for the scheduler's unit tests (never the test that shows a
-//! feature works): cells succeed after a delay, fail with a named reason, or hang until they are
-//! abandoned; it offers whatever CPU topology the test gives it and records every call, which
-//! cells ran at once and on which CPUs.
+//! A backend with canned outcomes, for the scheduler's unit tests and the CLI's hidden
+//! `run --engine scripted` (never the test that shows a feature works): cells succeed after a
+//! delay, fail with a named reason, or hang until they are abandoned; it offers whatever CPU
+//! topology it is given and records every call, which cells ran at once and on which CPUs. Its
+//! records say `scripted` as their engine.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -24,6 +25,35 @@ pub enum Script {
     Fail { after: Duration, reason: FailureReason },
     /// Never ends (until abandoned).
     Hang,
+}
+
+impl Script {
+    /// A script as the CLI's hidden `--script CELL=WHAT` spells it: `ok`, `ok:50ms`, `hang`,
+    /// `fail:crash`, `fail:timeout:2s` (a reason as records name it, then how long before).
+    pub fn parse(s: &str) -> Result<Script, String> {
+        let mut parts = s.split(':');
+        let after = |p: Option<&str>| -> Result<Duration, String> {
+            p.map_or(Ok(Duration::ZERO), |d| crate::text::parse_duration_ms(d).map(Duration::from_millis))
+        };
+        let script = match parts.next() {
+            Some("ok") => Script::Ok { after: after(parts.next())?, cold_start_ns: 1_000_000 },
+            Some("hang") => Script::Hang,
+            Some("fail") => {
+                let reason =
+                    parts.next().ok_or_else(|| format!("{s:?}: fail needs a reason (fail:crash)"))?;
+                let reason =
+                    serde_json::from_value(serde_json::Value::String(reason.into())).map_err(|_| {
+                        format!("{s:?}: {reason:?} is no failure reason (crash, timeout, oom, ...)")
+                    })?;
+                Script::Fail { after: after(parts.next())?, reason }
+            }
+            _ => return Err(format!("{s:?}: expected ok[:DURATION], hang or fail:REASON[:DURATION]")),
+        };
+        match parts.next() {
+            Some(extra) => Err(format!("{s:?}: unexpected {extra:?}")),
+            None => Ok(script),
+        }
+    }
 }
 
 /// See the module documentation.
@@ -191,5 +221,36 @@ impl Backend for ScriptedBackend {
     async fn abandon(&self, run_id: &str) -> usize {
         self.call(format!("abandon {run_id}"));
         self.running()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Script;
+    use crate::spec::FailureReason;
+    use std::time::Duration;
+
+    #[test]
+    fn scripts_parse_as_the_cli_spells_them_and_bad_ones_say_what_is_expected() {
+        assert_eq!(Script::parse("ok"), Ok(Script::Ok { after: Duration::ZERO, cold_start_ns: 1_000_000 }));
+        assert_eq!(
+            Script::parse("ok:50ms"),
+            Ok(Script::Ok { after: Duration::from_millis(50), cold_start_ns: 1_000_000 })
+        );
+        assert_eq!(Script::parse("hang"), Ok(Script::Hang));
+        assert_eq!(
+            Script::parse("fail:wrong_result:2s"),
+            Ok(Script::Fail { after: Duration::from_secs(2), reason: FailureReason::WrongResult })
+        );
+        for (bad, says) in [
+            ("fail", "needs a reason"),
+            ("fail:bogus", "no failure reason"),
+            ("ok:5", "unknown unit"),
+            ("hang:1s", "unexpected"),
+            ("sleep", "expected ok"),
+        ] {
+            let err = Script::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

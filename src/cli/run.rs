@@ -10,6 +10,7 @@ use super::{run_options, tokio_runtime, Checkout};
 use crate::backend::containers::docker::DockerEngine;
 use crate::backend::containers::ContainersBackend;
 use crate::backend::native::{NativeBackend, NativeEngine};
+use crate::backend::scripted::{Script, ScriptedBackend};
 use crate::backend::AnyBackend;
 use crate::orchestrate::{self, RunOptions, RunSummary};
 use crate::recipe::RecipeBook;
@@ -57,6 +58,11 @@ pub struct RunArgs {
     /// when an engine answers, otherwise native, with a notice).
     #[arg(long, default_value = "auto", value_enum, hide_possible_values = true)]
     engine: EngineChoice,
+    /// With the hidden `--engine scripted` (the CLI's own tests, as hyperfine's debug mode):
+    /// what a cell does instead of running, `CELL=WHAT` with WHAT `ok[:DURATION]`, `hang` or
+    /// `fail:REASON[:DURATION]`; CELL `*` for every cell not named (default `ok`).
+    #[arg(long, value_name = "CELL=WHAT", hide = true)]
+    script: Vec<String>,
     /// Run several cells at once, each on its own CPUs, no two sharing a physical core
     /// (recorded in each cell's placement). On a host with too few cores for two cells this
     /// runs one at a time and says so.
@@ -199,11 +205,13 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         warmup,
         only,
         engine,
+        script,
         parallel,
         noise,
         cluster,
     } = args;
     cluster.check()?;
+    let scripted = scripted_backend(engine, &script)?;
     let mut adjust = |s: &mut Scenario| {
         s.override_load_times(warmup, duration);
         noise.adjust(s);
@@ -220,9 +228,10 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
     opts.parallel = parallel;
     noise.options(&mut opts);
     let summary = tokio_runtime().block_on(async {
-        let backends = match cluster.backend {
-            BackendChoice::Local => backends(engine, &opts, true).await?,
-            BackendChoice::Slurm => vec![slurm_backend(engine, &cluster, &opts, true).await?],
+        let backends = match (cluster.backend, scripted) {
+            (BackendChoice::Local, Some(s)) => vec![AnyBackend::Scripted(s)],
+            (BackendChoice::Local, None) => backends(engine, &opts, true).await?,
+            (BackendChoice::Slurm, _) => vec![slurm_backend(engine, &cluster, &opts, true).await?],
         };
         run_with(&backends, &scenario, &resume, &recipes, &opts, &mut adjust).await
     })?;
@@ -256,6 +265,38 @@ pub enum EngineChoice {
     Docker,
     /// Host processes in lab cgroups.
     Native,
+    /// Canned outcomes (`--script`), nothing run: for the CLI's own tests of progress,
+    /// interruption and resumption, which then wait on events instead of an engine.
+    #[value(hide = true)]
+    Scripted,
+}
+
+/// The scripted backend `--engine scripted` asks for, on this host's topology, with the cells'
+/// scripts; None for every other engine (`--script` without it is refused).
+fn scripted_backend(engine: EngineChoice, script: &[String]) -> Result<Option<ScriptedBackend>, Exit> {
+    if engine != EngineChoice::Scripted {
+        return match script.first() {
+            Some(_) => Err(Exit::input("--script needs --engine scripted")),
+            None => Ok(None),
+        };
+    }
+    let mut default = Script::Ok { after: std::time::Duration::ZERO, cold_start_ns: 1_000_000 };
+    let mut named = Vec::new();
+    for s in script {
+        let (cell, what) =
+            s.split_once('=').ok_or_else(|| Exit::input(format!("--script {s:?}: expected CELL=WHAT")))?;
+        let what = Script::parse(what).map_err(|e| Exit::input(format!("--script {e}")))?;
+        match cell {
+            "*" => default = what,
+            cell => named.push((cell.to_string(), what)),
+        }
+    }
+    let backend = named
+        .into_iter()
+        .fold(ScriptedBackend::new(crate::backend::Topology::host(), default), |b, (cell, what)| {
+            b.script(&cell, what)
+        });
+    Ok(Some(backend))
 }
 
 /// The backends `--engine` allows that answer here, in the order cells without an engine of
@@ -323,6 +364,7 @@ pub(super) async fn slurm_backend(
         EngineChoice::Native => {
             NodeBackend::Native(NativeBackend::new(NativeEngine::new().map_err(env_err)?, config.clone()))
         }
+        EngineChoice::Scripted => return Err(Exit::input("--engine scripted runs cells on this host only")),
         EngineChoice::Auto | EngineChoice::Docker => {
             let docker = DockerEngine::connect().await.map_err(env_err)?;
             NodeBackend::Containers(ContainersBackend::new(docker, config.clone()).await.map_err(env_err)?)
