@@ -33,42 +33,30 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-liberation >&2 ||
     { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-liberation >&2; }
 fi
-# Every target is compiled first. Then tests/e2e_soak.rs (two servers under 20 calls/s for about
-# four minutes: it mostly waits, and what it checks is memory) runs beside tests/e2e_all_images.rs
-# (every image built and both gates run: it keeps the CPUs busy and times nothing), which a cold
-# machine spends most of the suite on; everything else runs after them, one test binary at a
-# time, with the host to itself.
-cargo test --all-targets --no-run "$@"
-soak_log=$(mktemp)
-# The soak in a process group of its own: an interrupted or failed suite stops it (benchlab takes
-# SIGTERM as an interruption and removes the cell's containers) rather than leaving it running.
-setsid cargo test --test e2e_soak "$@" >"$soak_log" 2>&1 &
-soak=$!
-stop_soak() {
-  if kill -0 "$soak" 2>/dev/null; then
-    kill -TERM -- "-$soak" 2>/dev/null || true
-    wait "$soak" 2>/dev/null || true
-  fi
-  rm -f "$soak_log"
-}
-trap stop_soak EXIT
-trap 'exit 130' INT TERM
-all_images=0
-cargo test --test e2e_all_images "$@" || all_images=$?
-soak_status=0
-wait "$soak" || soak_status=$?
-echo "---- tests/e2e_soak.rs, which ran beside tests/e2e_all_images.rs ----"
-cat "$soak_log"
-if [ "$all_images" -ne 0 ] || [ "$soak_status" -ne 0 ]; then
-  echo "test.sh: tests/e2e_all_images.rs exited $all_images and tests/e2e_soak.rs $soak_status" >&2
-  exit 1
-fi
+# The tiers: plain `cargo test` is the tier that needs nothing of the host; `--features e2e` adds
+# the tests that need the engine, root, Chromium, Slurm or the venv made ready above (Cargo.toml
+# lists them). Every target is compiled first. Then two phases, so that no test that measures
+# shares the host with an image build:
+#   1. tests/e2e_images.rs alone: every image built (three builds at once), the lockers run; it
+#      times nothing, and a cold machine spends most of the suite here.
+#   2. everything else, one test binary at a time, on a host no build is using: the gates, the
+#      soak, every other end-to-end test and the tier that needs nothing.
+# --no-fail-fast: a failing binary does not stop the others, so one run shows every failure.
+tier=(--features e2e)
+cargo test "${tier[@]}" --all-targets --no-run "$@"
+phase() { printf '\n==== test.sh: %s (%s) ====\n' "$1" "$(date -u +%H:%M:%S)"; }
+started=$(date +%s)
+phase "phase 1: tests/e2e_images.rs, every image built, nothing timed"
+cargo test "${tier[@]}" --test e2e_images "$@"
+built=$(date +%s)
+phase "phase 2: every other test binary, one at a time"
 rest=()
 for t in tests/*.rs; do
   t=$(basename "$t" .rs)
-  case $t in e2e_soak | e2e_all_images) ;; *) rest+=(--test "$t") ;; esac
+  [ "$t" = e2e_images ] || rest+=(--test "$t")
 done
-cargo test --lib --bins --benches "${rest[@]}" "$@"
+cargo test "${tier[@]}" --no-fail-fast --lib --bins --benches "${rest[@]}" "$@"
+phase "phases done: images $(( built - started )) s, the rest $(( $(date +%s) - built )) s"
 
 # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on
 # stable, always (sharing target/, so only the lab itself is rebuilt).

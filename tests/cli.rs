@@ -70,23 +70,6 @@ fn no_engine_is_an_environment_error_that_says_what_to_do() {
 }
 
 #[test]
-fn without_an_engine_the_main_job_falls_back_to_the_native_engine_and_says_so() {
-    let d = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", "scenarios/quickstart.toml", "--results"])
-        .arg(d.path())
-        .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", d.path().display()))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("notice: no container engine answers") && err.contains("native engine"), "{err}");
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("mcp-2.3.0") && table.contains("null"), "{table}");
-}
-
-#[test]
 fn a_report_from_a_damaged_store_says_so() {
     let run = std::fs::read_dir(format!("{}/results/seed-000-stdio", env!("CARGO_MANIFEST_DIR")))
         .unwrap()

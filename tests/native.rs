@@ -574,3 +574,22 @@ fn launched(mut spec: DriverSpec, env: &benchlab::backend::native::NativeEnv) ->
     spec.server = env.launch.clone();
     spec
 }
+
+/// The main job without an engine: the quickstart runs on the native engine (its servers
+/// installed from the lockfiles), with a notice that says so.
+#[test]
+fn without_an_engine_the_main_job_falls_back_to_the_native_engine_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(exe())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "scenarios/quickstart.toml", "--results"])
+        .arg(d.path())
+        .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", d.path().display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("notice: no container engine answers") && err.contains("native engine"), "{err}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("mcp-2.3.0") && table.contains("null"), "{table}");
+}
