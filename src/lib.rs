@@ -25,6 +25,7 @@ pub mod scenario;
 pub mod services;
 pub mod shim;
 pub mod site;
+pub mod source;
 pub mod spec;
 pub mod stats;
 pub mod text;

@@ -32,6 +32,7 @@ mod schema;
 mod service_api;
 mod shim;
 mod site;
+mod source;
 mod status;
 mod verify;
 mod worker;
@@ -164,6 +165,11 @@ pub enum Command {
     ///
     /// Example: benchlab service-api --port 8901 --seed 1
     ServiceApi(service_api::ServiceApiArgs),
+    /// A server's own code by content: `source fetch` fetches every server `source` of a
+    /// scenario (a git commit, a folder, a tarball) into the cache and prints its tree hash.
+    ///
+    /// Example: benchlab source fetch scenarios/repro.toml --source-mirror URL=PATH
+    Source(source::SourceArgs),
     /// Where a run on a Slurm cluster stands: each cell queued, running (node, CPUs, attempt) or
     /// done, with its job's Slurm state, beside the records written so far.
     ///
@@ -240,6 +246,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Lock(args) => lock::run(args),
         Command::NullServer(args) => null_server::run(args),
         Command::ServiceApi(args) => service_api::run(args),
+        Command::Source(args) => source::run(args),
         Command::Status(args) => status::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Schema => schema::run(),

@@ -166,6 +166,19 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
+        // A server's own source is fetched and hashed (`benchlab source fetch`), but nothing
+        // builds an image from it yet: refused here, where the user sees it, before anything runs.
+        if let Some(src) = &s.source {
+            return Err(scenario.error_at(
+                src.span(),
+                format!(
+                    "server {:?}: a server built from its own `source` cannot be run yet (`benchlab source fetch` \
+                     fetches and hashes it; building its Dockerfile is not implemented)",
+                    s.id.get_ref()
+                ),
+            )
+            .into());
+        }
         // A server of a matrix's `placements` axis has its own mode.
         let placement = match &s.placement {
             Some(mode) if *mode.get_ref() != scenario.placement.mode => placement::choose(

@@ -232,6 +232,7 @@ impl RawMatrix {
             bytecode: None,
             workers: None,
             startup_ms: None,
+            source: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 mod matrix;
 mod raw;
 mod services;
+mod sources;
 mod validate;
 mod workload;
 
@@ -19,6 +20,7 @@ use raw::RawScenario;
 pub use matrix::DEFAULT_LOCKFILES;
 pub use raw::{Bytecode, EngineKind, ServerEntry, SourceStatement, StatedHardware};
 pub use services::DEFAULT_SEED;
+pub use sources::SourceRef;
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone)]
@@ -212,6 +214,7 @@ impl Scenario {
             });
         }
         s.check_servers()?;
+        s.server_sources()?;
         if let Some(r) = &repeats {
             if !(1..=1000).contains(r.get_ref()) {
                 return Err(s.error_at(r.span(), "`repeats` is from 1 to 1000"));

@@ -67,6 +67,22 @@ pub struct ServerEntry {
     /// `[timeouts] startup_ms`: a server known to be slow to import, or one expected to fail by
     /// never starting, which need not hold the run for the whole scenario's wait.
     pub startup_ms: Option<Spanned<u64>>,
+    /// The server's own code, pinned by content: `{ git = URL, commit = HASH, path = "dir" }`,
+    /// `{ dir = "folder" }` or `{ tarball = "file.tgz", sha256 = "…" }` (`benchlab source fetch`).
+    pub source: Option<Spanned<RawServerSource>>,
+}
+
+/// A server's `source` as written: one origin (git with its commit, a folder, or a tarball with
+/// its sha256) and the folder inside it that holds the server.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServerSource {
+    pub git: Option<Spanned<String>>,
+    pub commit: Option<Spanned<String>>,
+    pub dir: Option<Spanned<String>>,
+    pub tarball: Option<Spanned<String>>,
+    pub sha256: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
 }
 
 /// Whether a CPython image holds compiled bytecode of its installed packages.

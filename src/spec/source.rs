@@ -41,3 +41,53 @@ pub struct StatedHardware {
     /// Logical CPUs.
     pub cpus: u32,
 }
+
+/// Where a server's own code comes from (`[[server]] source = { … }`), pinned by content: a git
+/// repository at a commit, a local folder, or a tarball with its sha256; `path` is the folder
+/// inside it that holds the server (its Dockerfile), empty for the whole tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSource {
+    pub origin: SourceOrigin,
+    /// A relative folder inside the origin's tree, `/`-separated, without `.` or `..` parts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+}
+
+/// The three kinds of origin a server's code can have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum SourceOrigin {
+    /// A git repository (its URL, fetched through a mirror where one is given) at a commit: the
+    /// scenario's (a full or abbreviated hash) until it is fetched, the full hash after.
+    Git { url: String, commit: String },
+    /// A local folder, as the scenario names it (relative to the scenario's folder).
+    Dir { dir: String },
+    /// A tarball (`.tar`, `.tar.gz`, `.tgz`) on this host, relative to the scenario's folder,
+    /// with the sha256 of its bytes.
+    Tarball { file: String, sha256: String },
+}
+
+impl SourceOrigin {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceOrigin::Git { .. } => "git",
+            SourceOrigin::Dir { .. } => "dir",
+            SourceOrigin::Tarball { .. } => "tarball",
+        }
+    }
+}
+
+/// A server's source as fetched: its origin with the full commit, and the tree's content hash
+/// (`source::tree`'s listing, format 1), which is what pins it: two fetches with the same
+/// `tree_sha256` hold the same files, byte for byte, with the same modes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchedSource {
+    pub source: ServerSource,
+    pub tree_sha256: String,
+    /// Regular files and symbolic links in the tree.
+    pub files: u64,
+    /// Their bytes (a link counts its target's length).
+    pub bytes: u64,
+}

@@ -1,0 +1,123 @@
+//! `benchlab source fetch`: every server source of a scenario fetched into the content-addressed
+//! cache and hashed, printed as a table or JSON; a problem is reported at the scenario key it
+//! belongs to. Fetching and hashing live in `crate::source`.
+
+use std::path::PathBuf;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+
+use super::exit::{Exit, OK};
+use super::Checkout;
+use crate::source::{self, Mirrors};
+use crate::spec::SourceOrigin;
+
+#[derive(Debug, clap::Args)]
+pub struct SourceArgs {
+    #[command(subcommand)]
+    command: SourceCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum SourceCommand {
+    /// Fetch every server's `source` of a scenario into the cache (<work>/sources/trees/<sha256>)
+    /// and print its tree hash: a git commit (through --source-mirror where the host has no
+    /// network), a folder, or a tarball checked against its sha256. A commit or tarball already
+    /// fetched is read from the cache.
+    ///
+    /// The tree hash is the sha256 of the tree's listing (one line per file: kind, mode, the
+    /// file's sha256, its path), kept beside the tree: the same files give the same hash whatever
+    /// their origin.
+    ///
+    /// Example: benchlab source fetch scenarios/repro-armantik.toml --source-mirror
+    /// https://github.com/armantik/benchmark-mcp-servers=/srv/mirrors/benchmark-mcp-servers
+    Fetch(FetchArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct FetchArgs {
+    /// The scenario whose servers' sources to fetch.
+    scenario: PathBuf,
+    /// A local clone to read a repository's commits from, as URL=PATH (a working copy or a bare
+    /// repository; nothing is written into it). May be given several times.
+    #[arg(long, value_name = "URL=PATH")]
+    source_mirror: Vec<String>,
+    /// `table` (default) or `json` (one object per source: server, source, tree_sha256, files,
+    /// bytes, tree, cached).
+    #[arg(long, short = 'f', default_value = "table", value_parser = ["table", "json"])]
+    format: String,
+    #[command(flatten)]
+    checkout: Checkout,
+}
+
+pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
+    let SourceCommand::Fetch(args) = args.command;
+    let mirrors = Mirrors::parse(&args.source_mirror).map_err(Exit::input)?;
+    let scenario = args.checkout.scenario(&args.scenario)?;
+    let refs = scenario.server_sources().map_err(|e| Exit::input(e.to_string()))?;
+    if refs.is_empty() {
+        return Err(Exit::input(format!(
+            "{}: no server has a `source` (write `source = {{ git = URL, commit = HASH, path = \"dir\" }}` on a [[server]])",
+            args.scenario.display()
+        )));
+    }
+    let base = args.scenario.parent().map(PathBuf::from).unwrap_or_default();
+    let cache = source::cache_root(&super::work_dir());
+    let mut fetched = Vec::new();
+    for r in &refs {
+        let f = source::fetch(&r.source, &base, &mirrors, &cache).map_err(|e| match e.field() {
+            Some(field) => Exit::input(
+                scenario.error_at(r.span_of(field), format!("server {:?}: {e}", r.server)).to_string(),
+            ),
+            None => Exit::environment(format!("server {:?}: {e}", r.server)),
+        })?;
+        fetched.push((r.server.clone(), f));
+    }
+    if args.format == "json" {
+        let list: Vec<serde_json::Value> = fetched
+            .iter()
+            .map(|(server, f)| {
+                serde_json::json!({
+                    "server": server,
+                    "source": f.record.source,
+                    "tree_sha256": f.record.tree_sha256,
+                    "files": f.record.files,
+                    "bytes": f.record.bytes,
+                    "tree": f.tree_dir,
+                    "cached": f.cached,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).expect("JSON"));
+        return Ok(OK);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "server",
+        "origin",
+        "at",
+        "path",
+        "tree sha256",
+        "files",
+        "",
+    ]);
+    for (server, f) in &fetched {
+        let s = &f.record.source;
+        let (origin, at) = match &s.origin {
+            SourceOrigin::Git { url, commit } => (url.clone(), commit[..12].to_string()),
+            SourceOrigin::Dir { dir } => (dir.clone(), "folder".to_string()),
+            SourceOrigin::Tarball { file, sha256 } => (file.clone(), format!("sha256 {}", &sha256[..12])),
+        };
+        t.add_row([
+            server.clone(),
+            origin,
+            at,
+            if s.path.is_empty() { "/".into() } else { s.path.clone() },
+            f.record.tree_sha256[..16].to_string(),
+            format!("{} ({} B)", f.record.files, f.record.bytes),
+            if f.cached { "cached".into() } else { "fetched".into() },
+        ]);
+    }
+    println!("{t}");
+    eprintln!("trees in {}/trees (each beside its listing, <sha256>.listing)", cache.display());
+    Ok(OK)
+}

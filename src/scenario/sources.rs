@@ -1,0 +1,174 @@
+//! A server's `source = { … }`: checked where it is written (one origin, its commit or sha256,
+//! a path inside the tree) and turned into `spec::ServerSource`, each key's place kept so that a
+//! fetch's problem (a commit not in the mirror, a wrong sha256) is reported at that key.
+
+use std::ops::Range;
+
+use super::raw::RawServerSource;
+use super::{Scenario, ScenarioError};
+use crate::source::SourceField;
+use crate::spec::{ServerSource, SourceOrigin};
+
+/// A server's source with the place of each of its keys in the scenario file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceRef {
+    pub server: String,
+    pub source: ServerSource,
+    /// The whole `source` value.
+    pub span: Range<usize>,
+    keys: Vec<(SourceField, Range<usize>)>,
+}
+
+impl SourceRef {
+    /// Where `field` is written (the whole `source` value when it is not).
+    pub fn span_of(&self, field: SourceField) -> Range<usize> {
+        self.keys.iter().find(|(f, _)| *f == field).map_or_else(|| self.span.clone(), |(_, s)| s.clone())
+    }
+}
+
+fn hex(s: &str, lengths: std::ops::RangeInclusive<usize>) -> bool {
+    lengths.contains(&s.len()) && s.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// `path` as a tree keeps it (`a/b`), or why it cannot be one.
+fn tree_path(p: &str) -> Result<String, String> {
+    let parts: Vec<&str> = p.split('/').filter(|x| !x.is_empty() && *x != ".").collect();
+    if p.starts_with('/') || parts.contains(&"..") {
+        return Err(format!("path {p:?} must be a folder inside the source (relative, without `..`)"));
+    }
+    Ok(parts.join("/"))
+}
+
+impl Scenario {
+    /// Every server's source, checked; servers without one are left out.
+    pub fn server_sources(&self) -> Result<Vec<SourceRef>, ScenarioError> {
+        let mut out = Vec::new();
+        for srv in &self.servers {
+            let Some(raw) = &srv.source else { continue };
+            let id = srv.id.get_ref();
+            let r = self
+                .source_ref(id, raw.get_ref(), raw.span())
+                .map_err(|(span, m)| self.error_at(span, format!("server {id:?}: {m}")))?;
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    fn source_ref(
+        &self,
+        server: &str,
+        r: &RawServerSource,
+        span: Range<usize>,
+    ) -> Result<SourceRef, (Range<usize>, String)> {
+        let mut keys = Vec::new();
+        let mut key = |f: SourceField, v: &Option<toml::Spanned<String>>| {
+            v.as_ref().map(|v| {
+                keys.push((f, v.span()));
+                (v.get_ref().clone(), v.span())
+            })
+        };
+        let git = key(SourceField::Git, &r.git);
+        let commit = key(SourceField::Commit, &r.commit);
+        let dir = key(SourceField::Dir, &r.dir);
+        let tarball = key(SourceField::Tarball, &r.tarball);
+        let sha256 = key(SourceField::Sha256, &r.sha256);
+        let path = key(SourceField::Path, &r.path);
+        let origin = match (git, dir, tarball) {
+            (Some((url, _)), None, None) => {
+                let (commit, at) =
+                    commit.clone().ok_or((span.clone(), "a git source needs its `commit`".to_string()))?;
+                if !hex(&commit, 7..=40) {
+                    return Err((
+                        at,
+                        format!("commit {commit:?} must be a commit hash (7 to 40 hex digits)"),
+                    ));
+                }
+                SourceOrigin::Git { url, commit }
+            }
+            (None, Some((dir, _)), None) => SourceOrigin::Dir { dir },
+            (None, None, Some((file, _))) => {
+                let (sha, at) = sha256
+                    .clone()
+                    .ok_or((span.clone(), "a tarball source needs its `sha256`".to_string()))?;
+                if !hex(&sha, 64..=64) {
+                    return Err((at, format!("sha256 {sha:?} must be 64 hex digits")));
+                }
+                SourceOrigin::Tarball { file, sha256: sha.to_ascii_lowercase() }
+            }
+            _ => {
+                return Err((
+                    span,
+                    "a source is one of `git` (with `commit`), `dir` or `tarball` (with `sha256`)"
+                        .to_string(),
+                ))
+            }
+        };
+        let stray = match &origin {
+            SourceOrigin::Git { .. } => sha256.map(|(_, s)| (s, "`sha256` belongs to a tarball source")),
+            SourceOrigin::Tarball { .. } => commit.map(|(_, s)| (s, "`commit` belongs to a git source")),
+            SourceOrigin::Dir { .. } => commit
+                .map(|(_, s)| (s, "`commit` belongs to a git source"))
+                .or(sha256.map(|(_, s)| (s, "`sha256` belongs to a tarball source"))),
+        };
+        if let Some((at, m)) = stray {
+            return Err((at, m.to_string()));
+        }
+        let path = match path {
+            Some((p, at)) => tree_path(&p).map_err(|m| (at, m))?,
+            None => String::new(),
+        };
+        Ok(SourceRef { server: server.to_string(), source: ServerSource { origin, path }, span, keys })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+    use crate::source::SourceField;
+    use crate::spec::SourceOrigin;
+
+    fn with_source(source: &str) -> Result<Vec<super::SourceRef>, String> {
+        let text = format!(
+            "name = \"s\"\n[[server]]\nid = \"py\"\nfamily = \"python-mcp\"\nversion = \"2.3.0\"\nsource = {source}\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n"
+        );
+        let s = Scenario::parse(std::path::Path::new("s.toml"), text).map_err(|e| e.to_string())?;
+        s.server_sources().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_git_a_folder_and_a_tarball_source_parse_with_their_keys_placed() {
+        let r = with_source(r#"{ git = "https://h/o/r", commit = "ccb84cf", path = "./python-server/" }"#)
+            .unwrap();
+        assert_eq!(
+            r[0].source.origin,
+            SourceOrigin::Git { url: "https://h/o/r".into(), commit: "ccb84cf".into() }
+        );
+        assert_eq!(r[0].source.path, "python-server");
+        assert!(r[0].span_of(SourceField::Commit).start > r[0].span_of(SourceField::Git).start);
+        let r = with_source(r#"{ dir = "servers/py" }"#).unwrap();
+        assert_eq!(r[0].source.origin, SourceOrigin::Dir { dir: "servers/py".into() });
+        let sha = "A".repeat(64);
+        let r = with_source(&format!(r#"{{ tarball = "s.tgz", sha256 = "{sha}", path = "s" }}"#)).unwrap();
+        assert_eq!(
+            r[0].source.origin,
+            SourceOrigin::Tarball { file: "s.tgz".into(), sha256: "a".repeat(64) }
+        );
+    }
+
+    #[test]
+    fn a_bad_source_is_refused_at_its_key_with_what_to_write() {
+        for (source, line_col, says) in [
+            (r#"{ git = "u" }"#, "s.toml:6:10", "needs its `commit`"),
+            (r#"{ git = "u", commit = "xyz" }"#, "s.toml:6:32", "7 to 40 hex digits"),
+            (r#"{ git = "u", dir = "d" }"#, "s.toml:6:10", "one of `git`"),
+            (r#"{ tarball = "t.tgz" }"#, "s.toml:6:10", "needs its `sha256`"),
+            (r#"{ tarball = "t", sha256 = "00" }"#, "s.toml:6:36", "64 hex digits"),
+            (r#"{ dir = "d", commit = "abcdefa" }"#, "s.toml:6:32", "`commit` belongs to a git source"),
+            (r#"{ dir = "d", path = "../up" }"#, "s.toml:6:30", "without `..`"),
+            (r#"{ dir = "d", branch = "main" }"#, "s.toml:6:23", "unknown field `branch`"),
+        ] {
+            let e = with_source(source).unwrap_err();
+            assert!(e.starts_with(line_col) && e.contains(says), "{source}: {e}");
+        }
+    }
+}
