@@ -184,3 +184,42 @@ fn bad_sources_are_refused_at_their_key_with_exit_2_and_nothing_stored() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("byo.toml:7:10") && err.contains("cannot be run yet"), "{err}");
 }
+
+#[test]
+fn a_compose_file_imports_to_a_scenario_whose_sources_fetch_and_an_existing_file_is_kept() {
+    let lab = Lab::new();
+    let compose = "services:\n  py:\n    build: ./py\n    environment:\n      - MODE=bench\n    deploy:\n      resources:\n        limits:\n          cpus: \"1.0\"\n          memory: 1G\n  node:\n    build: ./node\n";
+    std::fs::write(lab.dir.path().join("repo/docker-compose.yml"), compose).unwrap();
+    let out_file = lab.dir.path().join("imported.toml");
+    let import = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["import", "compose"])
+            .arg(lab.dir.path().join("repo/docker-compose.yml"))
+            .args(["--git", URL, "--commit", &lab.commit, "-o"])
+            .arg(&out_file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = import(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    assert!(text.contains("# lab: CPU limit 1.0 (a quota)") && text.contains("memory = \"1GiB\""), "{text}");
+    assert!(text.contains("env = { MODE = \"bench\" }"), "{text}");
+
+    let fetched = lab.lab(&["source", "fetch", "-f", "json"], &out_file);
+    assert_eq!(fetched.status.code(), Some(0), "{}", stderr(&fetched));
+    let v: Value = serde_json::from_slice(&fetched.stdout).unwrap();
+    let servers: Vec<&str> = v.as_array().unwrap().iter().map(|s| s["server"].as_str().unwrap()).collect();
+    assert_eq!(servers, ["node", "py"]);
+    assert_eq!(
+        v[1]["tree_sha256"],
+        expected_py_hash().as_str(),
+        "the compose's py/ is the tree hashed above"
+    );
+
+    let again = import(&[]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(stderr(&again).contains("never overwrites"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), text, "the first skeleton is kept");
+}

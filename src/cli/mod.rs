@@ -21,6 +21,7 @@ mod diff_env;
 mod driver;
 pub mod exit;
 mod fingerprint;
+mod import;
 mod lock;
 mod measure;
 mod null_server;
@@ -165,6 +166,12 @@ pub enum Command {
     ///
     /// Example: benchlab service-api --port 8901 --seed 1
     ServiceApi(service_api::ServiceApiArgs),
+    /// Turn a benchmark's own files into a scenario: `import compose` writes a skeleton from its
+    /// compose file (servers as sources, their environment and limits, what the lab cannot take
+    /// as written in `# lab:` comments).
+    ///
+    /// Example: benchlab import compose docker-compose.yml --git URL --commit HASH -o repro.toml
+    Import(import::ImportArgs),
     /// A server's own code by content: `source fetch` fetches every server `source` of a
     /// scenario (a git commit, a folder, a tarball) into the cache and prints its tree hash.
     ///
@@ -246,6 +253,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Lock(args) => lock::run(args),
         Command::NullServer(args) => null_server::run(args),
         Command::ServiceApi(args) => service_api::run(args),
+        Command::Import(args) => import::run(args),
         Command::Source(args) => source::run(args),
         Command::Status(args) => status::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),

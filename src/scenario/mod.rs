@@ -4,6 +4,7 @@
 //! reads the file and nothing else: recipes are resolved by the orchestrator, before anything is
 //! built.
 
+pub mod compose;
 mod matrix;
 mod raw;
 mod services;

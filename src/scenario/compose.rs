@@ -1,0 +1,382 @@
+//! `benchlab import compose`: a benchmark's compose file turned into a scenario skeleton, as text
+//! with comments. Each service with a `build` becomes a `[[server]]` whose `source` is its build
+//! context (in the benchmark's repository at a commit, or a folder beside the scenario), with its
+//! environment and memory limit; each item the lab cannot take as it is written (a CPU quota,
+//! ports, health checks, images from a registry, networks) gets a `# lab:` comment saying what
+//! the lab does instead. Pure: compose text in, scenario text out.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::Value;
+
+/// Where the skeleton's sources point.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The scenario's `name`.
+    pub name: String,
+    /// The compose file as the user named it (for the header).
+    pub file: String,
+    /// The benchmark's repository and commit: sources become `git` ones; None: `dir` ones,
+    /// relative to where the scenario will be written (`context_prefix`).
+    pub git: Option<(String, String)>,
+    /// Where the compose file's folder is, seen from the scenario's folder (for `dir` sources
+    /// and files such as a mock's expectations), `/`-separated, empty for the same folder.
+    pub context_prefix: String,
+    /// The compose folder's path inside the repository (for `git` sources), empty at its top.
+    pub repo_prefix: String,
+}
+
+/// Why a compose file cannot be turned into a skeleton.
+#[derive(Debug, thiserror::Error)]
+pub enum ComposeError {
+    #[error("{file}: {message}")]
+    Yaml { file: String, message: String },
+    #[error("{file}: {at}: {message}")]
+    At { file: String, at: String, message: String },
+}
+
+fn q(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn join(prefix: &str, rel: &str) -> String {
+    let rel = rel.trim_start_matches("./").trim_end_matches('/');
+    let rel = if rel == "." { "" } else { rel };
+    match (prefix.is_empty(), rel.is_empty()) {
+        (true, _) => rel.to_string(),
+        (false, true) => prefix.to_string(),
+        (false, false) => format!("{prefix}/{rel}"),
+    }
+}
+
+/// A compose scalar as text (`cpus: 1.0` or `"1.0"`).
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Compose's memory size (`1G`, `512m`, `1gb`, bytes) as the scenario writes it (`1GiB`):
+/// compose's units are binary.
+fn memory(s: &str) -> Option<String> {
+    let t = s.trim().to_ascii_lowercase();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let n: u64 = n.parse().ok()?;
+    let unit = match unit.trim_end_matches('b') {
+        "" => return Some(n.to_string()),
+        "k" => "KiB",
+        "m" => "MiB",
+        "g" => "GiB",
+        _ => return None,
+    };
+    Some(format!("{n}{unit}"))
+}
+
+/// A service's `environment`, as a list (`K=V`) or a map.
+fn environment(v: Option<&Value>) -> BTreeMap<String, String> {
+    match v {
+        Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), scalar(v).unwrap_or_default())).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|kv| {
+                kv.split_once('=').map_or((kv.to_string(), String::new()), |(k, v)| (k.into(), v.into()))
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The strings of a list (`ports`, `volumes`, a health check's `test`).
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(scalar).collect()).unwrap_or_default()
+}
+
+/// The skeleton scenario of a compose file.
+pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeError> {
+    let file = opts.file.clone();
+    let doc: Value = serde_norway::from_str(compose)
+        .map_err(|e| ComposeError::Yaml { file: file.clone(), message: e.to_string() })?;
+    let at = |at: String, message: String| ComposeError::At { file: file.clone(), at, message };
+    let services = doc
+        .get("services")
+        .and_then(Value::as_object)
+        .ok_or_else(|| at("services".into(), "no `services` map: is this a compose file?".into()))?;
+    let mut out = String::new();
+    let _ = writeln!(out, "# A scenario skeleton written by `benchlab import compose {}`.", opts.file);
+    let _ = writeln!(
+        out,
+        "# Check every line. A `# lab:` comment names what the lab cannot take as it is written,"
+    );
+    let _ = writeln!(
+        out,
+        "# and what it does instead; docs/reproduce.md says what to fill in by hand (the load)."
+    );
+    let _ = writeln!(out, "name = {}", q(&opts.name));
+    let _ = writeln!(out, "description = {}", q(&format!("Reproduction of the benchmark in {}", opts.file)));
+    let mut servers = String::new();
+    let mut others = String::new();
+    let mut memories = Vec::new();
+    for (name, svc) in services {
+        let svc = svc.as_object().ok_or_else(|| at(format!("services.{name}"), "is not a map".into()))?;
+        let limits = svc.get("deploy").and_then(|d| d.pointer("/resources/limits"));
+        let cpus =
+            limits.and_then(|l| l.get("cpus")).and_then(scalar).or_else(|| svc.get("cpus").and_then(scalar));
+        let mem = limits
+            .and_then(|l| l.get("memory"))
+            .and_then(scalar)
+            .or_else(|| svc.get("mem_limit").and_then(scalar));
+        let mut notes = Vec::new();
+        if let Some(c) = &cpus {
+            notes.push(format!(
+                "CPU limit {c} (a quota): cells get whole CPUs of their own (cpusets), not a quota; a quota is not reproduced yet"
+            ));
+        }
+        for p in strings(svc.get("ports")) {
+            notes.push(format!("port {p}: the server's own port and path are not scenario keys yet; nothing is published, the driver reaches it on the cell's loopback"));
+        }
+        if let Some(h) = svc.get("healthcheck") {
+            let test = strings(h.get("test")).join(" ");
+            notes.push(format!("healthcheck `{test}`: the lab waits for the MCP handshake instead"));
+        }
+        for (key, instead) in [
+            ("container_name", "cells name their own containers"),
+            ("networks", "a cell has a network of its own, loopback only"),
+            ("depends_on", "a cell's services are ready before its server starts"),
+            ("restart", "a server that exits fails its cell"),
+            ("platform", "images are built for this host's platform"),
+        ] {
+            if svc.contains_key(key) {
+                notes.push(format!("`{key}`: {instead}"));
+            }
+        }
+        let env = environment(svc.get("environment"));
+        match (svc.get("build"), svc.get("image").and_then(Value::as_str)) {
+            (Some(build), _) => {
+                let (context, dockerfile) = match build {
+                    Value::String(c) => (c.clone(), None),
+                    Value::Object(b) => (
+                        b.get("context").and_then(Value::as_str).unwrap_or(".").to_string(),
+                        b.get("dockerfile").and_then(Value::as_str).map(String::from),
+                    ),
+                    _ => {
+                        return Err(at(
+                            format!("services.{name}.build"),
+                            "is neither a path nor a map".into(),
+                        ))
+                    }
+                };
+                if let Some(d) = dockerfile {
+                    notes.push(format!(
+                        "dockerfile {d}: a source is built from the Dockerfile at its path's top"
+                    ));
+                }
+                if let Some(m) = &mem {
+                    memories.push((name.clone(), m.clone()));
+                }
+                let source = match &opts.git {
+                    Some((url, commit)) => format!(
+                        "{{ git = {}, commit = {}, path = {} }}",
+                        q(url),
+                        q(commit),
+                        q(&join(&opts.repo_prefix, &context))
+                    ),
+                    None => format!("{{ dir = {} }}", q(&join(&opts.context_prefix, &context))),
+                };
+                let _ = writeln!(servers, "\n[[server]]\nid = {}", q(name));
+                let _ = writeln!(servers, "family = {}   # a label for reports (the SDK it uses)", q(name));
+                let _ = writeln!(servers, "source = {source}");
+                let _ = writeln!(
+                    servers,
+                    "transport = \"streamable-http\"   # lab: compose does not say; check the load script"
+                );
+                if !env.is_empty() {
+                    let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
+                    let _ = writeln!(servers, "env = {{ {} }}", kv.join(", "));
+                }
+                for n in notes {
+                    let _ = writeln!(servers, "# lab: {n}");
+                }
+            }
+            (None, Some(image)) => {
+                let _ = writeln!(others, "\n# lab: service {name:?} runs the image {image}, which cannot be pulled here (no container");
+                let _ = writeln!(
+                    others,
+                    "# lab: registry is reached); the lab starts only services it can build."
+                );
+                if image.starts_with("mockserver/mockserver") {
+                    let init = env.get("MOCKSERVER_INITIALIZATION_JSON_PATH").cloned().unwrap_or_default();
+                    let host_file = strings(svc.get("volumes")).into_iter().find_map(|v| {
+                        let mut parts = v.splitn(3, ':');
+                        let (host, inside) = (parts.next()?, parts.next()?);
+                        (inside == init).then(|| host.to_string())
+                    });
+                    let port = strings(svc.get("ports"))
+                        .first()
+                        .and_then(|p| p.rsplit(':').next().map(String::from))
+                        .unwrap_or_else(|| "1080".into());
+                    match host_file {
+                        Some(f) => {
+                            let _ = writeln!(
+                                others,
+                                "# lab: its MockServer expectations are served by the lab's mock service:"
+                            );
+                            let _ =
+                                writeln!(others, "# [[service]]\n# kind = \"mock\"\n# name = {}", q(name));
+                            let _ =
+                                writeln!(others, "# expectations = {}", q(&join(&opts.context_prefix, &f)));
+                            let _ = writeln!(others, "# port = {port}");
+                        }
+                        None => {
+                            let _ = writeln!(
+                                others,
+                                "# lab: its expectations file was not found among its volumes ({init:?})."
+                            );
+                        }
+                    }
+                }
+                for n in notes {
+                    let _ = writeln!(others, "# lab: {n}");
+                }
+            }
+            (None, None) => {
+                return Err(at(format!("services.{name}"), "has neither `build` nor `image`".into()))
+            }
+        }
+    }
+    out.push_str("\n[placement]\n");
+    let distinct: std::collections::BTreeSet<&String> = memories.iter().map(|(_, m)| m).collect();
+    match distinct.into_iter().collect::<Vec<_>>()[..] {
+        [one] => match memory(one) {
+            Some(m) => {
+                let _ = writeln!(out, "memory = {}   # every server's compose memory limit ({one})", q(&m));
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "# lab: memory limit {one:?} is not a size the lab reads; write it as \"1GiB\""
+                );
+            }
+        },
+        [] => {}
+        _ => {
+            let each: Vec<String> = memories.iter().map(|(n, m)| format!("{n} {m}")).collect();
+            let _ = writeln!(
+                out,
+                "# lab: the servers' memory limits differ ({}); a scenario has one",
+                each.join(", ")
+            );
+        }
+    }
+    out.push_str(&servers);
+    out.push_str(&others);
+    out.push_str(
+        "\n# The load: transcribe the benchmark's own load script by hand (its stages, users, calls and\n\
+         # their arguments); docs/reproduce.md shows how. A placeholder, so that the file parses:\n\
+         # lab: the benchmark's own tools cannot be written down yet (suites as data); this calls\n\
+         # lab: the lab's `weekly` suite, which the benchmark's servers do not serve.\n\
+         [[workload]]\nkind = \"concurrency\"\ntool = \"add_numbers\"\nworkers = 1\nduration = \"10s\"\n",
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMPOSE: &str = r#"
+services:
+  python-server:
+    build: ./python-server
+    container_name: mcp-python-server
+    ports:
+      - "8082:8082"
+    environment:
+      - SERVER_TYPE=python
+    deploy:
+      resources:
+        limits:
+          cpus: "1.0"
+          memory: 1G
+    healthcheck:
+      test: [ "CMD", "wget", "--spider", "http://localhost:8082/health" ]
+  node:
+    build:
+      context: nodejs-server
+      dockerfile: Dockerfile
+    environment:
+      SERVER_TYPE: nodejs
+    deploy:
+      resources:
+        limits:
+          memory: 1G
+  mock-api:
+    image: mockserver/mockserver:latest
+    ports:
+      - "1080:1080"
+    environment:
+      - MOCKSERVER_INITIALIZATION_JSON_PATH=/config/mockserver.json
+    volumes:
+      - ./mock-api/mockserver.json:/config/mockserver.json:ro
+"#;
+
+    fn opts(git: bool) -> ImportOptions {
+        ImportOptions {
+            name: "repro".into(),
+            file: "docker-compose.yml".into(),
+            git: git.then(|| ("https://example.invalid/b".into(), "ccb84cf".into())),
+            context_prefix: "bench".into(),
+            repo_prefix: String::new(),
+        }
+    }
+
+    #[test]
+    fn servers_become_sources_with_their_environment_and_memory_and_the_rest_is_named() {
+        let text = skeleton(COMPOSE, &opts(true)).unwrap();
+        // It is a scenario the lab reads (servers with sources, a workload).
+        let s = crate::scenario::Scenario::parse(std::path::Path::new("repro.toml"), text.clone())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let sources = s.server_sources().unwrap();
+        assert_eq!(sources.len(), 2, "{text}");
+        assert_eq!(sources[0].server, "node");
+        assert_eq!(sources[0].source.path, "nodejs-server");
+        assert_eq!(sources[1].source.path, "python-server");
+        assert_eq!(s.placement.memory.0, 1 << 30, "{text}");
+        assert_eq!(s.servers[1].env.get("SERVER_TYPE").map(String::as_str), Some("python"));
+        for says in [
+            "CPU limit 1.0 (a quota)",
+            "port 8082:8082",
+            "healthcheck `CMD wget --spider http://localhost:8082/health`",
+            "`container_name`: cells name their own containers",
+            "mockserver/mockserver:latest, which cannot be pulled",
+            "# expectations = \"bench/mock-api/mockserver.json\"",
+            "# port = 1080",
+        ] {
+            assert!(text.contains(says), "{says}:\n{text}");
+        }
+        let dirs = skeleton(COMPOSE, &opts(false)).unwrap();
+        assert!(dirs.contains("source = { dir = \"bench/python-server\" }"), "{dirs}");
+    }
+
+    #[test]
+    fn differing_memory_limits_and_bad_files_are_said_with_where() {
+        let two = COMPOSE.replacen("memory: 1G", "memory: 512m", 1);
+        let text = skeleton(&two, &opts(false)).unwrap();
+        assert!(text.contains("memory limits differ (node 1G, python-server 512m)"), "{text}");
+        let e = skeleton("services: [1, 2]", &opts(false)).unwrap_err().to_string();
+        assert!(e.contains("no `services` map"), "{e}");
+        let e = skeleton("services:\n  x:\n    ports: []\n", &opts(false)).unwrap_err().to_string();
+        assert!(e.contains("services.x: has neither `build` nor `image`"), "{e}");
+        let e = skeleton("services:\n  x: [\n", &opts(false)).unwrap_err().to_string();
+        assert!(e.starts_with("docker-compose.yml: ") && e.contains("line"), "{e}");
+        assert_eq!(memory("1G").as_deref(), Some("1GiB"));
+        assert_eq!(memory("512mb").as_deref(), Some("512MiB"));
+        assert_eq!(memory("2048").as_deref(), Some("2048"));
+        assert_eq!(memory("1.5g"), None);
+    }
+}
