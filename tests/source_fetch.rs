@@ -223,3 +223,35 @@ fn a_compose_file_imports_to_a_scenario_whose_sources_fetch_and_an_existing_file
     assert!(stderr(&again).contains("never overwrites"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), text, "the first skeleton is kept");
 }
+
+#[test]
+fn each_dockerfile_from_is_shown_with_the_base_rule_that_maps_it_and_a_bad_rule_is_refused() {
+    let lab = Lab::new();
+    let scenario = lab.scenario(&format!(r#"{{ git = "{URL}", commit = "{}", path = "py" }}"#, lab.commit));
+    let mut text = std::fs::read_to_string(&scenario).unwrap();
+    text.push_str("\n[source.base]\n\"python:3.11-slim\" = { suite = \"bookworm\", packages = [\"python3\", \"python3-pip\"] }\n");
+    std::fs::write(&scenario, &text).unwrap();
+    let out = lab.lab(&["source", "fetch", "-f", "json"], &scenario);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from = &v[0]["from"][0];
+    assert_eq!((from["line"].as_u64(), from["image"].as_str()), (Some(1), Some("python:3.11-slim")), "{v}");
+    assert_eq!(from["here"]["suite"], "bookworm");
+    assert_eq!(from["here"]["packages"][1], "python3-pip");
+
+    // Without the rule the table says so, and a note says what to write.
+    std::fs::write(&scenario, text.replace("\"python:3.11-slim\" = ", "\"python:3.12-slim\" = ")).unwrap();
+    let out = lab.lab(&["source", "fetch"], &scenario);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("python:3.11-slim → no rule"));
+    assert!(stderr(&out).contains("no [source.base] rule for \"python:3.11-slim\""), "{}", stderr(&out));
+
+    // A rule that is both a base and unavailable is refused at its key.
+    std::fs::write(&scenario, text.replace("packages = [", "unavailable = \"x\", packages = [")).unwrap();
+    let out = lab.lab(&["source", "fetch"], &scenario);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("byo.toml:14:1: [source.base] \"python:3.11-slim\": a rule is"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -8,6 +8,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
 use super::exit::{Exit, OK};
 use super::Checkout;
+use crate::source::dockerfile::{From, Mapped};
 use crate::source::{self, Mirrors};
 use crate::spec::SourceOrigin;
 
@@ -72,10 +73,12 @@ pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
         })?;
         fetched.push((r.server.clone(), f));
     }
+    let plans: Vec<_> = fetched.iter().map(|(_, f)| source::from_plan(f, &scenario.stated.base)).collect();
     if args.format == "json" {
         let list: Vec<serde_json::Value> = fetched
             .iter()
-            .map(|(server, f)| {
+            .zip(&plans)
+            .map(|((server, f), plan)| {
                 serde_json::json!({
                     "server": server,
                     "source": f.record.source,
@@ -84,6 +87,7 @@ pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
                     "bytes": f.record.bytes,
                     "tree": f.tree_dir,
                     "cached": f.cached,
+                    "from": plan.as_ref().map(|p| p.iter().map(|(f, m)| from_json(f, m)).collect::<Vec<_>>()),
                 })
             })
             .collect();
@@ -99,13 +103,28 @@ pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
         "tree sha256",
         "files",
         "",
+        "Dockerfile FROM → here",
     ]);
-    for (server, f) in &fetched {
+    let mut unmapped = std::collections::BTreeSet::new();
+    for ((server, f), plan) in fetched.iter().zip(&plans) {
         let s = &f.record.source;
         let (origin, at) = match &s.origin {
             SourceOrigin::Git { url, commit } => (url.clone(), commit[..12].to_string()),
             SourceOrigin::Dir { dir } => (dir.clone(), "folder".to_string()),
             SourceOrigin::Tarball { file, sha256 } => (file.clone(), format!("sha256 {}", &sha256[..12])),
+        };
+        let froms = match plan {
+            None => "no Dockerfile at the path's top".to_string(),
+            Some(p) => p
+                .iter()
+                .map(|(from, m)| {
+                    if *m == Mapped::Unmapped {
+                        unmapped.insert(from.image.clone());
+                    }
+                    format!("{} → {}", from.image, mapped_text(m))
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
         };
         t.add_row([
             server.clone(),
@@ -115,9 +134,36 @@ pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
             f.record.tree_sha256[..16].to_string(),
             format!("{} ({} B)", f.record.files, f.record.bytes),
             if f.cached { "cached".into() } else { "fetched".into() },
+            froms,
         ]);
     }
     println!("{t}");
     eprintln!("trees in {}/trees (each beside its listing, <sha256>.listing)", cache.display());
+    for image in &unmapped {
+        eprintln!(
+            "note: no [source.base] rule for {image:?}: no registry is reached here, so a build from it needs one, \
+             e.g. [source.base] \"{image}\" = {{ suite = \"bookworm\", packages = [\"…\"] }}, or \
+             {{ unavailable = \"why\" }} (building from a source is not implemented yet)"
+        );
+    }
     Ok(OK)
+}
+
+fn mapped_text(m: &Mapped) -> String {
+    match m {
+        Mapped::Stage(s) => format!("its stage {s}"),
+        Mapped::Base { suite, packages } => format!("Debian {} + {}", suite.as_str(), packages.join(", ")),
+        Mapped::Unavailable(why) => format!("unavailable: {why}"),
+        Mapped::Unmapped => "no rule".into(),
+    }
+}
+
+fn from_json(f: &From, m: &Mapped) -> serde_json::Value {
+    let here = match m {
+        Mapped::Stage(s) => serde_json::json!({ "stage": s }),
+        Mapped::Base { suite, packages } => serde_json::json!({ "suite": suite, "packages": packages }),
+        Mapped::Unavailable(why) => serde_json::json!({ "unavailable": why }),
+        Mapped::Unmapped => serde_json::Value::Null,
+    };
+    serde_json::json!({ "line": f.line, "image": f.image, "stage": f.stage, "here": here })
 }

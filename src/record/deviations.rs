@@ -109,6 +109,7 @@ mod tests {
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
             program: Some("seed-000".into()),
+            base: Default::default(),
         };
         let d = derive(&stated, &ran(&e, None));
         assert_eq!(d.len(), 5, "{d:#?}");

@@ -4,6 +4,7 @@
 //! hashed (`tree`: the listing that pins it). It fetches and hashes; building what it fetched is
 //! the image side's (not yet: see docs/reproduce.md).
 
+pub mod dockerfile;
 mod git;
 pub mod tree;
 
@@ -105,6 +106,16 @@ pub struct Fetched {
     pub listing: PathBuf,
     /// True when nothing was read from the origin (the commit's tree was in the cache already).
     pub cached: bool,
+}
+
+/// The `FROM`s of a fetched source's own Dockerfile (at the top of its tree) and what the
+/// scenario's `[source.base]` rules make of each; None when the tree has no Dockerfile.
+pub fn from_plan(
+    fetched: &Fetched,
+    rules: &BTreeMap<String, crate::spec::BaseRule>,
+) -> Option<Vec<(dockerfile::From, dockerfile::Mapped)>> {
+    let text = std::fs::read_to_string(fetched.tree_dir.join("Dockerfile")).ok()?;
+    Some(dockerfile::map(&dockerfile::froms(&text), rules))
 }
 
 /// Where fetched sources live: `<work>/sources`.

@@ -30,6 +30,40 @@ pub struct SourceStatement {
     /// runs the lab's suite server instead ran another program than the source's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
+    /// `[source.base]`: what each image a server source's Dockerfile starts `FROM` becomes here,
+    /// where no container registry is reached (keyed by the image as written, tag included).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub base: BTreeMap<String, BaseRule>,
+}
+
+/// A `[source.base]` rule: a lab base bootstrapped from a Debian suite with these packages, or
+/// the reason the image cannot be had on this host (its servers are then not measured).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaseRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<DebianSuite>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// The Debian suites the lab bootstraps bases from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DebianSuite {
+    Bookworm,
+    Trixie,
+}
+
+impl DebianSuite {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DebianSuite::Bookworm => "bookworm",
+            DebianSuite::Trixie => "trixie",
+        }
+    }
 }
 
 /// A machine as a source describes it.
