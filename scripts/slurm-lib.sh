@@ -26,3 +26,21 @@ running() { [ -n "$(tr -d '\0' 2>/dev/null <"/proc/$1/cmdline")" ]; }
 munged_pid() { live_pid "$dir/run/munged.pid" munged "--socket=$sock"; }
 slurmctld_pid() { live_pid "$dir/run/slurmctld.pid" slurmctld "$conf"; }
 slurmd_pid() { live_pid "$dir/run/slurmd-$1.pid" slurmd "-N $1" "$conf"; }
+# orphans NAME ARG...: the pids of running NAME processes whose command line holds every ARG but
+# that no pid file names any more (their folder was removed while they ran): still the lab's
+# daemons by their config path or socket, holding its ports.
+orphans() {
+  local name=$1 pid a cmd ok
+  shift
+  for pid in $(pgrep -x "$name" 2>/dev/null); do
+    local -a argv=()
+    mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || continue
+    cmd=" ${argv[*]} "
+    ok=1
+    for a in "$@"; do
+      [[ $cmd == *" $a "* ]] || ok=0
+    done
+    ((ok)) && echo "$pid"
+  done
+  return 0
+}

@@ -177,6 +177,21 @@ done
 put "$dir/env" < <(printf 'export SLURM_CONF=%s\n' "$conf")
 ((${#changed[@]} == 0)) || log "wrote ${changed[*]} in $dir"
 
+# --- daemons left without their pid files ------------------------------------------------------
+# When the folder was removed while the cluster ran, its daemons still hold the ports and socket
+# path: found by their command lines, they are stopped before the cluster is brought up afresh.
+if ! munged_pid >/dev/null; then
+  for pid in $(orphans munged "--socket=$sock"); do stop_pid "$pid" "munged (its pid file is gone)"; done
+fi
+if ! slurmctld_pid >/dev/null; then
+  for pid in $(orphans slurmctld "$conf"); do stop_pid "$pid" "slurmctld (its pid file is gone)"; done
+fi
+for n in n1 n2; do
+  if ! slurmd_pid "$n" >/dev/null; then
+    for pid in $(orphans slurmd "-N $n" "$conf"); do stop_pid "$pid" "slurmd $n (its pid file is gone)"; done
+  fi
+done
+
 # --- munged ------------------------------------------------------------------------------------
 started=()
 munge_works() { munge -n -S "$sock" 2>/dev/null | unmunge -S "$sock" >/dev/null 2>&1; }
