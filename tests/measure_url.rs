@@ -259,3 +259,65 @@ fn the_null_server_answers_pipelined_split_and_refused_requests_in_order() {
     let text = read_until(&mut c, |_| false);
     assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
 }
+
+const DATA_SUITE: &str = r#"name = "weekly-data"
+
+[[tool]]
+name = "add_numbers"
+args = { a = 17, b = 25 }
+check = { path = "", equals = 42 }
+
+[[tool]]
+name = "echo"
+args_list = [{ message = "alpha" }, { message = "beta" }]
+check = { path = "", regex = "^(alpha|beta)$" }
+
+[[tool]]
+name = "word_count"
+args = { text = "one two three" }
+check = { path = "", equals = 3 }
+"#;
+
+/// A suite written as data (a file of its tools, arguments and checks), here describing the null
+/// server's own tools: its gate passes, every load answer is checked by the file's check, a
+/// wrong expectation fails the gate with what was found, and `list` decides how tools/list is
+/// read.
+#[test]
+fn a_suite_file_gates_the_server_and_checks_every_answer_by_its_own_rule() {
+    let s = server(None);
+    let d = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = d.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let good = file("good.toml", DATA_SUITE);
+    let (code, v, err) = measure(&s.url, &["--suite", &good, "--tool", "echo", "--workers", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!((v["suite"].as_str(), v["tool"].as_str()), (Some("weekly-data"), Some("echo")), "{v}");
+    let load = &v["load"];
+    assert!(load["ok"].as_u64().unwrap() > 100, "{load}");
+    assert_eq!(load["failed"], 0, "{load}");
+
+    let wrong = file("wrong.toml", &DATA_SUITE.replace("equals = 42", "equals = 43"));
+    let (code, _, err) = measure(&s.url, &["--suite", &wrong, "--workers", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("correctness gate failed") && err.contains("expected 43 at \"\", got 42"), "{err}");
+
+    // Only echo written down: exact (the default) refuses the other two tools listed, includes
+    // takes them.
+    let echo_only = "name = \"echo-only\"\n[[tool]]\nname = \"echo\"\nargs = { message = \"x\" }\n";
+    let exact = file("exact.toml", echo_only);
+    let (code, _, err) = measure(&s.url, &["--suite", &exact, "--workers", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("expected exactly the echo-only suite"), "{err}");
+    let includes = file("includes.toml", &echo_only.replace("[[tool]]", "list = \"includes\"\n[[tool]]"));
+    let (code, v, err) = measure(&s.url, &["--suite", &includes, "--workers", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["load"]["failed"], 0);
+
+    let bad = file("bad.toml", "name = \"b\"\n[[tool]]\nname = \"echo\"\ncheck = \"fine\"\n");
+    let (code, _, err) = measure(&s.url, &["--suite", &bad]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.toml:4:9") && err.contains("expected \"not_error\""), "{err}");
+}

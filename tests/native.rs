@@ -171,6 +171,7 @@ fn weekly_spec(server: ServerLaunch, workload: Workload) -> DriverSpec {
         server,
         http: None,
         suite: "weekly".into(),
+        suite_data: None,
         workload,
         timeouts: Timeouts::default(),
         ungated: None,

@@ -733,6 +733,7 @@ fn driver_wire_messages() {
         },
         http: Some(http_target()),
         suite: "weekly".into(),
+        suite_data: None,
         workload: Workload::SerialCalls { tool: "add".into(), warmup: Warmup::Fixed(10), calls: 100 },
         timeouts: Timeouts::default(),
         ungated: Some(json!({"a": 1, "b": 2})),

@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::driver::stdio::{stderr_tail, Session, ShimClient};
-use crate::mcp::suite::{Expected, Suite};
+use crate::mcp::data::ListRule;
+use crate::mcp::suite::{AnySuite, Expected, Suite};
 use crate::mcp::{self};
 use crate::spec::{CallWarmup, Warmup, WarmupReport, Workload};
 use crate::spec::{DriverOutcome, DriverSpec};
@@ -23,12 +24,13 @@ pub type Progress<'a> = dyn FnMut(&str, u64, u64) + 'a;
 pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
     let mut out = DriverOutcome::default();
     let result = (|| {
-        let (suite, ungated) = match &spec.ungated {
-            Some(args) => (None, Some(args)),
-            None => (
-                Some(Suite::from_name(&spec.suite).ok_or_else(|| {
+        let (suite, ungated) = match (&spec.ungated, &spec.suite_data) {
+            (Some(args), _) => (None, Some(args)),
+            (None, Some(data)) => (Some(AnySuite::Data(std::sync::Arc::new(data.clone()))), None),
+            (None, None) => (
+                Some(AnySuite::Builtin(Suite::from_name(&spec.suite).ok_or_else(|| {
                     Failure::new(FailureReason::EngineError, format!("unknown suite {:?}", spec.suite))
-                })?),
+                })?)),
                 None,
             ),
         };
@@ -36,9 +38,10 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
         // Services first: a server may connect to them as it starts.
         out.services = crate::driver::services::ready_all(spec)?;
         let suite = match (suite, spec.services.first()) {
-            (Some(s), Some(service)) => Some(s.with_seed(service.seed)),
+            (Some(AnySuite::Builtin(s)), Some(service)) => Some(AnySuite::Builtin(s.with_seed(service.seed))),
             (s, _) => s,
         };
+        let suite = suite.as_ref();
         let r = match (&spec.workload, suite) {
             (Workload::ColdStart { spawns }, _) => {
                 cold_start(spec, suite, &mut shim, *spawns, &mut out, progress)
@@ -138,7 +141,7 @@ fn with_stderr(mut f: Failure, session: &Session) -> Failure {
 /// the latency and the listed tool names.
 fn list_tools(
     spec: &DriverSpec,
-    suite: Option<Suite>,
+    suite: Option<&AnySuite>,
     session: &mut Session,
 ) -> Result<(Duration, Vec<String>), Failure> {
     let answer = session.request("tools/list", &serde_json::json!({}), spec.timeouts.call())?;
@@ -161,8 +164,9 @@ fn list_tools(
     Ok((answer.latency, names))
 }
 
-/// The suite check of a tools/list answer: exactly the suite's tools, in any order.
-pub fn check_tool_list(suite: Suite, outcome: Result<Value, mcp::RpcError>) -> Result<(), Failure> {
+/// The suite check of a tools/list answer: exactly the suite's tools, in any order (a data suite
+/// may say `includes`: at least them).
+pub fn check_tool_list(suite: &AnySuite, outcome: Result<Value, mcp::RpcError>) -> Result<(), Failure> {
     let result = outcome.map_err(|e| {
         Failure::new(FailureReason::ProtocolError, format!("tools/list failed: {} ({})", e.message, e.code))
     })?;
@@ -170,16 +174,20 @@ pub fn check_tool_list(suite: Suite, outcome: Result<Value, mcp::RpcError>) -> R
     names.sort();
     let mut want: Vec<String> = suite.tools().iter().map(|s| s.to_string()).collect();
     want.sort();
-    if names != want {
+    let (ok, how) = match suite.list_rule() {
+        ListRule::Exact => (names == want, "exactly"),
+        ListRule::Includes => (want.iter().all(|w| names.contains(w)), "at least"),
+    };
+    if !ok {
         return Err(Failure::new(
             FailureReason::WrongResult,
-            format!("tools/list: expected exactly the {} suite {want:?}, got {names:?}", suite.name()),
+            format!("tools/list: expected {how} the {} suite {want:?}, got {names:?}", suite.name()),
         ));
     }
     Ok(())
 }
 
-/// Calls a tool and checks its value (`expected` None: any value that is not an error); the
+/// Calls a tool and checks its answer (`expected` None: any value that is not an error); the
 /// latency is returned only for a correct answer.
 #[allow(clippy::too_many_arguments)]
 fn checked_call(
@@ -189,7 +197,7 @@ fn checked_call(
     line: &str,
     tool: &str,
     args: &Value,
-    expected: Option<&Value>,
+    expected: Option<&Expected>,
 ) -> Result<Duration, Failure> {
     let answer = session.request_prerendered(id, line, spec.timeouts.call(), tool)?;
     let result = answer.outcome.map_err(|e| {
@@ -198,32 +206,25 @@ fn checked_call(
             format!("{tool} {args}: JSON-RPC error {} {}", e.code, e.message),
         )
     })?;
-    match (mcp::tool_value(&result), expected) {
-        (Ok(_), None) => Ok(answer.latency),
-        (Ok(v), Some(expected)) if mcp::values_match(expected, &v) => Ok(answer.latency),
-        (Ok(v), Some(expected)) => Err(Failure::new(
-            FailureReason::WrongResult,
-            format!("{tool} {args}: expected {expected}, got {v}"),
-        )),
-        (Err(e), _) => Err(Failure::new(
-            FailureReason::ToolError,
-            format!("{tool} {args}: the tool reported an error: {e}"),
-        )),
+    let v = mcp::tool_value(&result).map_err(|e| {
+        Failure::new(FailureReason::ToolError, format!("{tool} {args}: the tool reported an error: {e}"))
+    })?;
+    match expected.map_or(Ok(()), |e| e.verdict(&v)) {
+        Ok(()) => Ok(answer.latency),
+        Err(why) => Err(Failure::new(FailureReason::WrongResult, format!("{tool} {args}: {why}"))),
     }
 }
 
 /// The correctness gate: every tool of the suite with its fixed inputs, error cases included.
-fn gate(spec: &DriverSpec, suite: Option<Suite>, session: &mut Session) -> Result<(), Failure> {
+fn gate(spec: &DriverSpec, suite: Option<&AnySuite>, session: &mut Session) -> Result<(), Failure> {
     let Some(suite) = suite else {
         return Ok(());
     };
     for (tool, args, expected) in suite.gate() {
+        let tool = tool.as_str();
         let id = session.reserve_ids(1);
         let line = mcp::request_line(id, "tools/call", &mcp::tools_call_params(tool, &args));
         match expected {
-            Expected::Value(v) => {
-                checked_call(spec, session, id, &line, tool, &args, Some(&v))?;
-            }
             Expected::Error => {
                 let answer = session.request_prerendered(id, &line, spec.timeouts.call(), tool)?;
                 // Either form of error is right: SDKs differ (MCP-NOTES).
@@ -235,6 +236,9 @@ fn gate(spec: &DriverSpec, suite: Option<Suite>, session: &mut Session) -> Resul
                         ));
                     }
                 }
+            }
+            expected => {
+                checked_call(spec, session, id, &line, tool, &args, Some(&expected))?;
             }
         }
     }
@@ -258,7 +262,7 @@ fn stop(
 
 fn cold_start(
     spec: &DriverSpec,
-    suite: Option<Suite>,
+    suite: Option<&AnySuite>,
     shim: &mut ShimClient,
     spawns: u32,
     out: &mut DriverOutcome,
@@ -290,7 +294,7 @@ fn cold_start(
 #[allow(clippy::too_many_arguments)]
 fn serial_calls(
     spec: &DriverSpec,
-    suite: Option<Suite>,
+    suite: Option<&AnySuite>,
     ungated_args: Option<&Value>,
     shim: &mut ShimClient,
     tool: &str,

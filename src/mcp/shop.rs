@@ -452,6 +452,7 @@ mod tests {
                 match expected {
                     Expected::Value(v) => assert_eq!(got, Ok(v), "{seed} {tool} {args}"),
                     Expected::Error => assert!(got.is_err(), "{seed} {tool} {args}"),
+                    Expected::Check(c) => panic!("the shop's gate has values, not checks: {c:?}"),
                 }
             }
             assert_eq!(orders, 1);

@@ -1,8 +1,11 @@
 //! The reference tool suites of TOOLS.md: which tools a suite has, their gate inputs and expected
 //! values, and the argument/answer pairs the serial-call workload sends. Pure data and arithmetic.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
+use super::data::{Check, ListRule, SuiteData};
 use super::shop;
 
 /// A named suite of tools every server under test implements with the same semantics.
@@ -39,12 +42,97 @@ pub enum Expected {
     Value(Value),
     /// An error: an `isError` result or a JSON-RPC error, whichever the SDK gives.
     Error,
+    /// A value that passes a data suite's check (`mcp::data::Check`; never `Error`, which is
+    /// the variant above).
+    Check(Check),
+}
+
+impl Expected {
+    /// Whether a tool's value is a correct answer; the error says what was expected.
+    pub fn verdict(&self, value: &Value) -> Result<(), String> {
+        match self {
+            Expected::Value(v) if super::values_match(v, value) => Ok(()),
+            Expected::Value(v) => Err(format!("expected {v}, got {value}")),
+            Expected::Error => Check::Error.verdict(value),
+            Expected::Check(c) => c.verdict(value),
+        }
+    }
+}
+
+/// A suite a cell runs: one of the built-in suites, or one written as data (`[[suite]]`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnySuite {
+    Builtin(Suite),
+    Data(Arc<SuiteData>),
+}
+
+impl AnySuite {
+    pub fn name(&self) -> &str {
+        match self {
+            AnySuite::Builtin(s) => s.name(),
+            AnySuite::Data(d) => &d.name,
+        }
+    }
+
+    /// The tools `tools/list` must list (exactly, or at least: `list_rule`).
+    pub fn tools(&self) -> Vec<&str> {
+        match self {
+            AnySuite::Builtin(s) => s.tools().to_vec(),
+            AnySuite::Data(d) => d.tools.iter().map(|t| t.name.as_str()).collect(),
+        }
+    }
+
+    pub fn list_rule(&self) -> ListRule {
+        match self {
+            AnySuite::Builtin(_) => ListRule::Exact,
+            AnySuite::Data(d) => d.list,
+        }
+    }
+
+    pub fn needs_services(&self) -> bool {
+        matches!(self, AnySuite::Builtin(s) if s.needs_services())
+    }
+
+    /// The correctness gate: (tool, arguments, expected answer). A data suite's: every tool
+    /// once, with its first arguments and its check.
+    pub fn gate(&self) -> Vec<(String, Value, Expected)> {
+        match self {
+            AnySuite::Builtin(s) => s.gate().into_iter().map(|(t, a, e)| (t.to_string(), a, e)).collect(),
+            AnySuite::Data(d) => {
+                d.tools.iter().map(|t| (t.name.clone(), t.args[0].clone(), data_expected(&t.check))).collect()
+            }
+        }
+    }
+
+    /// The i-th call on `tool`: its arguments and what a correct answer is.
+    pub fn call(&self, tool: &str, i: u64) -> Option<(Value, Expected)> {
+        match self {
+            AnySuite::Builtin(s) => s.call(tool, i).map(|(a, v)| (a, Expected::Value(v))),
+            AnySuite::Data(d) => {
+                let t = d.tool(tool)?;
+                let args = t.args[(i % t.args.len() as u64) as usize].clone();
+                Some((args, data_expected(&t.check)))
+            }
+        }
+    }
+}
+
+fn data_expected(c: &Check) -> Expected {
+    match c {
+        Check::Error => Expected::Error,
+        c => Expected::Check(c.clone()),
+    }
 }
 
 impl Suite {
     /// Every suite (Shop with its default seed).
     pub const ALL: &'static [Suite] =
         &[Suite::Weekly, Suite::Pulse, Suite::Bench, Suite::Tax, Suite::Shop { seed: shop::DEFAULT_SEED }];
+
+    /// A built-in suite by its name (`from_name`'s other name, where data suites are also in play).
+    pub fn builtin(name: &str) -> Option<Suite> {
+        Suite::from_name(name)
+    }
 
     pub fn from_name(name: &str) -> Option<Suite> {
         match name {
@@ -521,6 +609,7 @@ mod tests {
                     Expected::Error => {
                         assert!(suite.evaluate(tool, &args).is_err(), "{tool} {args}")
                     }
+                    Expected::Check(c) => panic!("a built-in gate has values, not checks: {c:?}"),
                 }
             }
         }

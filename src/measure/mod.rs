@@ -58,7 +58,9 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
     /// Check the server against a lab suite (weekly, pulse, bench) before measuring; without,
-    /// any tool list and any answer that is not an error is accepted.
+    /// any tool list and any answer that is not an error is accepted. With --url it may also be
+    /// a suite file (a path ending in .toml): a benchmark's own tools, their arguments and how
+    /// each answer is checked (docs/reproduce.md, step 5).
     #[arg(long)]
     pub suite: Option<String>,
     /// The server's CPUs (cpuset list; default: the last allowed CPU).
@@ -392,6 +394,7 @@ impl Session<'_> {
             server: self.launch.clone(),
             http: None,
             suite: self.suite.clone(),
+            suite_data: None,
             workload,
             timeouts: self.timeouts,
             ungated: self.ungated.clone(),

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{MeasureArgs, MeasureError, MeasureErrorKind, MeasureEvent};
 use crate::driver::load::{drive, gate_server, no_success_failure, probe_server, LoadPlan};
-use crate::mcp::suite::Suite;
+use crate::mcp::suite::{AnySuite, Suite};
 use crate::mcp::transport::{HttpTarget, Transport};
 use crate::spec::{Lifecycle, LoadMetrics, Warmup, Workload};
 
@@ -156,14 +156,11 @@ pub fn measure_url(
                     "--args cannot go with --suite: the suite's calls bring their own arguments",
                 ));
             }
-            let s = Suite::from_name(name).ok_or_else(|| {
-                MeasureError::input(format!("unknown suite {name:?}: use weekly, pulse or bench"))
-            })?;
-            (Some(s), None)
+            (Some(any_suite(name)?), None)
         }
         None => (None, Some(super::call_args(args)?)),
     };
-    let tool = match (suite, &args.tool) {
+    let tool = match (&suite, &args.tool) {
         (Some(s), None) => s.tools()[0].to_string(),
         (Some(s), Some(t)) if s.call(t, 0).is_none() => {
             return Err(MeasureError::input(format!(
@@ -183,7 +180,7 @@ pub fn measure_url(
     on_event(MeasureEvent::Workload("gate".into()));
     // The server is already up: no retrying the handshake while it starts.
     let deadline = Instant::now();
-    let hello = match suite {
+    let hello = match &suite {
         Some(s) => gate_server(&plan, s, deadline).map_err(|f| failed("the correctness gate failed", f))?,
         None => {
             let (hello, tool) = probe_server(&plan, deadline).map_err(|f| failed(url, f))?;
@@ -196,8 +193,10 @@ pub fn measure_url(
         on_event(MeasureEvent::Progress { phase: phase.to_string(), done, total })
     };
     // Ungated, the suite is not used: the plan's one call and any answer that is not an error.
-    let m = drive(&plan, suite.unwrap_or(Suite::Weekly), &mut progress, &mut |_, _, _| {})
-        .map_err(|f| failed("the load failed", f))?;
+    let suite_name = suite.as_ref().map(|s| s.name().to_string());
+    let m =
+        drive(&plan, &suite.unwrap_or(AnySuite::Builtin(Suite::Weekly)), &mut progress, &mut |_, _, _| {})
+            .map_err(|f| failed("the load failed", f))?;
     if let Some(f) = no_success_failure(&m) {
         let example = m.error_examples.first().map(|e| format!("\nfor example: {e}")).unwrap_or_default();
         let hint = match (&ungated, m.errors.contains_key("tool_error")) {
@@ -214,7 +213,7 @@ pub fn measure_url(
     Ok(UrlResult {
         url: url.to_string(),
         transport: transport.as_str().to_string(),
-        suite: args.suite.clone(),
+        suite: suite_name,
         tool: plan.tool.clone(),
         args: ungated,
         protocol_version: hello.protocol_version,
@@ -222,6 +221,23 @@ pub fn measure_url(
         driver_cpus: crate::placement::format_cpu_list(&driver),
         driver_threads: m.driver_threads.unwrap_or(1),
         load: m,
+    })
+}
+
+/// `--suite`: a built-in suite's name, or a suite file (a path: it has a `/` or ends in `.toml`)
+/// with the tools, arguments and checks of a suite written as data.
+fn any_suite(name: &str) -> Result<AnySuite, MeasureError> {
+    if name.contains('/') || name.ends_with(".toml") {
+        let path = std::path::Path::new(name);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| MeasureError::input(format!("cannot read the suite file {name}: {e}")))?;
+        let data = crate::mcp::data::parse_file(path, &text).map_err(MeasureError::input)?;
+        return Ok(AnySuite::Data(std::sync::Arc::new(data)));
+    }
+    Suite::from_name(name).map(AnySuite::Builtin).ok_or_else(|| {
+        MeasureError::input(format!(
+            "unknown suite {name:?}: use weekly, pulse or bench, or a suite file (path/to/suite.toml)"
+        ))
     })
 }
 

@@ -202,6 +202,7 @@ mod tests {
                         assert!(crate::mcp::values_match(&v, &tool_value(&reply["result"]).unwrap()))
                     }
                     Expected::Error => assert!(tool_value(&reply["result"]).is_err()),
+                    Expected::Check(c) => panic!("a built-in gate has values, not checks: {c:?}"),
                 }
             }
         }

@@ -67,6 +67,9 @@ impl PlannedCell {
                 server,
                 http: self.image.http.clone(),
                 suite: self.suite.clone(),
+                // The scenario's cells run the built-in suites (a data suite needs a server built
+                // from its own source, which cannot run yet).
+                suite_data: None,
                 workload: self.workload.clone(),
                 timeouts: self.timeouts,
                 ungated: None,

@@ -20,6 +20,10 @@ pub struct DriverSpec {
     pub http: Option<HttpTarget>,
     /// The tool suite the server exposes (`tools/list` must list exactly it).
     pub suite: String,
+    /// The suite itself when it is written as data (`[[suite]]`, a suite file); `suite` is then
+    /// its name. None for the built-in suites, which the driver knows by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_data: Option<crate::mcp::data::SuiteData>,
     pub workload: Workload,
     pub timeouts: Timeouts,
     /// Set for a server the lab knows nothing of (`benchlab measure` without a suite): no gate,

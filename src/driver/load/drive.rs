@@ -18,7 +18,7 @@ use crate::driver::load::settle::settle;
 use crate::driver::load::worker::{Client, Latencies, Shared, Warming, Window, WorkerStats};
 use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
-use crate::mcp::suite::Suite;
+use crate::mcp::suite::AnySuite;
 use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics, SeriesInterval};
 use crate::spec::{Lifecycle, LoadMode, LoadSeries, WarmupReport};
 use crate::stats;
@@ -95,7 +95,7 @@ type Caller<'a> = (&'a mut Progress<'a>, &'a mut dyn FnMut(Instant, Instant, Ins
 /// resources left for the caller.
 pub fn drive(
     plan: &LoadPlan,
-    suite: Suite,
+    suite: &AnySuite,
     progress: &mut Progress,
     on_window: &mut dyn FnMut(Instant, Instant, Instant),
 ) -> Result<LoadMetrics, Failure> {
@@ -195,7 +195,7 @@ fn pin_thread(cpu: u32) {
 #[allow(clippy::too_many_arguments)]
 fn run_part(
     plan: &LoadPlan,
-    suite: Suite,
+    suite: &AnySuite,
     part: usize,
     threads: usize,
     window: &Arc<Window>,

@@ -13,7 +13,7 @@ use crate::driver::httpclient::{
 use crate::driver::load::drive::runtime;
 use crate::driver::load::worker::{Prepared, Shared};
 use crate::driver::load::LoadPlan;
-use crate::mcp::suite::{Expected, Suite};
+use crate::mcp::suite::{AnySuite, Expected};
 use crate::mcp::{self};
 use crate::spec::{Failure, FailureReason};
 
@@ -35,7 +35,7 @@ pub(super) fn failure_of(e: CallError, what: &str) -> Failure {
 /// cells) every valued gate call over the REST route.
 pub(super) async fn gate(
     sh: &Shared,
-    suite: Suite,
+    suite: &AnySuite,
     startup_deadline: Instant,
 ) -> Result<ServerHello, Failure> {
     // The port may be open before the app has mounted its routes: retry until the deadline.
@@ -66,22 +66,12 @@ pub(super) async fn gate(
         .map(|raw| serde_json::from_str(&raw).unwrap_or(Value::Null));
     crate::driver::workload::check_tool_list(suite, listed)?;
     for (tool, args, expected) in suite.gate() {
-        let params = mcp::tools_call_params(tool, &args).to_string();
+        let params = mcp::tools_call_params(&tool, &args).to_string();
         let out = client
             .request("tools/call", &params, sh.call_limit, &mut counts)
             .await
             .map_err(|e| failure_of(e, "gate"))?;
         match expected {
-            Expected::Value(v) => {
-                let raw = out.map_err(|e| {
-                    Failure::new(
-                        FailureReason::ToolError,
-                        format!("gate: {tool} {args}: JSON-RPC error {} {}", e.code, e.message),
-                    )
-                })?;
-                let p = Prepared::new(tool, params, Bytes::new(), args.clone(), Some(v));
-                p.check(tool, &raw, true).map_err(|e| failure_of(e, "gate"))?;
-            }
             Expected::Error => {
                 if let Ok(raw) = out {
                     let v: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
@@ -93,6 +83,16 @@ pub(super) async fn gate(
                     }
                 }
             }
+            expected => {
+                let raw = out.map_err(|e| {
+                    Failure::new(
+                        FailureReason::ToolError,
+                        format!("gate: {tool} {args}: JSON-RPC error {} {}", e.code, e.message),
+                    )
+                })?;
+                let p = Prepared::new(&tool, params, Bytes::new(), args.clone(), Some(expected));
+                p.check(&tool, &raw, true).map_err(|e| failure_of(e, "gate"))?;
+            }
         }
     }
     client.close(&mut counts).await;
@@ -100,13 +100,14 @@ pub(super) async fn gate(
         let mut rest = RestClient::open(&sh.target).await.map_err(|e| failure_of(e, "REST gate"))?;
         let style = sh.target.api_style.unwrap_or_default();
         for (tool, args, expected) in suite.gate() {
+            // The REST routes are the built-in suites' (a plain value per tool).
             let Expected::Value(v) = expected else { continue };
             let body = rest_body(style, &args);
-            let raw = crate::driver::httpclient::timed(sh.call_limit, rest.call(tool, &body, &mut counts))
+            let raw = crate::driver::httpclient::timed(sh.call_limit, rest.call(&tool, &body, &mut counts))
                 .await
                 .map_err(|e| failure_of(e, "REST gate"))?;
-            let p = Prepared::new(tool, String::new(), body, args.clone(), Some(v));
-            p.check(tool, &raw, false).map_err(|e| failure_of(e, "REST gate"))?;
+            let p = Prepared::new(&tool, String::new(), body, args.clone(), Some(Expected::Value(v)));
+            p.check(&tool, &raw, false).map_err(|e| failure_of(e, "REST gate"))?;
         }
     }
     Ok(hello)
@@ -114,7 +115,11 @@ pub(super) async fn gate(
 
 /// Runs the correctness gate against a listening server (retrying the handshake until
 /// `startup_deadline` while the app mounts its routes).
-pub fn gate_server(plan: &LoadPlan, suite: Suite, startup_deadline: Instant) -> Result<ServerHello, Failure> {
+pub fn gate_server(
+    plan: &LoadPlan,
+    suite: &AnySuite,
+    startup_deadline: Instant,
+) -> Result<ServerHello, Failure> {
     let (rt, local) = runtime()?;
     local.block_on(&rt, gate(&plan.shared(Vec::new()), suite, startup_deadline))
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::driver::httpclient::rest_body;
 use crate::driver::stdio::{stderr_tail, ShimClient};
 use crate::driver::workload::Progress;
-use crate::mcp::suite::Suite;
+use crate::mcp::suite::AnySuite;
 use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
 use crate::spec::{DriverOutcome, DriverSpec};
@@ -70,7 +70,7 @@ fn wait_for_port(shim: &mut ShimClient, pid: u32, port: u16, deadline: Instant) 
 /// Runs an HTTP workload end to end.
 pub fn run(
     spec: &DriverSpec,
-    suite: Suite,
+    suite: &AnySuite,
     shim: &mut ShimClient,
     out: &mut DriverOutcome,
     progress: &mut Progress,
@@ -187,7 +187,7 @@ impl LoadPlan {
         })
     }
 
-    fn prepared(&self, suite: Suite) -> Result<Vec<Prepared>, Failure> {
+    fn prepared(&self, suite: &AnySuite) -> Result<Vec<Prepared>, Failure> {
         let style = self.target.api_style.unwrap_or_default();
         if let Some(args) = &self.ungated {
             let params = mcp::tools_call_params(&self.tool, args).to_string();
@@ -241,7 +241,7 @@ impl LoadPlan {
 #[allow(clippy::too_many_arguments)]
 fn run_spawned(
     spec: &DriverSpec,
-    suite: Suite,
+    suite: &AnySuite,
     shim: &mut ShimClient,
     out: &mut DriverOutcome,
     progress: &mut Progress,
@@ -317,7 +317,7 @@ fn run_spawned(
 /// closed. Only a sampler that could not start is an error here.
 fn load_with_sampler(
     plan: &LoadPlan,
-    suite: Suite,
+    suite: &AnySuite,
     shim: &mut ShimClient,
     pid: u32,
     progress: &mut Progress,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::driver::load::{idle, load_with_sampler, LoadPlan};
 use crate::driver::stdio::ShimClient;
 use crate::driver::workload::Progress;
-use crate::mcp::suite::Suite;
+use crate::mcp::suite::AnySuite;
 use crate::spec::{DriverSpec, Failure, FailureReason, LoadMetrics, MemoryLevel, SoakFigures, Workload};
 use crate::spec::{LoadSeries, MIN_CALLS_FOR_DRIFT};
 use crate::spec::{SoakCycle, Warmup};
@@ -49,7 +49,7 @@ pub(super) fn idle_before(
 pub(super) fn cycles(
     spec: &DriverSpec,
     plan: &LoadPlan,
-    suite: Suite,
+    suite: &AnySuite,
     shim: &mut ShimClient,
     pid: u32,
     done: &mut Vec<SoakCycle>,

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::driver::httpclient::{
     response_in, Answer, CallError, CallTimer, Counts, ErrorKind, KnownAnswer, McpClient, RestClient,
 };
+use crate::mcp::suite::Expected;
 use crate::mcp::transport::HttpTarget;
 use crate::mcp::{self};
 use crate::spec::Lifecycle;
@@ -31,9 +32,9 @@ pub(super) struct Prepared {
     pub(super) params_json: String,
     pub(super) rest: Bytes,
     pub(super) args: Value,
-    /// The tool's value a correct server answers; none: any answer that is not an error
-    /// (`benchlab measure --url` without a suite).
-    pub(super) expected: Option<Value>,
+    /// What a correct server answers (a value, or a data suite's check); none: any answer that
+    /// is not an error (`benchlab measure --url` without a suite).
+    pub(super) expected: Option<Expected>,
     /// The raw result text last verified correct: an identical answer needs no JSON tree.
     pub(super) verified: RefCell<Option<String>>,
     /// The last body found correct, kept around its id: the same body with a later id needs no
@@ -47,7 +48,7 @@ impl Prepared {
         params_json: String,
         rest: Bytes,
         args: Value,
-        expected: Option<Value>,
+        expected: Option<Expected>,
     ) -> Prepared {
         Prepared {
             tool: tool.to_string(),
@@ -109,14 +110,15 @@ impl Prepared {
         } else {
             v
         };
-        if mcp::values_match(expected, &value) {
-            *self.verified.borrow_mut() = Some(raw.to_string());
-            Ok(())
-        } else {
-            Err(CallError {
+        match expected.verdict(&value) {
+            Ok(()) => {
+                *self.verified.borrow_mut() = Some(raw.to_string());
+                Ok(())
+            }
+            Err(why) => Err(CallError {
                 kind: ErrorKind::WrongResult,
-                detail: format!("{tool} {}: expected {expected}, got {value}", self.args),
-            })
+                detail: format!("{tool} {}: {why}", self.args),
+            }),
         }
     }
 }
