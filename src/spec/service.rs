@@ -23,6 +23,9 @@ pub const REDIS_PORT: u16 = 6379;
 pub const API_PORT: u16 = 8901;
 /// PostgreSQL's port on the cell's loopback.
 pub const POSTGRES_PORT: u16 = 5432;
+/// The mock HTTP service's port on the cell's loopback unless the scenario names one
+/// (MockServer's).
+pub const MOCK_PORT: u16 = 1080;
 /// The variables that tell a server under test where the services are.
 pub const ENV_REDIS_URL: &str = "BENCHLAB_REDIS_URL";
 pub const ENV_API_URL: &str = "BENCHLAB_API_URL";
