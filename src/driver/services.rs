@@ -87,3 +87,24 @@ fn expectations_served(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_mock_must_serve_the_scenarios_expectations() {
+        let sha = "ab".repeat(32);
+        let spec = crate::spec::test_mock(None, &sha);
+        let status = json!({"ports": [1080], "expectations": 3, "expectations_sha256": sha});
+        assert_eq!(seed(&spec, 1080, Some(&status)), Ok((sha.clone(), 3)));
+        let other = json!({"ports": [1080], "expectations": 3, "expectations_sha256": "cd".repeat(32)});
+        let (what, why) = seed(&spec, 1080, Some(&other)).unwrap_err();
+        assert_eq!(what, "serves other expectations");
+        assert!(why.contains(&"cd".repeat(32)) && why.contains(&sha), "{why}");
+        assert!(seed(&spec, 1080, Some(&json!({"ports": [1080]}))).is_err(), "a status that names none");
+        let unhashed = ServiceSpec { expectations_sha256: None, ..spec };
+        assert!(seed(&unhashed, 1080, Some(&status)).is_err(), "a spec without a hash matches nothing");
+    }
+}

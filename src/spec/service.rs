@@ -262,6 +262,20 @@ pub struct ServiceUsage {
     pub exited: Option<i64>,
 }
 
+/// A mock's spec for the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn test_mock(port: Option<u16>, expectations_sha256: &str) -> ServiceSpec {
+    ServiceSpec {
+        name: "mock-api".into(),
+        kind: ServiceKind::Mock,
+        seed: 1,
+        fault: None,
+        declared_by: None,
+        port,
+        expectations_sha256: Some(expectations_sha256.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

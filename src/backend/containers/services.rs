@@ -178,19 +178,11 @@ fn read(root: &Path, id: &str) -> Reading {
 mod tests {
     use super::*;
     use crate::backend::containers::fake::FakeEngine;
-    use crate::spec::{ServiceKind, ServiceSpec};
+    use crate::spec::ServiceSpec;
 
     #[test]
     fn a_mock_gets_its_expectations_in_its_environment_and_its_port_in_its_argv() {
-        let spec = ServiceSpec {
-            name: "mock-api".into(),
-            kind: ServiceKind::Mock,
-            seed: 1,
-            fault: None,
-            declared_by: None,
-            port: Some(1081),
-            expectations_sha256: Some("ab".repeat(32)),
-        };
+        let spec = crate::spec::test_mock(Some(1081), &"ab".repeat(32));
         let text = r#"{"httpRequest": {"path": "/api"}, "httpResponse": {}}"#;
         let job = |expectations: Option<&str>| ServiceJob {
             spec: spec.clone(),
