@@ -235,7 +235,13 @@ fn engine_alone(rounds: usize) -> Vec<f64> {
                 let t0 = Instant::now();
                 engine.create_volume(&volume, 64 << 20, &labels).await.expect("a volume");
                 let server = engine
-                    .create_container(&spec("server", &["sleep", "600"], "1", Some(1 << 30), Network::None))
+                    .create_container(&spec(
+                        "server",
+                        &["sleep", "600"],
+                        "1",
+                        Some(1 << 30),
+                        Network::Loopback { hosts: Vec::new() },
+                    ))
                     .await
                     .expect("the server's container");
                 engine.start(&server).await.expect("start the server's container");

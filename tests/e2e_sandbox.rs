@@ -163,7 +163,7 @@ async fn hostile_cell(sandbox: Sandbox, label: &str, marker: &Path) -> Cell {
         .create_container(&spec(
             "server",
             vec!["/benchlab/benchlab".into(), "shim".into(), "--dir".into(), "/lab".into()],
-            Network::None,
+            Network::Loopback { hosts: Vec::new() },
         ))
         .await
         .unwrap();

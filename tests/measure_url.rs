@@ -5,24 +5,19 @@
 //! HTTP/1.1 loop on a raw socket: pipelined requests answered in order, a request split across
 //! writes and its 100 Continue, and what it refuses (411, 400), closing after.
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 
 /// The null server on a free port, killed when dropped.
 struct Server {
-    child: Child,
+    _child: common::KillOnDrop,
     url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn server(fault: Option<&str>) -> Server {
@@ -32,7 +27,10 @@ fn server(fault: Option<&str>) -> Server {
     if let Some(f) = fault {
         cmd.args(["--fault", f]);
     }
-    let s = Server { child: cmd.spawn().unwrap(), url: format!("http://127.0.0.1:{port}/mcp") };
+    let s = Server {
+        _child: common::KillOnDrop(cmd.spawn().unwrap()),
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the null server did not listen");

@@ -657,6 +657,8 @@ fn small_enums_and_cell_parts() {
         seed: 7,
         fault: None,
         declared_by: Some("the recipe of fastmcp, [api.fastmcp-shop]".into()),
+        port: None,
+        expectations_sha256: None,
     };
     let api = benchlab::spec::ServiceSpec {
         name: "api".into(),
@@ -664,8 +666,24 @@ fn small_enums_and_cell_parts() {
         seed: 7,
         fault: Some("exit@40".into()),
         declared_by: None,
+        port: None,
+        expectations_sha256: None,
     };
-    pin_eq("service_specs", &vec![redis, api]);
+    let mock = benchlab::spec::ServiceSpec {
+        name: "mock-api".into(),
+        kind: benchlab::spec::ServiceKind::Mock,
+        seed: 7,
+        fault: None,
+        declared_by: None,
+        port: Some(1081),
+        expectations_sha256: Some("8".repeat(64)),
+    };
+    let specs = vec![redis, api, mock];
+    pin_eq("service_specs", &specs);
+    // The record schema takes every kind and a mock's port and expectations' hash.
+    let mut r = record(3, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 });
+    r.cell.services = specs;
+    assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
     pin_eq(
         "placement_with_services",
         &Placement { services_cpus: Some("1".into()), services_share_driver: true, ..placement() },

@@ -31,6 +31,7 @@ mod report;
 mod run;
 mod schema;
 mod service_api;
+mod service_mock;
 mod shim;
 mod site;
 mod source;
@@ -234,6 +235,10 @@ pub enum Command {
     /// (in a Slurm job on a node) run one cell of a run through the node's own backend.
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
+    /// (in a cell's service container) the mock HTTP service: canned answers from MockServer-style
+    /// expectations.
+    #[command(hide = true)]
+    ServiceMock(service_mock::ServiceMockArgs),
 }
 
 /// Runs a command; returns the process exit code.
@@ -263,6 +268,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Shim(args) => shim::run(args),
         Command::Driver(args) => driver::run(args),
         Command::Worker(args) => worker::run(args),
+        Command::ServiceMock(args) => service_mock::run(args),
     }
 }
 

@@ -47,6 +47,8 @@ pub struct PlannedCell {
     pub schedule: Option<crate::record::Schedule>,
     /// The backing services started beside its server, each with its image.
     pub services: Vec<(ServiceSpec, ImagePlan)>,
+    /// Each mock service's expectations (its file's text), by service name: its job's to carry.
+    pub expectations: BTreeMap<String, std::sync::Arc<str>>,
     /// The server's worker processes or threads (1 unless the scenario says).
     pub workers: u32,
 }
@@ -55,7 +57,7 @@ impl PlannedCell {
     /// What a backend needs to run this cell (the driver's `lab_dir` is the backend's to set).
     pub fn job(&self, run_id: &str, index: usize, benchlab_exe: &Path) -> CellJob {
         let mut server = self.image.launch.clone();
-        server.env.extend(self.services.iter().map(|(s, _)| s.kind.server_env()));
+        server.env.extend(self.services.iter().map(|(s, _)| s.server_env()));
         let services_cpus =
             self.placement.services_cpus.clone().unwrap_or_else(|| self.placement.driver_cpus.clone());
         CellJob {
@@ -91,6 +93,7 @@ impl PlannedCell {
                     image: image.base.reference(),
                     cpus: services_cpus.clone(),
                     memory_limit_bytes: self.placement.memory_limit_bytes,
+                    expectations: self.expectations.get(&spec.name).map(|t| t.to_string()),
                 })
                 .collect(),
         }
@@ -271,6 +274,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             backend: 0,
             schedule: None,
             services,
+            expectations: scenario.expectations.clone(),
             workers,
         });
     }
@@ -303,6 +307,8 @@ fn cell_services(
                 seed,
                 fault: None,
                 declared_by: Some(declared_by.clone()),
+                port: None,
+                expectations_sha256: None,
             });
         }
     }
@@ -383,6 +389,28 @@ mod tests {
         let weekly = "name = \"w\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\ncalls = 5\n";
         let cells = plan(&scenario(weekly), &recipes(), &[0, 1]).unwrap();
         assert!(cells[0].services.is_empty() && cells[0].placement.services_cpus.is_none());
+    }
+
+    #[test]
+    fn a_mocks_job_carries_its_expectations_and_its_server_is_told_its_url() {
+        let d = tempfile::tempdir().unwrap();
+        let text = r#"[{"httpRequest": {"path": "/api"}, "httpResponse": {"body": "ok"}}]"#;
+        std::fs::write(d.path().join("e.json"), text).unwrap();
+        let weekly = "name = \"w\"\n[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\n[[workload]]\nkind = \"serial_calls\"\ntool = \"add_numbers\"\ncalls = 5\n[[service]]\nkind = \"mock\"\nname = \"mock-api\"\nexpectations = \"e.json\"\nport = 1081\n";
+        let sc = Scenario::parse(&d.path().join("s.toml"), weekly.to_string()).unwrap();
+        let cells = plan(&sc, &recipes(), &[0, 1]).unwrap();
+        let job = cells[0].job("run", 0, Path::new("/bin/benchlab"));
+        assert_eq!(job.services[0].expectations.as_deref(), Some(text));
+        assert_eq!(
+            job.services[0].spec.expectations_sha256.as_deref(),
+            Some(crate::hash::sha256_hex(text.as_bytes()).as_str())
+        );
+        // The driver's spec and the record's cell name the hash; the text travels in the job only.
+        assert_eq!(job.driver.services, [job.services[0].spec.clone()]);
+        assert!(!serde_json::to_string(&job.driver).unwrap().contains("/api"));
+        let url =
+            job.driver.server.env.iter().find(|(k, _)| k == "BENCHLAB_MOCK_URL").map(|(_, v)| v.as_str());
+        assert_eq!(url, Some("http://127.0.0.1:1081"));
     }
 
     #[test]

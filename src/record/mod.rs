@@ -145,9 +145,9 @@ pub struct ServiceMetrics {
     /// From the driver's first probe to the service's first good answer, in milliseconds.
     pub ready_ms: Option<f64>,
     /// sha256 of the data set seeded into it before the gate (one per cell: every cell starts
-    /// from the same pristine data).
+    /// from the same pristine data); a mock's: of the expectations it said it serves.
     pub seed_sha256: Option<String>,
-    /// Keys (Redis) or products (the API) it held after seeding.
+    /// Keys (Redis), products (the API) it held after seeding, or a mock's expectations.
     pub items: Option<u64>,
     /// CPU seconds over the driver's window and the window's length; their ratio is its share
     /// of one CPU.

@@ -133,6 +133,8 @@ mod tests {
             seed: 7,
             fault: None,
             declared_by: None,
+            port: None,
+            expectations_sha256: None,
         }];
         r.cell.placement.services_cpus = Some("0".into());
         r.cell.placement.services_share_driver = true;

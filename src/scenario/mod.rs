@@ -52,6 +52,9 @@ pub struct Scenario {
     pub stated: SourceStatement,
     /// Backing services every cell gets beside its server (`[[service]]`).
     pub services: Vec<crate::spec::ServiceSpec>,
+    /// Each mock service's expectations, its file's text as read at load, by service name (the
+    /// service's spec keeps the hash).
+    pub expectations: std::collections::BTreeMap<String, std::sync::Arc<str>>,
 }
 
 /// A scenario problem, located in its file.
@@ -194,6 +197,7 @@ impl Scenario {
             only: Vec::new(),
             stated,
             services: Vec::new(),
+            expectations: Default::default(),
             source,
         };
         for m in &matrices {

@@ -227,8 +227,9 @@ pub(super) struct RawWorkload {
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }
 
-/// A backing service as written: `kind` (`redis` or `api`), an optional `name`, the data set's
-/// `seed` and, for the lab's own tests, a `fault`.
+/// A backing service as written: `kind` (`redis`, `api`, `postgres` or `mock`), an optional
+/// `name`, the data set's `seed` and, for the lab's own tests, a `fault`; a mock's
+/// `expectations` file and `port`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawService {
@@ -236,6 +237,12 @@ pub(super) struct RawService {
     pub(super) name: Option<Spanned<String>>,
     pub(super) seed: Option<Spanned<u64>>,
     pub(super) fault: Option<Spanned<String>>,
+    /// A mock's MockServer-style expectations file (`services::mock`), relative to the
+    /// scenario's folder unless absolute.
+    pub(super) expectations: Option<Spanned<String>>,
+    /// A mock's port on the cell's loopback (1080, MockServer's, when absent). Read as any
+    /// integer so that one out of range is refused in words.
+    pub(super) port: Option<Spanned<i64>>,
 }
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);

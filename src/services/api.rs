@@ -39,26 +39,14 @@ impl Catalogue {
 pub fn serve(port: u16, seed: u64, exit_after: Option<u64>) -> std::io::Result<()> {
     let catalogue = Rc::new(Catalogue::new(seed));
     let budget = Rc::new(Budget::new(exit_after));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
+    super::serve::serve_http(
+        port,
+        |_| {},
+        move |req| {
             let (catalogue, budget) = (catalogue.clone(), budget.clone());
-            let service = hyper::service::service_fn(move |req| {
-                let (catalogue, budget) = (catalogue.clone(), budget.clone());
-                async move { Ok::<_, std::convert::Infallible>(http_answer(&catalogue, &budget, req).await) }
-            });
-            tokio::task::spawn_local(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    })
+            async move { http_answer(&catalogue, &budget, req).await }
+        },
+    )
 }
 
 /// The requests the `exit@<n>` fault still lets through.

@@ -1,6 +1,6 @@
-//! A small blocking HTTP/1.1 client for the lab's API service: JSON in and out over one kept-alive
-//! connection, bodies with a Content-Length only, and the readiness probe. Not a general client
-//! (no TLS, no chunked bodies, no redirects).
+//! A small blocking HTTP/1.1 client for the lab's HTTP services (the API, the mock): JSON in and
+//! out over one kept-alive connection, bodies with a Content-Length only, and the readiness
+//! probes. Not a general client (no TLS, no chunked bodies, no redirects).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -40,7 +40,8 @@ impl Client {
         self.request("POST", path, Some(body.to_string().as_bytes()))
     }
 
-    fn request(&mut self, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, Value), String> {
+    /// One request (a JSON body when there is one) and its answer's status and JSON body.
+    pub fn request(&mut self, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, Value), String> {
         let reused = self.conn.is_some();
         match self.exchange(method, path, body) {
             Ok(r) => Ok(r),
@@ -171,16 +172,26 @@ pub fn percent_encode(s: &str) -> String {
 /// Waits until the API on 127.0.0.1:`port` answers `GET /health` with 200, trying every 50 ms
 /// until `deadline`; its answer, or an error that says what was seen last.
 pub fn api_ready(port: u16, deadline: Instant) -> Result<Value, String> {
+    http_ready("the API", port, "GET", "/health", deadline)
+}
+
+/// Waits until the mock on 127.0.0.1:`port` answers MockServer's `PUT /mockserver/status` with
+/// 200, as [`api_ready`] does; its answer names the expectations it serves.
+pub fn mock_ready(port: u16, deadline: Instant) -> Result<Value, String> {
+    http_ready("the mock", port, "PUT", crate::services::mock::STATUS_PATH, deadline)
+}
+
+fn http_ready(what: &str, port: u16, method: &str, path: &str, deadline: Instant) -> Result<Value, String> {
     let addr = format!("127.0.0.1:{port}");
     loop {
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
-        let last = match Client::new(&addr, left.min(Duration::from_secs(1))).get("/health") {
+        let last = match Client::new(&addr, left.min(Duration::from_secs(1))).request(method, path, None) {
             Ok((200, v)) => return Ok(v),
-            Ok((status, v)) => format!("GET /health answered {status} {v}"),
+            Ok((status, v)) => format!("{method} {path} answered {status} {v}"),
             Err(e) => e,
         };
         if Instant::now() >= deadline {
-            return Err(format!("the API on port {port} is not ready: {last}"));
+            return Err(format!("{what} on port {port} is not ready: {last}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

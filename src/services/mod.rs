@@ -1,12 +1,15 @@
-//! The cell's backing services for the `shop` suite (docs/TOOLS-shop.md): where they listen, the
-//! environment that tells a server under test where to find them, a small blocking Redis client
-//! (`resp`), a small blocking HTTP/1.1 client (`http1`) and the lab's own API service (`api`). It
-//! does not start containers or decide when services are reset: the orchestrator does.
+//! The cell's backing services (the `shop` suite's, docs/TOOLS-shop.md, and a mock's): where they
+//! listen, the environment that tells a server under test where to find them, a small blocking
+//! Redis client (`resp`), a small blocking HTTP/1.1 client (`http1`), the serving loop of the
+//! lab's own HTTP services (`serve`), its API service (`api`) and its mock HTTP service (`mock`).
+//! It does not start containers or decide when services are reset: the orchestrator does.
 
 pub mod api;
 pub mod http1;
+pub mod mock;
 pub mod pg;
 pub mod resp;
+pub mod serve;
 
 /// The ports Redis and the lab's API service listen on, on the cell's loopback network (the
 /// contract's, `spec::service`).

@@ -1,6 +1,7 @@
-//! Backing services beside a cell's server (`[[service]]`: Redis, the lab's API, PostgreSQL): what a scenario asks for, what a
-//! backend starts, what the driver readies and seeds, and what a record keeps of each (its image
-//! and version, the seed's hash, its CPU and memory over the cell). Pure serde types, no I/O.
+//! Backing services beside a cell's server (`[[service]]`: Redis, the lab's API, PostgreSQL, a
+//! mock HTTP service): what a scenario asks for, what a backend starts, what the driver readies
+//! and seeds, and what a record keeps of each (its image and version, the seed's or the
+//! expectations' hash, its CPU and memory over the cell). Pure serde types, no I/O.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,10 @@ pub enum ServiceKind {
     /// Debian's PostgreSQL 15: a cluster made at start in the container's scratch (trust on
     /// loopback), the catalogue loaded into tables `products` and `stock`.
     Postgres,
+    /// The lab's own mock HTTP service (`benchlab service-mock`): canned answers from a file of
+    /// MockServer-style expectations (`services::mock`), on port 1080 unless the scenario names
+    /// one.
+    Mock,
 }
 
 /// Redis's port on the cell's loopback.
@@ -23,19 +28,30 @@ pub const REDIS_PORT: u16 = 6379;
 pub const API_PORT: u16 = 8901;
 /// PostgreSQL's port on the cell's loopback.
 pub const POSTGRES_PORT: u16 = 5432;
+/// The mock HTTP service's port on the cell's loopback unless the scenario names one
+/// (MockServer's).
+pub const MOCK_PORT: u16 = 1080;
 /// The variables that tell a server under test where the services are.
 pub const ENV_REDIS_URL: &str = "BENCHLAB_REDIS_URL";
 pub const ENV_API_URL: &str = "BENCHLAB_API_URL";
 pub const ENV_POSTGRES_URL: &str = "BENCHLAB_POSTGRES_URL";
+pub const ENV_MOCK_URL: &str = "BENCHLAB_MOCK_URL";
+/// The variable that carries a mock's expectations (the file's text) into its container.
+pub const ENV_MOCK_EXPECTATIONS: &str = "BENCHLAB_MOCK_EXPECTATIONS";
+/// The largest expectations file: its text travels in one environment variable, and Linux takes
+/// at most 128 KiB in one (`MAX_ARG_STRLEN`); half leaves room to spare.
+pub const MOCK_EXPECTATIONS_MAX_BYTES: usize = 64 << 10;
 
 impl ServiceKind {
-    pub const ALL: &'static [ServiceKind] = &[ServiceKind::Redis, ServiceKind::Api, ServiceKind::Postgres];
+    pub const ALL: &'static [ServiceKind] =
+        &[ServiceKind::Redis, ServiceKind::Api, ServiceKind::Postgres, ServiceKind::Mock];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ServiceKind::Redis => "redis",
             ServiceKind::Api => "api",
             ServiceKind::Postgres => "postgres",
+            ServiceKind::Mock => "mock",
         }
     }
 
@@ -48,14 +64,16 @@ impl ServiceKind {
             ServiceKind::Redis => REDIS_PORT,
             ServiceKind::Api => API_PORT,
             ServiceKind::Postgres => POSTGRES_PORT,
+            ServiceKind::Mock => MOCK_PORT,
         }
     }
 
-    /// The Debian packages its image adds to a bare base (the API runs the lab's own binary).
+    /// The Debian packages its image adds to a bare base (the API and the mock run the lab's own
+    /// binary).
     pub fn packages(self) -> &'static [&'static str] {
         match self {
             ServiceKind::Redis => &["redis-server"],
-            ServiceKind::Api => &[],
+            ServiceKind::Api | ServiceKind::Mock => &[],
             ServiceKind::Postgres => &["postgresql-15"],
         }
     }
@@ -64,19 +82,25 @@ impl ServiceKind {
     pub fn version_package(self) -> Option<&'static str> {
         match self {
             ServiceKind::Redis => Some("redis-server"),
-            ServiceKind::Api => None,
+            ServiceKind::Api | ServiceKind::Mock => None,
             ServiceKind::Postgres => Some("postgresql-15"),
         }
     }
 
-    /// The environment variable that tells the server where the service is, and its value.
+    /// The environment variable that tells the server where the service is, and its value, at
+    /// its kind's port.
     pub fn server_env(self) -> (String, String) {
+        self.server_env_at(self.port())
+    }
+
+    fn server_env_at(self, port: u16) -> (String, String) {
         match self {
-            ServiceKind::Redis => (ENV_REDIS_URL.into(), format!("redis://127.0.0.1:{REDIS_PORT}/0")),
-            ServiceKind::Api => (ENV_API_URL.into(), format!("http://127.0.0.1:{API_PORT}")),
+            ServiceKind::Redis => (ENV_REDIS_URL.into(), format!("redis://127.0.0.1:{port}/0")),
+            ServiceKind::Api => (ENV_API_URL.into(), format!("http://127.0.0.1:{port}")),
             ServiceKind::Postgres => {
-                (ENV_POSTGRES_URL.into(), format!("postgres://bench@127.0.0.1:{POSTGRES_PORT}/postgres"))
+                (ENV_POSTGRES_URL.into(), format!("postgres://bench@127.0.0.1:{port}/postgres"))
             }
+            ServiceKind::Mock => (ENV_MOCK_URL.into(), format!("http://127.0.0.1:{port}")),
         }
     }
 
@@ -95,7 +119,8 @@ pub struct ServiceSpec {
     /// The scenario's name for it (its kind unless named).
     pub name: String,
     pub kind: ServiceKind,
-    /// The data set's seed: the same seed gives the same catalogue, keys and answers.
+    /// The data set's seed: the same seed gives the same catalogue, keys and answers. A mock has
+    /// no data set of a seed; it carries its cell's, so a cell's services name one seed.
     pub seed: u64,
     /// A fault on purpose, for the lab's own tests (the API's `exit@<requests>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,9 +129,26 @@ pub struct ServiceSpec {
     /// fastmcp, [api.fastmcp-shop]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_by: Option<String>,
+    /// The port it listens on, when the scenario names one (a mock's; its kind's otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// A mock's expectations: the sha256 of its file's bytes (the text travels in
+    /// `ServiceJob::expectations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations_sha256: Option<String>,
 }
 
 impl ServiceSpec {
+    /// The port it listens on, on the cell's loopback.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(self.kind.port())
+    }
+
+    /// The environment variable that tells the server where it is, and its value.
+    pub fn server_env(&self) -> (String, String) {
+        self.kind.server_env_at(self.port())
+    }
+
     /// The command its container runs (`lab_binary`: where the lab's binary is mounted).
     pub fn argv(&self, lab_binary: &str) -> Vec<String> {
         match self.kind {
@@ -155,6 +197,14 @@ impl ServiceSpec {
                 }
                 v
             }
+            ServiceKind::Mock => vec![
+                lab_binary.into(),
+                "service-mock".into(),
+                "--port".into(),
+                self.port().to_string(),
+                "--expectations-env".into(),
+                ENV_MOCK_EXPECTATIONS.into(),
+            ],
         }
     }
 }
@@ -169,6 +219,11 @@ pub struct ServiceJob {
     pub cpus: String,
     /// Its memory limit in bytes.
     pub memory_limit_bytes: u64,
+    /// A mock's expectations, its file's text (`spec.expectations_sha256` is its hash); the
+    /// backend hands it to the service (`ENV_MOCK_EXPECTATIONS`). Kept out of `ServiceSpec`, so
+    /// records and the driver's spec carry the hash only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<String>,
 }
 
 /// What the driver did to ready a service before the gate: waited for it, emptied it and seeded
@@ -178,9 +233,11 @@ pub struct ServiceReady {
     pub name: String,
     /// From the driver's first probe to the service's first good answer, in milliseconds.
     pub ready_ms: f64,
-    /// sha256 of the data set the service holds after seeding (`mcp::shop::seed_sha256`).
+    /// sha256 of the data set the service holds after seeding (`mcp::shop::seed_sha256`), or of
+    /// the expectations a mock says it serves.
     pub seed_sha256: String,
-    /// Keys in the store after seeding (Redis), or products served (the API).
+    /// Keys in the store after seeding (Redis), products served (the API), or a mock's
+    /// expectations.
     pub items: u64,
 }
 
@@ -205,6 +262,20 @@ pub struct ServiceUsage {
     pub exited: Option<i64>,
 }
 
+/// A mock's spec for the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn test_mock(port: Option<u16>, expectations_sha256: &str) -> ServiceSpec {
+    ServiceSpec {
+        name: "mock-api".into(),
+        kind: ServiceKind::Mock,
+        seed: 1,
+        fault: None,
+        declared_by: None,
+        port,
+        expectations_sha256: Some(expectations_sha256.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +291,8 @@ mod tests {
             seed: 7,
             fault: Some("exit@5".into()),
             declared_by: None,
+            port: None,
+            expectations_sha256: None,
         };
         let argv = api.argv("/benchlab/benchlab");
         assert_eq!(argv[1], "service-api");
@@ -231,6 +304,8 @@ mod tests {
             seed: 1,
             fault: None,
             declared_by: None,
+            port: None,
+            expectations_sha256: None,
         };
         assert!(redis.argv("/x").windows(2).any(|w| w == ["--port", "6379"]));
     }

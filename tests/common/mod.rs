@@ -1,10 +1,22 @@
-//! Shared by the Docker end-to-end tests: the engine must answer, or the test fails (never skips);
-//! a throwaway checkout whose one recipe serves misbehaving servers.
+//! Shared by the test binaries: a child process killed when dropped; for the Docker end-to-end
+//! tests, the engine must answer, or the test fails (never skips), and a throwaway checkout whose
+//! one recipe serves misbehaving servers.
 
 #![allow(dead_code)] // each test binary uses its part
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
+
+/// A child process of the test, killed and reaped when dropped: a test that fails leaves nothing
+/// running.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 pub fn engine_must_answer() {
     let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);

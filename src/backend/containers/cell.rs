@@ -253,7 +253,11 @@ impl<E: Engine> Cell<'_, E> {
             labels: labels.clone(),
             cpuset: self.job.placement.server_cpus.clone(),
             memory: Some(self.job.placement.memory_limit_bytes),
-            network: Network::None,
+            // Each service listens on the cell's loopback; its name resolves there too, so a server
+            // written for a compose file (`http://mock-api:1080/api`) finds it by that name.
+            network: Network::Loopback {
+                hosts: self.job.services.iter().map(|s| s.spec.name.clone()).collect(),
+            },
             mounts: mounts.to_vec(),
             sandbox,
         }

@@ -88,6 +88,18 @@ fn exposes_socket(source: &Path, socket: &Path) -> bool {
     socket.starts_with(&source)
 }
 
+/// A network's `network_mode` and `extra_hosts`.
+fn network_options(network: &Network) -> (Option<String>, Option<Vec<String>>) {
+    match network {
+        Network::Loopback { hosts } => (
+            Some("none".to_string()),
+            (!hosts.is_empty()).then(|| hosts.iter().map(|h| format!("{h}:127.0.0.1")).collect()),
+        ),
+        Network::Container(id) => (Some(format!("container:{id}")), None),
+        Network::Egress => (Some("bridge".to_string()), None),
+    }
+}
+
 /// The HostConfig and Config fields of a sandbox, on top of the engine's defaults.
 fn apply_sandbox(sandbox: &Sandbox, host: &mut HostConfig, config: &mut Config<String>) {
     if sandbox.drop_all_capabilities {
@@ -316,13 +328,9 @@ impl Engine for DockerEngine {
             cpuset_cpus: (!spec.cpuset.is_empty()).then(|| spec.cpuset.clone()),
             memory: spec.memory.map(|m| m as i64),
             memory_swap: spec.memory.map(|m| m as i64),
-            network_mode: Some(match &spec.network {
-                Network::None => "none".to_string(),
-                Network::Container(id) => format!("container:{id}"),
-                Network::Egress => "bridge".to_string(),
-            }),
             ..Default::default()
         };
+        (host_config.network_mode, host_config.extra_hosts) = network_options(&spec.network);
         let mut config = Config {
             image: Some(spec.image.clone()),
             cmd: Some(spec.cmd.clone()),
@@ -472,6 +480,18 @@ mod tests {
         for fine in ["/run/user", "/usr/local/bin/benchlab", "/tmp/lock"] {
             assert!(!exposes_socket(Path::new(fine), sock), "{fine}");
         }
+    }
+
+    #[test]
+    fn loopback_names_become_extra_hosts_only_on_a_network_of_its_own() {
+        let hosts = vec!["mock-api".to_string(), "redis".to_string()];
+        assert_eq!(
+            network_options(&Network::Loopback { hosts }),
+            (Some("none".into()), Some(vec!["mock-api:127.0.0.1".into(), "redis:127.0.0.1".into()]))
+        );
+        assert_eq!(network_options(&Network::Loopback { hosts: vec![] }), (Some("none".into()), None));
+        assert_eq!(network_options(&Network::Container("s".into())), (Some("container:s".into()), None));
+        assert_eq!(network_options(&Network::Egress), (Some("bridge".into()), None));
     }
 
     #[test]

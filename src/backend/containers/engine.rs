@@ -30,8 +30,10 @@ pub enum Mount {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Network {
-    /// Loopback only.
-    None,
+    /// Loopback only; each of `hosts` is a name its `/etc/hosts` gives 127.0.0.1 (a cell's
+    /// services by their names). Docker refuses such names on a container that joins another's
+    /// network, whose `/etc/hosts` it shares: they are the joined container's to hold.
+    Loopback { hosts: Vec<String> },
     /// Join another container's network namespace (the sidecar joins the server's).
     Container(String),
     /// The engine's default network, which reaches out: only for `benchlab lock`, never for a

@@ -14,6 +14,8 @@ use crate::record::manifest::EngineManifest;
 pub struct FakeEngine {
     images: Mutex<BTreeMap<String, ImageInfo>>,
     calls: Mutex<Vec<String>>,
+    /// Every container created, as it was asked for.
+    containers: Mutex<Vec<ContainerSpec>>,
     /// Operations (`pull`, `build`, ...) that fail with this message.
     fail: Mutex<BTreeMap<&'static str, String>>,
 }
@@ -37,6 +39,11 @@ impl FakeEngine {
     /// Every call so far, as `op reference`.
     pub fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
+    }
+
+    /// Every container created so far, as its spec.
+    pub fn containers(&self) -> Vec<ContainerSpec> {
+        self.containers.lock().unwrap().clone()
     }
 
     fn call(&self, op: &'static str, object: &str) -> Result<(), EngineError> {
@@ -113,6 +120,7 @@ impl Engine for FakeEngine {
 
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, EngineError> {
         self.call("create_container", &spec.name)?;
+        self.containers.lock().unwrap().push(spec.clone());
         Ok(spec.name.clone())
     }
 

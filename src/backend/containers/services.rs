@@ -1,8 +1,9 @@
 //! A cell's backing services in containers: each in its own container on the services' cpuset,
 //! memory-limited and sandboxed, joined to the server's network namespace (the cell's loopback,
-//! no egress); what it is (image id, its program's installed version); its CPU time and memory
-//! from its cgroup over the driver's window; and whether it was still running at the end. The
-//! driver readies and seeds them; removing them is the cell's business (they are in `created`).
+//! no egress), a mock given its expectations; what it is (image id, its program's installed
+//! version); its CPU time and memory from its cgroup over the driver's window; and whether it
+//! was still running at the end. The driver readies and seeds them; removing them is the cell's
+//! business (they are in `created`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use super::engine::{ContainerSpec, Engine, Mount, Network};
 use crate::backend::EngineError;
 use crate::recipe::{base, LAB_BINARY};
 use crate::record::manifest::parse_dpkg_list;
-use crate::spec::{Sandbox, ServiceJob, ServiceUsage};
+use crate::spec::{Sandbox, ServiceJob, ServiceUsage, ENV_MOCK_EXPECTATIONS};
 
 /// A service container that was started.
 pub struct Started {
@@ -39,11 +40,18 @@ pub async fn start<E: Engine>(
                 *bytes = s.spec.kind.scratch_bytes();
             }
         }
+        let mut env = sandbox.environment();
+        // A mock's expectations reach it in an environment variable: the service container
+        // mounts no volume of the cell's, the engine has no call to put a file in a container,
+        // and the scenario caps the text well below Linux's 128 KiB for one variable.
+        if let Some(text) = &s.expectations {
+            env.push((ENV_MOCK_EXPECTATIONS.to_string(), text.clone()));
+        }
         let spec = ContainerSpec {
             name: format!("{cell_name}-service-{}", s.spec.name),
             image: s.image.clone(),
             cmd: s.spec.argv(LAB_BINARY),
-            env: sandbox.environment(),
+            env,
             labels: labels.clone(),
             cpuset: s.cpus.clone(),
             memory: Some(s.memory_limit_bytes),
@@ -169,6 +177,41 @@ fn read(root: &Path, id: &str) -> Reading {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::containers::fake::FakeEngine;
+    use crate::spec::ServiceSpec;
+
+    #[test]
+    fn a_mock_gets_its_expectations_in_its_environment_and_its_port_in_its_argv() {
+        let spec = crate::spec::test_mock(Some(1081), &"ab".repeat(32));
+        let text = r#"{"httpRequest": {"path": "/api"}, "httpResponse": {}}"#;
+        let job = |expectations: Option<&str>| ServiceJob {
+            spec: spec.clone(),
+            image: "img".into(),
+            cpus: "1".into(),
+            memory_limit_bytes: 1 << 30,
+            expectations: expectations.map(str::to_string),
+        };
+        let engine = FakeEngine::new();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut created = Vec::new();
+        let jobs = [
+            job(Some(text)),
+            ServiceJob { spec: ServiceSpec { name: "other".into(), ..spec.clone() }, ..job(None) },
+        ];
+        rt.block_on(start(&engine, &jobs, "cell", "server", &BTreeMap::new(), Path::new("/x"), &mut created))
+            .unwrap();
+        let made = engine.containers();
+        let var = |c: &ContainerSpec| {
+            c.env.iter().find(|(k, _)| k == ENV_MOCK_EXPECTATIONS).map(|(_, v)| v.clone())
+        };
+        assert_eq!(var(&made[0]).as_deref(), Some(text));
+        assert_eq!(var(&made[1]), None, "no text, no variable");
+        assert_eq!(
+            made[0].cmd[1..],
+            ["service-mock", "--port", "1081", "--expectations-env", ENV_MOCK_EXPECTATIONS]
+        );
+        assert_eq!(created, ["cell-service-mock-api", "cell-service-other"]);
+    }
 
     #[test]
     fn reads_cgroup_v1_and_v2_and_nothing_for_a_gone_container() {
