@@ -97,158 +97,142 @@ fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(scalar).collect()).unwrap_or_default()
 }
 
-/// The skeleton scenario of a compose file.
-pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeError> {
-    let file = opts.file.clone();
-    let doc: Value = serde_norway::from_str(compose)
-        .map_err(|e| ComposeError::Yaml { file: file.clone(), message: e.to_string() })?;
-    let at = |at: String, message: String| ComposeError::At { file: file.clone(), at, message };
-    let services = doc
-        .get("services")
-        .and_then(Value::as_object)
-        .ok_or_else(|| at("services".into(), "no `services` map: is this a compose file?".into()))?;
-    let mut out = String::new();
-    let _ = writeln!(out, "# A scenario skeleton written by `benchlab import compose {}`.", opts.file);
+type Map = serde_json::Map<String, Value>;
+
+/// A service's CPU and memory limits (`deploy.resources.limits`, or the older `cpus`/`mem_limit`).
+fn limits(svc: &Map) -> (Option<String>, Option<String>) {
+    let limits = svc.get("deploy").and_then(|d| d.pointer("/resources/limits"));
+    let cpus =
+        limits.and_then(|l| l.get("cpus")).and_then(scalar).or_else(|| svc.get("cpus").and_then(scalar));
+    let mem = limits
+        .and_then(|l| l.get("memory"))
+        .and_then(scalar)
+        .or_else(|| svc.get("mem_limit").and_then(scalar));
+    (cpus, mem)
+}
+
+/// What the lab does instead of each item of a service it cannot take as written.
+fn notes(svc: &Map, cpus: Option<&str>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(c) = cpus {
+        notes.push(format!(
+            "CPU limit {c} (a quota): cells get whole CPUs of their own (cpusets), not a quota; a quota is not reproduced yet"
+        ));
+    }
+    for p in strings(svc.get("ports")) {
+        notes.push(format!("port {p}: the server's own port and path are not scenario keys yet; nothing is published, the driver reaches it on the cell's loopback"));
+    }
+    if let Some(h) = svc.get("healthcheck") {
+        let test = strings(h.get("test")).join(" ");
+        notes.push(format!("healthcheck `{test}`: the lab waits for the MCP handshake instead"));
+    }
+    for (key, instead) in [
+        ("container_name", "cells name their own containers"),
+        ("networks", "a cell has a network of its own, loopback only"),
+        ("depends_on", "a cell's services are ready before its server starts"),
+        ("restart", "a server that exits fails its cell"),
+        ("platform", "images are built for this host's platform"),
+    ] {
+        if svc.contains_key(key) {
+            notes.push(format!("`{key}`: {instead}"));
+        }
+    }
+    notes
+}
+
+/// A service with a `build`: a `[[server]]` whose source is its build context.
+fn server_block(
+    out: &mut String,
+    name: &str,
+    svc: &Map,
+    build: &Value,
+    opts: &ImportOptions,
+    mut notes: Vec<String>,
+) -> Result<(), String> {
+    let (context, dockerfile) = match build {
+        Value::String(c) => (c.clone(), None),
+        Value::Object(b) => (
+            b.get("context").and_then(Value::as_str).unwrap_or(".").to_string(),
+            b.get("dockerfile").and_then(Value::as_str).map(String::from),
+        ),
+        _ => return Err("is neither a path nor a map".into()),
+    };
+    if let Some(d) = dockerfile {
+        notes.push(format!("dockerfile {d}: a source is built from the Dockerfile at its path's top"));
+    }
+    let source = match &opts.git {
+        Some((url, commit)) => format!(
+            "{{ git = {}, commit = {}, path = {} }}",
+            q(url),
+            q(commit),
+            q(&join(&opts.repo_prefix, &context))
+        ),
+        None => format!("{{ dir = {} }}", q(&join(&opts.context_prefix, &context))),
+    };
+    let _ = writeln!(out, "\n[[server]]\nid = {}", q(name));
+    let _ = writeln!(out, "family = {}   # a label for reports (the SDK it uses)", q(name));
+    let _ = writeln!(out, "source = {source}");
+    let _ =
+        writeln!(out, "transport = \"streamable-http\"   # lab: compose does not say; check the load script");
+    let env = environment(svc.get("environment"));
+    if !env.is_empty() {
+        let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
+        let _ = writeln!(out, "env = {{ {} }}", kv.join(", "));
+    }
+    for n in notes {
+        let _ = writeln!(out, "# lab: {n}");
+    }
+    Ok(())
+}
+
+/// A service that runs a registry image: named, and a MockServer's expectations found among its
+/// volumes for the lab's mock service.
+fn image_block(
+    out: &mut String,
+    name: &str,
+    svc: &Map,
+    image: &str,
+    opts: &ImportOptions,
+    notes: Vec<String>,
+) {
     let _ = writeln!(
         out,
-        "# Check every line. A `# lab:` comment names what the lab cannot take as it is written,"
+        "\n# lab: service {name:?} runs the image {image}, which cannot be pulled here (no container"
     );
-    let _ = writeln!(
-        out,
-        "# and what it does instead; docs/reproduce.md says what to fill in by hand (the load)."
-    );
-    let _ = writeln!(out, "name = {}", q(&opts.name));
-    let _ = writeln!(out, "description = {}", q(&format!("Reproduction of the benchmark in {}", opts.file)));
-    let mut servers = String::new();
-    let mut others = String::new();
-    let mut memories = Vec::new();
-    for (name, svc) in services {
-        let svc = svc.as_object().ok_or_else(|| at(format!("services.{name}"), "is not a map".into()))?;
-        let limits = svc.get("deploy").and_then(|d| d.pointer("/resources/limits"));
-        let cpus =
-            limits.and_then(|l| l.get("cpus")).and_then(scalar).or_else(|| svc.get("cpus").and_then(scalar));
-        let mem = limits
-            .and_then(|l| l.get("memory"))
-            .and_then(scalar)
-            .or_else(|| svc.get("mem_limit").and_then(scalar));
-        let mut notes = Vec::new();
-        if let Some(c) = &cpus {
-            notes.push(format!(
-                "CPU limit {c} (a quota): cells get whole CPUs of their own (cpusets), not a quota; a quota is not reproduced yet"
-            ));
-        }
-        for p in strings(svc.get("ports")) {
-            notes.push(format!("port {p}: the server's own port and path are not scenario keys yet; nothing is published, the driver reaches it on the cell's loopback"));
-        }
-        if let Some(h) = svc.get("healthcheck") {
-            let test = strings(h.get("test")).join(" ");
-            notes.push(format!("healthcheck `{test}`: the lab waits for the MCP handshake instead"));
-        }
-        for (key, instead) in [
-            ("container_name", "cells name their own containers"),
-            ("networks", "a cell has a network of its own, loopback only"),
-            ("depends_on", "a cell's services are ready before its server starts"),
-            ("restart", "a server that exits fails its cell"),
-            ("platform", "images are built for this host's platform"),
-        ] {
-            if svc.contains_key(key) {
-                notes.push(format!("`{key}`: {instead}"));
-            }
-        }
+    let _ = writeln!(out, "# lab: registry is reached); the lab starts only services it can build.");
+    if image.starts_with("mockserver/mockserver") {
         let env = environment(svc.get("environment"));
-        match (svc.get("build"), svc.get("image").and_then(Value::as_str)) {
-            (Some(build), _) => {
-                let (context, dockerfile) = match build {
-                    Value::String(c) => (c.clone(), None),
-                    Value::Object(b) => (
-                        b.get("context").and_then(Value::as_str).unwrap_or(".").to_string(),
-                        b.get("dockerfile").and_then(Value::as_str).map(String::from),
-                    ),
-                    _ => {
-                        return Err(at(
-                            format!("services.{name}.build"),
-                            "is neither a path nor a map".into(),
-                        ))
-                    }
-                };
-                if let Some(d) = dockerfile {
-                    notes.push(format!(
-                        "dockerfile {d}: a source is built from the Dockerfile at its path's top"
-                    ));
-                }
-                if let Some(m) = &mem {
-                    memories.push((name.clone(), m.clone()));
-                }
-                let source = match &opts.git {
-                    Some((url, commit)) => format!(
-                        "{{ git = {}, commit = {}, path = {} }}",
-                        q(url),
-                        q(commit),
-                        q(&join(&opts.repo_prefix, &context))
-                    ),
-                    None => format!("{{ dir = {} }}", q(&join(&opts.context_prefix, &context))),
-                };
-                let _ = writeln!(servers, "\n[[server]]\nid = {}", q(name));
-                let _ = writeln!(servers, "family = {}   # a label for reports (the SDK it uses)", q(name));
-                let _ = writeln!(servers, "source = {source}");
-                let _ = writeln!(
-                    servers,
-                    "transport = \"streamable-http\"   # lab: compose does not say; check the load script"
-                );
-                if !env.is_empty() {
-                    let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
-                    let _ = writeln!(servers, "env = {{ {} }}", kv.join(", "));
-                }
-                for n in notes {
-                    let _ = writeln!(servers, "# lab: {n}");
-                }
+        let init = env.get("MOCKSERVER_INITIALIZATION_JSON_PATH").cloned().unwrap_or_default();
+        let host_file = strings(svc.get("volumes")).into_iter().find_map(|v| {
+            let mut parts = v.splitn(3, ':');
+            let (host, inside) = (parts.next()?, parts.next()?);
+            (inside == init).then(|| host.to_string())
+        });
+        let port = strings(svc.get("ports"))
+            .first()
+            .and_then(|p| p.rsplit(':').next().map(String::from))
+            .unwrap_or_else(|| "1080".into());
+        match host_file {
+            Some(f) => {
+                let _ =
+                    writeln!(out, "# lab: its MockServer expectations are served by the lab's mock service:");
+                let _ = writeln!(out, "# [[service]]\n# kind = \"mock\"\n# name = {}", q(name));
+                let _ = writeln!(out, "# expectations = {}", q(&join(&opts.context_prefix, &f)));
+                let _ = writeln!(out, "# port = {port}");
             }
-            (None, Some(image)) => {
-                let _ = writeln!(others, "\n# lab: service {name:?} runs the image {image}, which cannot be pulled here (no container");
-                let _ = writeln!(
-                    others,
-                    "# lab: registry is reached); the lab starts only services it can build."
-                );
-                if image.starts_with("mockserver/mockserver") {
-                    let init = env.get("MOCKSERVER_INITIALIZATION_JSON_PATH").cloned().unwrap_or_default();
-                    let host_file = strings(svc.get("volumes")).into_iter().find_map(|v| {
-                        let mut parts = v.splitn(3, ':');
-                        let (host, inside) = (parts.next()?, parts.next()?);
-                        (inside == init).then(|| host.to_string())
-                    });
-                    let port = strings(svc.get("ports"))
-                        .first()
-                        .and_then(|p| p.rsplit(':').next().map(String::from))
-                        .unwrap_or_else(|| "1080".into());
-                    match host_file {
-                        Some(f) => {
-                            let _ = writeln!(
-                                others,
-                                "# lab: its MockServer expectations are served by the lab's mock service:"
-                            );
-                            let _ =
-                                writeln!(others, "# [[service]]\n# kind = \"mock\"\n# name = {}", q(name));
-                            let _ =
-                                writeln!(others, "# expectations = {}", q(&join(&opts.context_prefix, &f)));
-                            let _ = writeln!(others, "# port = {port}");
-                        }
-                        None => {
-                            let _ = writeln!(
-                                others,
-                                "# lab: its expectations file was not found among its volumes ({init:?})."
-                            );
-                        }
-                    }
-                }
-                for n in notes {
-                    let _ = writeln!(others, "# lab: {n}");
-                }
-            }
-            (None, None) => {
-                return Err(at(format!("services.{name}"), "has neither `build` nor `image`".into()))
+            None => {
+                let _ =
+                    writeln!(out, "# lab: its expectations file was not found among its volumes ({init:?}).");
             }
         }
     }
+    for n in notes {
+        let _ = writeln!(out, "# lab: {n}");
+    }
+}
+
+/// `[placement]`: the servers' one memory limit, or why there is none.
+fn placement_block(out: &mut String, memories: &[(String, String)]) {
     out.push_str("\n[placement]\n");
     let distinct: std::collections::BTreeSet<&String> = memories.iter().map(|(_, m)| m).collect();
     match distinct.into_iter().collect::<Vec<_>>()[..] {
@@ -273,13 +257,58 @@ pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeEr
             );
         }
     }
+}
+
+/// The skeleton scenario of a compose file.
+pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeError> {
+    let file = opts.file.clone();
+    let doc: Value = serde_norway::from_str(compose)
+        .map_err(|e| ComposeError::Yaml { file: file.clone(), message: e.to_string() })?;
+    let at = |at: String, message: String| ComposeError::At { file: file.clone(), at, message };
+    let services = doc
+        .get("services")
+        .and_then(Value::as_object)
+        .ok_or_else(|| at("services".into(), "no `services` map: is this a compose file?".into()))?;
+    let mut out = String::new();
+    let _ = writeln!(out, "# A scenario skeleton written by `benchlab import compose {}`.", opts.file);
+    let _ = writeln!(
+        out,
+        "# Check every line. A `# lab:` comment names what the lab cannot take as it is written,"
+    );
+    let _ = writeln!(
+        out,
+        "# and what it does instead; docs/reproduce.md says what to fill in by hand (the load)."
+    );
+    let _ = writeln!(out, "name = {}", q(&opts.name));
+    let _ = writeln!(out, "description = {}", q(&format!("Reproduction of the benchmark in {}", opts.file)));
+    let (mut servers, mut others, mut memories) = (String::new(), String::new(), Vec::new());
+    for (name, svc) in services {
+        let svc = svc.as_object().ok_or_else(|| at(format!("services.{name}"), "is not a map".into()))?;
+        let (cpus, mem) = limits(svc);
+        let notes = notes(svc, cpus.as_deref());
+        match (svc.get("build"), svc.get("image").and_then(Value::as_str)) {
+            (Some(build), _) => {
+                server_block(&mut servers, name, svc, build, opts, notes)
+                    .map_err(|m| at(format!("services.{name}.build"), m))?;
+                if let Some(m) = mem {
+                    memories.push((name.clone(), m));
+                }
+            }
+            (None, Some(image)) => image_block(&mut others, name, svc, image, opts, notes),
+            (None, None) => {
+                return Err(at(format!("services.{name}"), "has neither `build` nor `image`".into()))
+            }
+        }
+    }
+    placement_block(&mut out, &memories);
     out.push_str(&servers);
     out.push_str(&others);
     out.push_str(
         "\n# The load: transcribe the benchmark's own load script by hand (its stages, users, calls and\n\
          # their arguments); docs/reproduce.md shows how. A placeholder, so that the file parses:\n\
-         # lab: the benchmark's own tools cannot be written down yet (suites as data); this calls\n\
-         # lab: the lab's `weekly` suite, which the benchmark's servers do not serve.\n\
+         # lab: a scenario cannot name the benchmark's own tools yet (a suite file serves\n\
+         # lab: `measure --url`: docs/reproduce.md, step 5); this calls the lab's `weekly` suite,\n\
+         # lab: which the benchmark's servers do not serve.\n\
          [[workload]]\nkind = \"concurrency\"\ntool = \"add_numbers\"\nworkers = 1\nduration = \"10s\"\n",
     );
     Ok(out)

@@ -157,18 +157,7 @@ impl Scenario {
             }
         }
         let stated = stated_raw;
-        if let Some((image, _)) = stated.base.iter().find(|(_, r)| {
-            r.suite.is_some() == r.unavailable.is_some() || (r.suite.is_none() && !r.packages.is_empty())
-        }) {
-            // The rule's key, found in the text (the statement is read without spans, as stored).
-            let message = format!(
-                "[source.base] {image:?}: a rule is `suite` (with its `packages`) or `unavailable` (why), not both or neither"
-            );
-            return Err(match source.find(&format!("{image:?}")) {
-                Some(at) => ScenarioError::at(path, &source, at, message),
-                None => ScenarioError::Whole { path: path.into(), message },
-            });
-        }
+        sources::check_base_rules(path, &source, &stated)?;
         // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.
         let reproduction = stated != SourceStatement::default() || !claims.is_empty();
         let default_repeats = if reproduction || matrices.iter().any(|m| m.is_sweep()) { 3 } else { 1 };

@@ -39,6 +39,28 @@ fn tree_path(p: &str) -> Result<String, String> {
     Ok(parts.join("/"))
 }
 
+/// `[source.base]` rules: each is a base (`suite`, with its `packages`) or `unavailable`. The
+/// statement is read without spans (as it is stored), so a bad rule is found by its key's text.
+pub(super) fn check_base_rules(
+    path: &std::path::Path,
+    source: &str,
+    stated: &crate::spec::SourceStatement,
+) -> Result<(), ScenarioError> {
+    let bad = |r: &crate::spec::BaseRule| {
+        r.suite.is_some() == r.unavailable.is_some() || (r.suite.is_none() && !r.packages.is_empty())
+    };
+    let Some((image, _)) = stated.base.iter().find(|(_, r)| bad(r)) else {
+        return Ok(());
+    };
+    let message = format!(
+        "[source.base] {image:?}: a rule is `suite` (with its `packages`) or `unavailable` (why), not both or neither"
+    );
+    Err(match source.find(&format!("{image:?}")) {
+        Some(at) => ScenarioError::at(path, source, at, message),
+        None => ScenarioError::Whole { path: path.into(), message },
+    })
+}
+
 impl Scenario {
     /// Every server's source, checked; servers without one are left out.
     pub fn server_sources(&self) -> Result<Vec<SourceRef>, ScenarioError> {
