@@ -9,25 +9,13 @@
 mod common;
 
 use common::engine_must_answer;
+use common::{first_run_records as records, lab_ok as lab};
 use std::process::Command;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn records(dir: &std::path::Path) -> Vec<Value> {
-    let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
-    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
-/// Runs benchlab in the checkout and asserts it succeeded.
-fn lab(args: &[&str], what: &str) -> std::process::Output {
-    let out = Command::new(BIN).current_dir(ROOT).args(args).output().unwrap();
-    assert!(out.status.success(), "{what} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 #[test]
 fn every_stdio_server_passes_the_gate_and_every_http_variant_is_measured() {

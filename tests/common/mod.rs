@@ -18,6 +18,24 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The records of the one run folder under `dir` (`<results>/<scenario>`).
+pub fn first_run_records(dir: &Path) -> Vec<serde_json::Value> {
+    let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Runs benchlab in the checkout and asserts it succeeded (`what` names it in the failure).
+pub fn lab_ok(args: &[&str], what: &str) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_benchlab"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{what} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
 pub fn engine_must_answer() {
     let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(
