@@ -37,30 +37,64 @@ fi
 # the tests that need the engine, root, Chromium, Slurm or the venv made ready above (Cargo.toml
 # lists them). Every target is compiled first. Then two phases, so that no test that measures
 # shares the host with an image build:
-#   1. tests/e2e_images.rs alone: every image built (three builds at once), the lockers run; it
-#      times nothing, and a cold machine spends most of the suite here.
-#   2. everything else, one test binary at a time, on a host no build is using: the gates, the
-#      soak, every other end-to-end test and the tier that needs nothing.
+#   1. tests/e2e_images.rs (every image built, three builds at once; the lockers run), which a
+#      cold machine spends most of the suite on, beside the test binaries that time nothing at
+#      all (pure checks of files, records, reports and schemas) and the fuzz corpora: they use
+#      the CPU the builds leave while they wait on downloads.
+#   2. everything else, one test binary at a time, on a host no build is using: the gates, every
+#      other end-to-end test, and the unit tests; beside them, from its start, tests/e2e_soak.rs,
+#      which mostly waits (two servers at 20 calls/s for about four minutes) and asserts only
+#      relations between what the lab recorded, never a wall-clock window.
 # --no-fail-fast: a failing binary does not stop the others, so one run shows every failure.
 tier=(--features e2e)
 cargo test "${tier[@]}" --all-targets --no-run "$@"
 phase() { printf '\n==== test.sh: %s (%s) ====\n' "$1" "$(date -u +%H:%M:%S)"; }
+failed=()
+untimed=(architecture audit compare readme_figures report_snapshots site_cli site_published source_fetch stored_shapes verify hlog attest)
 started=$(date +%s)
-phase "phase 1: tests/e2e_images.rs, every image built, nothing timed"
-cargo test "${tier[@]}" --test e2e_images "$@"
+phase "phase 1: tests/e2e_images.rs (nothing timed), beside ${untimed[*]} and the fuzz corpora"
+beside_log=$(mktemp)
+untimed_args=()
+for t in "${untimed[@]}"; do untimed_args+=(--test "$t"); done
+(
+  status=0
+  cargo test "${tier[@]}" --no-fail-fast "${untimed_args[@]}" "$@" || status=1
+  # Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests
+  # on stable (sharing target/, so only the lab itself is rebuilt).
+  CARGO_TARGET_DIR=target cargo test --manifest-path fuzz/Cargo.toml --no-default-features || status=1
+  exit $status
+) >"$beside_log" 2>&1 &
+beside=$!
+trap 'kill -TERM "$beside" 2>/dev/null || true' EXIT
+cargo test "${tier[@]}" --test e2e_images "$@" || failed+=(e2e_images)
+wait "$beside" || failed+=("${untimed[*]} or the fuzz corpora")
+echo "---- what ran beside tests/e2e_images.rs ----"
+cat "$beside_log"
+rm -f "$beside_log"
 built=$(date +%s)
 phase "phase 2: every other test binary, one at a time"
+soak_log=$(mktemp)
+# In a process group of its own: an interrupted suite stops it (benchlab takes SIGTERM as an
+# interruption and removes its cell's containers) rather than leaving it running.
+setsid cargo test "${tier[@]}" --test e2e_soak "$@" >"$soak_log" 2>&1 &
+soak=$!
+trap 'kill -TERM "$beside" 2>/dev/null || true; kill -TERM -- "-$soak" 2>/dev/null || true' EXIT
 rest=()
 for t in tests/*.rs; do
   t=$(basename "$t" .rs)
-  [ "$t" = e2e_images ] || rest+=(--test "$t")
+  case " e2e_images e2e_soak ${untimed[*]} " in *" $t "*) ;; *) rest+=(--test "$t") ;; esac
 done
-cargo test "${tier[@]}" --no-fail-fast --lib --bins --benches "${rest[@]}" "$@"
-phase "phases done: images $(( built - started )) s, the rest $(( $(date +%s) - built )) s"
+cargo test "${tier[@]}" --no-fail-fast --lib --bins --benches "${rest[@]}" "$@" || failed+=(phase 2)
+wait "$soak" || failed+=(e2e_soak)
+echo "---- tests/e2e_soak.rs, which ran beside phase 2 ----"
+cat "$soak_log"
+rm -f "$soak_log"
+phase "phases done: phase 1 $((built - started)) s, phase 2 $(($(date +%s) - built)) s"
+if ((${#failed[@]})); then
+  echo "test.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi
 
-# Fuzz targets (fuzz/): every corpus and a seeded mutation run of each target, as plain tests on
-# stable, always (sharing target/, so only the lab itself is rebuilt).
-CARGO_TARGET_DIR=target cargo test --manifest-path fuzz/Cargo.toml --no-default-features
 # Then a short libFuzzer run of each, which needs nightly Rust and cargo-fuzz; without them the
 # step is skipped, loudly (the plain-test run above still covered every target).
 fuzz_seconds=${BENCHLAB_FUZZ_SECONDS:-20}
