@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+use std::time::Duration;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -91,15 +94,9 @@ fn sigint_during_a_cell_keeps_the_records_written_and_resume_runs_only_the_rest(
     // The third cell hangs until it is abandoned: once it has started, the interruption lands
     // in it, however slow the host.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    loop {
-        let line =
-            lines.next().unwrap_or_else(|| panic!("the run ended before its third cell: {seen:#?}")).unwrap();
-        seen.push(line.clone());
-        if line.contains("mcp-2.3.0/cold_start: scripted") {
-            break;
-        }
-    }
+    common::read_until(&mut lines, "its third cell started", Duration::from_secs(600), |l| {
+        l.contains("mcp-2.3.0/cold_start: scripted")
+    });
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
         .unwrap();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();

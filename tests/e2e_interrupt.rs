@@ -7,7 +7,7 @@ mod common;
 use common::engine_must_answer;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -36,16 +36,9 @@ fn sigint_mid_run_keeps_records_and_leaves_nothing_running() {
     // Wait until the third cell's driver reports progress (its containers are up and it is
     // measuring: an event, not a time), then interrupt.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let started = Instant::now();
-    let mut seen = Vec::new();
-    loop {
-        let line = lines.next().expect("the run ended before its third cell measured").unwrap();
-        seen.push(line.clone());
-        if line.starts_with("  mcp-2.3.0/cold_start: ") {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(600), "{seen:#?}");
-    }
+    common::read_until(&mut lines, "its third cell measured", Duration::from_secs(600), |l| {
+        l.starts_with("  mcp-2.3.0/cold_start: ")
+    });
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
         .unwrap();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();

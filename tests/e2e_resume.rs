@@ -103,20 +103,17 @@ fn a_killed_run_is_locked_cleaned_up_and_resumed_without_loss_or_duplicates() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
-    let mut seen = Vec::new();
     // The second cell's id from its start line, then its driver's first progress line: its
     // containers are up and it is measuring (an event, not a time).
-    let mut second = None;
-    loop {
-        let line = lines.next().expect("the run ended before its second cell measured").unwrap();
-        seen.push(line.clone());
+    let mut second: Option<String> = None;
+    let seen = common::read_until(&mut lines, "its second cell measured", Duration::from_secs(300), |line| {
         if let Some(rest) = line.strip_prefix("cell 2/3 ") {
             second = rest.split_whitespace().next().map(|id| format!("  {id}: "));
-        } else if second.as_deref().is_some_and(|p| line.starts_with(p)) {
-            break;
+            false
+        } else {
+            second.as_deref().is_some_and(|p| line.starts_with(p))
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "{seen:#?}");
-    }
+    });
     let first_records = records(&run_dir);
     assert_eq!(first_records.len(), 1, "the first cell is recorded: {seen:#?}");
     // The run's order is a seeded permutation: whichever cell came first is the one recorded.

@@ -36,6 +36,30 @@ pub fn lab_ok(args: &[&str], what: &str) -> std::process::Output {
     out
 }
 
+/// Reads a child's output lines until `until` accepts one (which it sees in order, so it may keep
+/// state); returns every line read. Fails, with what was read, when the output ends first or the
+/// wait passes `limit` (checked as each line arrives).
+pub fn read_until(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    what: &str,
+    limit: std::time::Duration,
+    mut until: impl FnMut(&str) -> bool,
+) -> Vec<String> {
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let line = match lines.next() {
+            Some(l) => l.unwrap(),
+            None => panic!("the run ended before {what}: {seen:#?}"),
+        };
+        seen.push(line);
+        if until(seen.last().expect("just pushed")) {
+            return seen;
+        }
+        assert!(started.elapsed() < limit, "no {what} within {limit:?}: {seen:#?}");
+    }
+}
+
 pub fn engine_must_answer() {
     let ok = Command::new("docker").arg("info").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(
