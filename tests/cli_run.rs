@@ -23,13 +23,7 @@ fn lab(args: &[&str]) -> Command {
     c
 }
 
-fn records(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("records.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use common::records_in as records;
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

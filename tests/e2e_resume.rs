@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use benchlab::backend::containers::LABEL_RUN;
 use common::engine_must_answer;
-use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_benchlab");
 
@@ -64,13 +63,7 @@ calls = 30000
     path
 }
 
-fn records(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("records.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use common::records_in as records;
 
 fn resume(run_dir: &Path) -> std::process::Output {
     resume_with(Path::new(BIN), run_dir)

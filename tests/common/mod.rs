@@ -18,11 +18,18 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The records of a run folder so far (none when it has no records file yet).
+pub fn records_in(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("records.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The records of the one run folder under `dir` (`<results>/<scenario>`).
 pub fn first_run_records(dir: &Path) -> Vec<serde_json::Value> {
-    let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
-    let text = std::fs::read_to_string(run.join("records.jsonl")).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    records_in(&std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path())
 }
 
 /// Runs benchlab in the checkout and asserts it succeeded (`what` names it in the failure).
