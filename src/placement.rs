@@ -130,6 +130,7 @@ pub fn choose(spec: &PlacementSpec, available: &[u32]) -> Result<Placement, Plac
         parallel: None,
         services_cpus: None,
         services_share_driver: false,
+        cpu_quota: spec.cpus,
     })
 }
 
@@ -263,6 +264,7 @@ pub fn slots_with(
                 parallel: None,
                 services_cpus: None,
                 services_share_driver: false,
+                cpu_quota: spec.cpus,
             }
         })
         .collect()

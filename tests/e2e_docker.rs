@@ -169,6 +169,7 @@ fn a_containers_output_is_read_whole_after_it_exits() {
             labels: BTreeMap::from([("org.benchlab.test".to_string(), label.clone())]),
             cpuset: String::new(),
             memory: Some(64 << 20),
+            nano_cpus: None,
             network: Network::Loopback { hosts: Vec::new() },
             mounts: Vec::new(),
             sandbox: benchlab::spec::Sandbox::none(),

@@ -155,6 +155,7 @@ async fn hostile_cell(sandbox: Sandbox, label: &str, marker: &Path) -> Cell {
         labels: labels.clone(),
         cpuset: String::new(),
         memory: Some(256 << 20),
+        nano_cpus: None,
         network,
         mounts: mounts.clone(),
         sandbox: sandbox.clone(),

@@ -283,12 +283,25 @@ pub struct Checkout {
     /// $SSL_CERT_FILE or the system bundle). It never reaches a runtime image or a hash.
     #[arg(long)]
     ca_bundle: Option<PathBuf>,
+    /// A local clone to read a server source's repository from, as URL=PATH (a working copy or
+    /// a bare repository; nothing is written into it), for hosts that reach no git host. May be
+    /// given several times.
+    #[arg(long, value_name = "URL=PATH")]
+    source_mirror: Vec<String>,
 }
 
 impl Checkout {
-    /// A scenario, its matrices' release ranges read from this checkout's lockfiles.
+    /// A scenario, its matrices' release ranges read from this checkout's lockfiles, and every
+    /// server's own source fetched into the work folder's cache (through `--source-mirror`).
     fn scenario(&self, path: &Path) -> Result<Scenario, Exit> {
-        Scenario::load_in(path, &self.root.join("lockfiles")).map_err(|e| Exit::input(e.to_string()))
+        let mut sc =
+            Scenario::load_in(path, &self.root.join("lockfiles")).map_err(|e| Exit::input(e.to_string()))?;
+        let mirrors = crate::source::Mirrors::parse(&self.source_mirror).map_err(Exit::input)?;
+        sc.fetch_sources(&mirrors, &crate::source::cache_root(&work_dir())).map_err(|e| match e {
+            crate::scenario::FetchFailure::Input(e) => Exit::input(e.to_string()),
+            crate::scenario::FetchFailure::Host(m) => Exit::environment(m),
+        })?;
+        Ok(sc)
     }
 
     fn recipes(&self) -> Result<RecipeBook, Exit> {

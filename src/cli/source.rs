@@ -8,8 +8,8 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
 use super::exit::{Exit, OK};
 use super::Checkout;
+use crate::source;
 use crate::source::dockerfile::{From, Mapped};
-use crate::source::{self, Mirrors};
 use crate::spec::SourceOrigin;
 
 #[derive(Debug, clap::Args)]
@@ -38,10 +38,6 @@ enum SourceCommand {
 struct FetchArgs {
     /// The scenario whose servers' sources to fetch.
     scenario: PathBuf,
-    /// A local clone to read a repository's commits from, as URL=PATH (a working copy or a bare
-    /// repository; nothing is written into it). May be given several times.
-    #[arg(long, value_name = "URL=PATH")]
-    source_mirror: Vec<String>,
     /// `table` (default) or `json` (one object per source: server, source, tree_sha256, files,
     /// bytes, tree, cached).
     #[arg(long, short = 'f', default_value = "table", value_parser = ["table", "json"])]
@@ -52,27 +48,19 @@ struct FetchArgs {
 
 pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
     let SourceCommand::Fetch(args) = args.command;
-    let mirrors = Mirrors::parse(&args.source_mirror).map_err(Exit::input)?;
     let scenario = args.checkout.scenario(&args.scenario)?;
-    let refs = scenario.server_sources().map_err(|e| Exit::input(e.to_string()))?;
-    if refs.is_empty() {
+    if scenario.fetched.is_empty() {
         return Err(Exit::input(format!(
             "{}: no server has a `source` (write `source = {{ git = URL, commit = HASH, path = \"dir\" }}` on a [[server]])",
             args.scenario.display()
         )));
     }
-    let base = args.scenario.parent().map(PathBuf::from).unwrap_or_default();
-    let cache = source::cache_root(&super::work_dir());
-    let mut fetched = Vec::new();
-    for r in &refs {
-        let f = source::fetch(&r.source, &base, &mirrors, &cache).map_err(|e| match e.field() {
-            Some(field) => Exit::input(
-                scenario.error_at(r.span_of(field), format!("server {:?}: {e}", r.server)).to_string(),
-            ),
-            None => Exit::environment(format!("server {:?}: {e}", r.server)),
-        })?;
-        fetched.push((r.server.clone(), f));
-    }
+    // In the scenario's order of servers.
+    let fetched: Vec<(String, source::Fetched)> = scenario
+        .servers
+        .iter()
+        .filter_map(|s| scenario.fetched.get(s.id.get_ref()).map(|f| (s.id.get_ref().clone(), f.clone())))
+        .collect();
     let plans: Vec<_> = fetched.iter().map(|(_, f)| source::from_plan(f, &scenario.stated.base)).collect();
     if args.format == "json" {
         let list: Vec<serde_json::Value> = fetched
@@ -138,7 +126,10 @@ pub(super) fn run(args: SourceArgs) -> Result<i32, Exit> {
         ]);
     }
     println!("{t}");
-    eprintln!("trees in {}/trees (each beside its listing, <sha256>.listing)", cache.display());
+    eprintln!(
+        "trees in {}/trees (each beside its listing, <sha256>.listing)",
+        source::cache_root(&super::work_dir()).display()
+    );
     for image in &unmapped {
         eprintln!(
             "note: no [source.base] rule for {image:?}: no registry is reached here, so a build from it needs one, \

@@ -327,6 +327,7 @@ async fn run_locker<E: Engine>(
             labels,
             cpuset: String::new(),
             memory: None,
+            nano_cpus: None,
             network: Network::Egress,
             mounts,
             sandbox: Sandbox::none(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::RunError;
 use crate::backend::{Admission, Backend, BackendKind};
 use crate::placement;
-use crate::recipe::{ImagePlan, RecipeBook, ServerWant, WantField};
+use crate::recipe::{ImagePlan, RecipeBook, ServerWant, SourcePlanError, SourceServer, WantField};
 use crate::scenario::{Bytecode, EngineKind, Scenario};
 use crate::spec::{CellJob, DriverSpec, Expect, Placement, Sandbox, ServiceJob, ServiceSpec, Timeouts};
 
@@ -172,19 +172,13 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
-        // A server's own source is fetched and hashed (`benchlab source fetch`), but nothing
-        // builds an image from it yet: refused here, where the user sees it, before anything runs.
-        if let Some(src) = &s.source {
-            return Err(scenario.error_at(
-                src.span(),
-                format!(
-                    "server {:?}: a server built from its own `source` cannot be run yet (`benchlab source fetch` \
-                     fetches and hashes it; building its Dockerfile is not implemented)",
-                    s.id.get_ref()
-                ),
-            )
-            .into());
-        }
+        // A server built from its own source: its Dockerfile on the lab's bases, or, where a
+        // `[source.base]` rule says an image cannot be had here, no cell at all (`unbuildable`).
+        let from_source = match source_plan(scenario, s)? {
+            SourceOutcome::Recipe => None,
+            SourceOutcome::Unavailable(_) => continue,
+            SourceOutcome::Built(plan, notes) => Some((plan, notes)),
+        };
         // A server of a matrix's `placements` axis has its own mode.
         let placement = match &s.placement {
             Some(mode) if *mode.get_ref() != scenario.placement.mode => placement::choose(
@@ -214,7 +208,11 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         let workers = s.workers.as_ref().map_or(1, |w| *w.get_ref());
         let named = scenario.placement.server_cpus.is_some();
         let (placement, workers_note) = placement::for_workers(placement, workers, cpus, named);
-        let mut image = recipes.resolve(&want).map_err(|e| {
+        let (source_notes, resolved) = match from_source {
+            Some((plan, notes)) => (notes, Ok(plan)),
+            None => (Vec::new(), recipes.resolve(&want)),
+        };
+        let mut image = resolved.map_err(|e| {
             let span = match e.field {
                 WantField::Family => None,
                 WantField::Version => s.version.as_ref().map(|v| v.span()),
@@ -253,8 +251,12 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             },
             expect: s.expect,
             // A program without compiled bytecode writes it at its first start: its root stays
-            // writable (recorded in the sandbox manifest), everything else as hardened.
-            sandbox: if want.no_bytecode {
+            // writable (recorded in the sandbox manifest), everything else as hardened. A server
+            // built from its source runs as its image's user, as its Dockerfile has it (files
+            // under a root-only WORKDIR such as /root stay readable); no capabilities all the same.
+            sandbox: if s.source.is_some() {
+                Sandbox { user: None, ..Sandbox::hardened() }
+            } else if want.no_bytecode {
                 Sandbox { read_only_root: false, ..Sandbox::hardened() }
             } else {
                 Sandbox::hardened()
@@ -270,13 +272,69 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             }),
             engine: s.engine.as_ref().map(|e| *e.get_ref()),
             want,
-            deviations: workers_note.into_iter().chain(lock_note).collect(),
+            deviations: workers_note.into_iter().chain(lock_note).chain(source_notes.clone()).collect(),
             backend: 0,
             schedule: None,
             services,
             expectations: scenario.expectations.clone(),
             workers,
         });
+    }
+    Ok(out)
+}
+
+/// What a server entry is built from.
+enum SourceOutcome {
+    /// A recipe (it has no `source`).
+    Recipe,
+    /// Its own source, and the deviations that building it here brings.
+    Built(ImagePlan, Vec<String>),
+    /// Its own source, which cannot be built on this host (why).
+    Unavailable(String),
+}
+
+/// A server entry's own source planned: its fetched tree's Dockerfile with the scenario's
+/// `[source.base]` rules and the server's declared transport, port, path and command. Errors
+/// point at the key at fault.
+fn source_plan(scenario: &Scenario, s: &crate::scenario::ServerEntry) -> Result<SourceOutcome, RunError> {
+    let Some(src) = &s.source else { return Ok(SourceOutcome::Recipe) };
+    let id = s.id.get_ref();
+    let fetched = scenario.fetched.get(id).ok_or_else(|| {
+        scenario.error_at(
+            src.span(),
+            format!("server {id:?}: its source is not fetched yet (`benchlab source fetch`)"),
+        )
+    })?;
+    let server = SourceServer {
+        transport: s.transport.as_ref().map(|t| *t.get_ref()).unwrap_or_default(),
+        port: s.port.as_ref().map(|p| *p.get_ref()),
+        path: s.http_path.as_ref().map_or_else(|| "/mcp".to_string(), |p| p.get_ref().clone()),
+        command: s.command.as_ref().map(|c| c.get_ref().clone()),
+        env: s.env.clone(),
+    };
+    match ImagePlan::from_source(fetched, &scenario.stated.base, &server) {
+        Ok((plan, notes)) => Ok(SourceOutcome::Built(plan, notes)),
+        Err(SourcePlanError::Unavailable(why)) => Ok(SourceOutcome::Unavailable(why)),
+        Err(SourcePlanError::Input { message, at_port }) => {
+            let span = match (at_port, &s.port, &s.command) {
+                (true, Some(p), _) => p.span(),
+                (true, None, _) => s.id.span(),
+                (false, _, Some(c)) if message.contains("command") => c.span(),
+                _ => src.span(),
+            };
+            Err(scenario.error_at(span, format!("server {id:?}: {message}")).into())
+        }
+    }
+}
+
+/// The servers of a scenario built from their own source that cannot be built on this host,
+/// with why (their `[source.base]` rule's words): they have no cells, and `plan` and `run` say so.
+pub fn unbuildable(scenario: &Scenario) -> Result<Vec<(String, String)>, RunError> {
+    let mut out = Vec::new();
+    for s in &scenario.servers {
+        if let SourceOutcome::Unavailable(why) = source_plan(scenario, s)? {
+            out.push((s.id.get_ref().clone(), why));
+        }
     }
     Ok(out)
 }

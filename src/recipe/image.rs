@@ -26,6 +26,8 @@ pub struct ImagePlan {
     /// How the driver reaches the server over HTTP; None for stdio cells.
     pub http: Option<HttpTarget>,
     pub source: Option<SourceInfo>,
+    /// A server built from its own source (`[[server]] source`): where it came from, by content.
+    pub fetched: Option<crate::spec::FetchedSource>,
     /// None for the null server, which runs the lab's binary on the bare base.
     pub build: Option<BuildInputs>,
 }
@@ -72,6 +74,10 @@ pub struct BuildInputs {
     pub launcher: String,
     /// (name in the build context, content)
     pub files: Vec<(String, Vec<u8>)>,
+    /// Names among `files` that are executable (mode 755 in the context; 644 otherwise), and
+    /// symbolic links `(name, target)`: a source tree's own modes and links.
+    pub executables: Vec<String>,
+    pub links: Vec<(String, String)>,
     pub recipe_entry: serde_json::Value,
 }
 
@@ -123,6 +129,7 @@ impl ImagePlan {
             launch: ServerLaunch { argv: vec![LAB_BINARY.into(), "null-server".into()], env, cwd: None },
             http,
             source: None,
+            fetched: None,
             build: None,
         })
     }
@@ -142,6 +149,7 @@ impl ImagePlan {
             launch: ServerLaunch { argv: spec.argv(LAB_BINARY), env: Vec::new(), cwd: None },
             http: None,
             source: None,
+            fetched: None,
             build: None,
         }
     }
@@ -165,7 +173,7 @@ impl ImagePlan {
             .flat_map(|b| b.files.iter())
             .map(|(n, c)| (n.as_str(), crate::hash::sha256_hex(c)))
             .collect();
-        crate::hash::canonical_hash(&serde_json::json!({
+        let mut value = serde_json::json!({
             "family": self.family,
             "version": self.version,
             "runtime": self.runtime_name,
@@ -175,7 +183,14 @@ impl ImagePlan {
             "files": files,
             "base_image_id": base_image_id,
             "fetch_base_image_id": fetch_base_image_id,
-        }))
+        });
+        // A source tree's modes and links, only where it has them: recipe images keep the hash
+        // they always had.
+        if let Some(b) = self.build.as_ref().filter(|b| !b.executables.is_empty() || !b.links.is_empty()) {
+            value["executables"] = serde_json::json!(b.executables);
+            value["links"] = serde_json::json!(b.links);
+        }
+        crate::hash::canonical_hash(&value)
     }
 
     /// The engine reference of the built image for an input hash.
@@ -195,19 +210,28 @@ impl ImagePlan {
             .as_ref()
             .ok_or_else(|| std::io::Error::other("the null server has nothing to build"))?;
         let mut tar = tar::Builder::new(Vec::new());
-        let mut add = |name: &str, data: &[u8]| -> std::io::Result<()> {
+        let mut add = |name: &str, data: &[u8], mode: u32| -> std::io::Result<()> {
             let mut h = tar::Header::new_gnu();
             h.set_size(data.len() as u64);
-            h.set_mode(0o644);
+            h.set_mode(mode);
             h.set_mtime(0);
             h.set_cksum();
             tar.append_data(&mut h, name, data)
         };
-        add("Dockerfile", self.dockerfile(base_ref, fetch_base_ref).unwrap_or_default().as_bytes())?;
+        add("Dockerfile", self.dockerfile(base_ref, fetch_base_ref).unwrap_or_default().as_bytes(), 0o644)?;
         for (name, data) in &build.files {
-            add(name, data)?;
+            let mode = if build.executables.contains(name) { 0o755 } else { 0o644 };
+            add(name, data, mode)?;
         }
-        add(CA_FILE, ca_bundle)?;
+        add(CA_FILE, ca_bundle, 0o644)?;
+        for (name, target) in &build.links {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            h.set_mode(0o777);
+            h.set_mtime(0);
+            tar.append_link(&mut h, name, target)?;
+        }
         tar.into_inner()
     }
 }

@@ -118,10 +118,13 @@ impl RecipeBook {
             launch: served.launch,
             http: served.http,
             source: Some(served.source),
+            fetched: None,
             build: Some(BuildInputs {
                 dockerfile_template: dockerfile,
                 launcher: rt.launcher.join(" "),
                 files,
+                executables: Vec::new(),
+                links: Vec::new(),
                 recipe_entry: recipe_entry(v, rt, api_name, want),
             }),
         })

@@ -233,6 +233,9 @@ impl RawMatrix {
             workers: None,
             startup_ms: None,
             source: None,
+            port: None,
+            http_path: None,
+            command: None,
         }
     }
 }

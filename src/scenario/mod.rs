@@ -21,7 +21,7 @@ use raw::RawScenario;
 pub use matrix::DEFAULT_LOCKFILES;
 pub use raw::{Bytecode, EngineKind, ServerEntry, SourceStatement, StatedHardware};
 pub use services::DEFAULT_SEED;
-pub use sources::SourceRef;
+pub use sources::{FetchFailure, SourceRef};
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone)]
@@ -55,6 +55,8 @@ pub struct Scenario {
     /// Each mock service's expectations, its file's text as read at load, by service name (the
     /// service's spec keeps the hash).
     pub expectations: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// Each server source, fetched (`fetch_sources`), by server id; empty until then.
+    pub fetched: std::collections::BTreeMap<String, crate::source::Fetched>,
 }
 
 /// A scenario problem, located in its file.
@@ -187,6 +189,7 @@ impl Scenario {
             stated,
             services: Vec::new(),
             expectations: Default::default(),
+            fetched: Default::default(),
             source,
         };
         for m in &matrices {

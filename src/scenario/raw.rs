@@ -17,7 +17,9 @@ pub use crate::spec::{SourceStatement, StatedHardware};
 pub struct ServerEntry {
     /// The scenario's name for the server, unique within it.
     pub id: Spanned<String>,
-    /// A recipe family in `images/` (`python-mcp`, ...), or `benchlab-null` for the floor.
+    /// A recipe family in `images/` (`python-mcp`, ...), `benchlab-null` for the floor, or
+    /// `source` (the default, and only, family of a server with a `source`).
+    #[serde(default = "source_family")]
     pub family: Spanned<String>,
     /// The SDK version; required for recipe families.
     pub version: Option<Spanned<String>>,
@@ -70,6 +72,17 @@ pub struct ServerEntry {
     /// The server's own code, pinned by content: `{ git = URL, commit = HASH, path = "dir" }`,
     /// `{ dir = "folder" }` or `{ tarball = "file.tgz", sha256 = "…" }` (`benchlab source fetch`).
     pub source: Option<Spanned<RawServerSource>>,
+    /// A server built from its source: the port it listens on (the Dockerfile's one `EXPOSE`
+    /// when absent), its streamable HTTP endpoint (`/mcp` when absent), and the command that
+    /// replaces its Dockerfile's `ENTRYPOINT`/`CMD`.
+    pub port: Option<Spanned<u16>>,
+    pub http_path: Option<Spanned<String>>,
+    pub command: Option<Spanned<Vec<String>>>,
+}
+
+/// A server without `family` is one built from its `source` (checked in `validate`).
+fn source_family() -> Spanned<String> {
+    Spanned::new(0..0, crate::recipe::SOURCE_FAMILY.to_string())
 }
 
 /// A server's `source` as written: one origin (git with its commit, a folder, or a tarball with

@@ -47,13 +47,14 @@ pub(super) fn check_base_rules(
     stated: &crate::spec::SourceStatement,
 ) -> Result<(), ScenarioError> {
     let bad = |r: &crate::spec::BaseRule| {
-        r.suite.is_some() == r.unavailable.is_some() || (r.suite.is_none() && !r.packages.is_empty())
+        r.suite.is_some() == r.unavailable.is_some()
+            || (r.suite.is_none() && !(r.packages.is_empty() && r.build_env.is_empty()))
     };
     let Some((image, _)) = stated.base.iter().find(|(_, r)| bad(r)) else {
         return Ok(());
     };
     let message = format!(
-        "[source.base] {image:?}: a rule is `suite` (with its `packages`) or `unavailable` (why), not both or neither"
+        "[source.base] {image:?}: a rule is `suite` (with its `packages` and `build_env`) or `unavailable` (why), not both or neither"
     );
     Err(match source.find(&format!("{image:?}")) {
         Some(at) => ScenarioError::at(path, source, at, message),
@@ -61,7 +62,37 @@ pub(super) fn check_base_rules(
     })
 }
 
+/// Why a scenario's sources could not all be fetched.
+#[derive(Debug)]
+pub enum FetchFailure {
+    /// The scenario is at fault (a commit the mirror lacks, a wrong sha256): placed at its key.
+    Input(ScenarioError),
+    /// This host is (no git, a cache that cannot be written, a repository that cannot be read).
+    Host(String),
+}
+
 impl Scenario {
+    /// Fetches every server's source into `cache` (git commits through `mirrors`; paths relative
+    /// to the scenario's folder) and keeps each by server id for the plan. Sources fetched before
+    /// are read from the cache.
+    pub fn fetch_sources(
+        &mut self,
+        mirrors: &crate::source::Mirrors,
+        cache: &std::path::Path,
+    ) -> Result<(), FetchFailure> {
+        let base = self.path.parent().map(std::path::PathBuf::from).unwrap_or_default();
+        for r in self.server_sources().map_err(FetchFailure::Input)? {
+            let f = crate::source::fetch(&r.source, &base, mirrors, cache).map_err(|e| match e.field() {
+                Some(field) => FetchFailure::Input(
+                    self.error_at(r.span_of(field), format!("server {:?}: {e}", r.server)),
+                ),
+                None => FetchFailure::Host(format!("server {:?}: {e}", r.server)),
+            })?;
+            self.fetched.insert(r.server.clone(), f);
+        }
+        Ok(())
+    }
+
     /// Every server's source, checked; servers without one are left out.
     pub fn server_sources(&self) -> Result<Vec<SourceRef>, ScenarioError> {
         let mut out = Vec::new();

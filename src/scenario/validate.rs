@@ -23,6 +23,56 @@ pub(super) fn limit_rule(key: &str) -> String {
 }
 
 impl Scenario {
+    /// A server built from its `source` has no recipe keys, and only such a server has `port`,
+    /// `http_path` or `command`.
+    fn check_source_server(&self, srv: &ServerEntry) -> Result<(), ScenarioError> {
+        let id = srv.id.get_ref();
+        let from_source = srv.family.get_ref() == crate::recipe::SOURCE_FAMILY;
+        let first = |spans: Vec<Option<Range<usize>>>| spans.into_iter().flatten().next();
+        match (&srv.source, from_source) {
+            (Some(_), false) => Err(self.error_at(
+                srv.family.span(),
+                format!("server {id:?}: a server with a `source` is built from it, not from a recipe: leave out `family`"),
+            )),
+            (None, true) => Err(self.error_at(
+                srv.id.span(),
+                format!(
+                    "server {id:?}: no `family` and no `source`: name a recipe family, or the server's own code \
+                     (`source = {{ git = URL, commit = HASH, path = \"dir\" }}`)"
+                ),
+            )),
+            (Some(_), true) => match first(vec![
+                srv.version.as_ref().map(|v| v.span()),
+                srv.runtime.as_ref().map(|v| v.span()),
+                srv.api.as_ref().map(|v| v.span()),
+                srv.program.as_ref().map(|v| v.span()),
+                srv.lock.as_ref().map(|v| v.span()),
+                srv.bytecode.as_ref().map(|v| v.span()),
+                srv.reply.as_ref().map(|v| v.span()),
+                srv.session.as_ref().map(|v| v.span()),
+            ]) {
+                Some(span) => Err(self.error_at(
+                    span,
+                    format!(
+                        "server {id:?}: a server built from its `source` has no recipe, so no version, runtime, api, program, lock, bytecode, reply or session to choose"
+                    ),
+                )),
+                None => Ok(()),
+            },
+            (None, false) => match first(vec![
+                srv.port.as_ref().map(|v| v.span()),
+                srv.http_path.as_ref().map(|v| v.span()),
+                srv.command.as_ref().map(|v| v.span()),
+            ]) {
+                Some(span) => Err(self.error_at(
+                    span,
+                    format!("server {id:?}: `port`, `http_path` and `command` are declared for a server built from its `source`; a recipe's server follows its recipe"),
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+
     /// Refuses an unknown scenario suite, at `span` (its key).
     pub(super) fn check_suite(&self, span: Range<usize>) -> Result<(), ScenarioError> {
         if Suite::from_name(&self.suite).is_none() {
@@ -47,6 +97,7 @@ impl Scenario {
             if self.servers[..i].iter().any(|o| o.id.get_ref() == id) {
                 return Err(self.error_at(srv.id.span(), format!("server id {id:?} is used twice")));
             }
+            self.check_source_server(srv)?;
             if srv.family.get_ref() == crate::recipe::NULL_FAMILY {
                 let spans = [
                     srv.program.as_ref().map(|v| v.span()),

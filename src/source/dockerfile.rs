@@ -33,7 +33,7 @@ pub enum Mapped {
 
 /// The instructions of a Dockerfile: (1-based line of its start, keyword upper-cased, rest).
 /// Comments and blank lines are dropped; a trailing `\` joins the next line.
-fn instructions(text: &str) -> Vec<(usize, String, String)> {
+pub(super) fn instructions(text: &str) -> Vec<(usize, String, String)> {
     let mut out = Vec::new();
     let mut pending: Option<(usize, String)> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -172,11 +172,12 @@ mod tests {
                     suite: Some(DebianSuite::Bookworm),
                     packages: vec!["ca-certificates".into()],
                     unavailable: None,
+                    build_env: BTreeMap::new(),
                 },
             ),
             (
                 "rust:1.88-slim".to_string(),
-                BaseRule { suite: None, packages: vec![], unavailable: Some("not in this test".into()) },
+                BaseRule { unavailable: Some("not in this test".into()), ..Default::default() },
             ),
         ]);
         let m: Vec<Mapped> = map(&froms(RUST), &rules).into_iter().map(|(_, m)| m).collect();

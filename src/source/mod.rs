@@ -4,6 +4,7 @@
 //! hashed (`tree`: the listing that pins it). It fetches and hashes; building what it fetched is
 //! the image side's (not yet: see docs/reproduce.md).
 
+pub mod build;
 pub mod dockerfile;
 mod git;
 pub mod tree;

@@ -67,6 +67,10 @@ pub struct PlacementSpec {
     /// The server container's memory limit: bytes, or a string such as `"1GiB"`, `"512MiB"`.
     #[serde(default = "default_memory")]
     pub memory: Memory,
+    /// A CPU quota for the server container on top of its cpuset (`cpus = 1.0`, as a compose
+    /// file's `deploy.resources.limits.cpus`): CFS quota over period, in CPUs.
+    #[serde(default)]
+    pub cpus: Option<CpuQuota>,
 }
 
 impl Default for PlacementSpec {
@@ -76,6 +80,7 @@ impl Default for PlacementSpec {
             server_cpus: None,
             driver_cpus: None,
             memory: default_memory(),
+            cpus: None,
         }
     }
 }
@@ -138,6 +143,46 @@ pub struct Placement {
     pub services_cpus: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub services_share_driver: bool,
+    /// The server container's CPU quota on top of its cpuset, when the scenario set one
+    /// (`[placement] cpus`); absent: the cpuset alone limits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<CpuQuota>,
+}
+
+/// A CPU quota in thousandths of a CPU, written and stored as CPUs (`1.0`, `0.5`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CpuQuota(pub u32);
+
+impl CpuQuota {
+    /// From CPUs, to the thousandth; None when not positive and finite.
+    pub fn from_cpus(cpus: f64) -> Option<CpuQuota> {
+        (cpus.is_finite() && cpus >= 0.001 && cpus <= 1024.0)
+            .then(|| CpuQuota((cpus * 1000.0).round() as u32))
+    }
+
+    pub fn cpus(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+
+    /// The engine's `NanoCpus`.
+    pub fn nano_cpus(self) -> i64 {
+        i64::from(self.0) * 1_000_000
+    }
+}
+
+impl Serialize for CpuQuota {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.cpus())
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuQuota {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        CpuQuota::from_cpus(v).ok_or_else(|| {
+            serde::de::Error::custom(format!("`cpus` is a CPU quota from 0.001 to 1024 CPUs, not {v}"))
+        })
+    }
 }
 
 /// Which of a `--parallel` run's CPU slots a cell ran in.

@@ -47,6 +47,11 @@ pub struct BaseRule {
     pub packages: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// Build arguments every stage built on this base gets (`PIP_BREAK_SYSTEM_PACKAGES = "1"`
+    /// where Debian's pip guards the system's packages and the image's did not): recorded with
+    /// the mapping as a deviation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub build_env: BTreeMap<String, String>,
 }
 
 /// The Debian suites the lab bootstraps bases from.

@@ -171,6 +171,7 @@ impl<E: Engine> Cell<'_, E> {
         );
         sidecar.cpuset = job.placement.driver_cpus.clone();
         sidecar.memory = None;
+        sidecar.nano_cpus = None;
         sidecar.network = Network::Container(server.clone());
         let driver = engine.create_container(&sidecar).await?;
         created.push(driver.clone());
@@ -253,6 +254,7 @@ impl<E: Engine> Cell<'_, E> {
             labels: labels.clone(),
             cpuset: self.job.placement.server_cpus.clone(),
             memory: Some(self.job.placement.memory_limit_bytes),
+            nano_cpus: self.job.placement.cpu_quota.map(|q| q.nano_cpus()),
             // Each service listens on the cell's loopback; its name resolves there too, so a server
             // written for a compose file (`http://mock-api:1080/api`) finds it by that name.
             network: Network::Loopback {

@@ -328,6 +328,7 @@ impl Engine for DockerEngine {
             cpuset_cpus: (!spec.cpuset.is_empty()).then(|| spec.cpuset.clone()),
             memory: spec.memory.map(|m| m as i64),
             memory_swap: spec.memory.map(|m| m as i64),
+            nano_cpus: spec.nano_cpus,
             ..Default::default()
         };
         (host_config.network_mode, host_config.extra_hosts) = network_options(&spec.network);

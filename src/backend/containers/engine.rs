@@ -52,6 +52,8 @@ pub struct ContainerSpec {
     pub cpuset: String,
     /// Memory limit in bytes, with swap disabled.
     pub memory: Option<u64>,
+    /// A CPU quota on top of the cpuset, in billionths of a CPU (the engine's `NanoCpus`).
+    pub nano_cpus: Option<i64>,
     pub network: Network,
     pub mounts: Vec<Mount>,
     /// What the container may do beyond its limits: user, capabilities, writable file system.

@@ -249,10 +249,13 @@ mod tests {
             launch: ServerLaunch { argv: vec!["/srv/weekly.py".into()], env: vec![], cwd: None },
             http: None,
             source: None,
+            fetched: None,
             build: Some(BuildInputs {
                 dockerfile_template: "FROM {{BASE}}\n".into(),
                 launcher: "python".into(),
                 files: vec![("lock/requirements.txt".into(), lock.to_vec())],
+                executables: Vec::new(),
+                links: Vec::new(),
                 recipe_entry: serde_json::json!({}),
             }),
         }

@@ -55,6 +55,7 @@ pub async fn start<E: Engine>(
             labels: labels.clone(),
             cpuset: s.cpus.clone(),
             memory: Some(s.memory_limit_bytes),
+            nano_cpus: None,
             network: Network::Container(server.to_string()),
             mounts: vec![Mount::Bind {
                 source: lab_exe.to_path_buf(),
