@@ -93,14 +93,12 @@ impl AnySuite {
         matches!(self, AnySuite::Builtin(s) if s.needs_services())
     }
 
-    /// The correctness gate: (tool, arguments, expected answer). A data suite's: every tool
-    /// once, with its first arguments and its check.
+    /// The correctness gate: (tool, arguments, expected answer). A data suite's: its `[[gate]]`,
+    /// else every tool once with its first call.
     pub fn gate(&self) -> Vec<(String, Value, Expected)> {
         match self {
             AnySuite::Builtin(s) => s.gate().into_iter().map(|(t, a, e)| (t.to_string(), a, e)).collect(),
-            AnySuite::Data(d) => {
-                d.tools.iter().map(|t| (t.name.clone(), t.args[0].clone(), data_expected(&t.check))).collect()
-            }
+            AnySuite::Data(d) => d.gate().into_iter().map(|(t, a, c)| (t, a, data_expected(&c))).collect(),
         }
     }
 
@@ -108,11 +106,7 @@ impl AnySuite {
     pub fn call(&self, tool: &str, i: u64) -> Option<(Value, Expected)> {
         match self {
             AnySuite::Builtin(s) => s.call(tool, i).map(|(a, v)| (a, Expected::Value(v))),
-            AnySuite::Data(d) => {
-                let t = d.tool(tool)?;
-                let args = t.args[(i % t.args.len() as u64) as usize].clone();
-                Some((args, data_expected(&t.check)))
-            }
+            AnySuite::Data(d) => d.call(tool, i).map(|(a, c)| (a, data_expected(c))),
         }
     }
 }
