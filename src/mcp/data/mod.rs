@@ -453,6 +453,12 @@ args = { endpoint = "http://mock-api:1080/api" }
             ("name = \"x\"\n[[tool]]\nname = \"a\"\nargs = {}\nargs_list = [{}]\n", "s.toml:5:13", "not two"),
             ("name = \"x\"\n[[tool]]\nname = \"a\"\nargs_file = \"a\"\nargs_gen = {}\n", "s.toml:5:12", "not two"),
             ("name = \"x\"\n[[tool]]\nname = \"a\"\nargz = {}\n", "s.toml:4:1", "unknown field `argz`"),
+            (
+                "name = \"x\"\n[[tool]]\nname = \"a\"\ncheck = { path = \"/a\", equal = 1 }\n",
+                "s.toml:4:9",
+                "unknown field `equal`, expected one of `path`, `equals`",
+            ),
+            ("name = \"x\"\n[[tool]]\nname = \"a\"\ncheck = 3\n", "s.toml:4:9", "check 3: expected \"not_error\""),
             (&format!("name = \"x\"\n{gen}"), "s.toml:4:12", "the suite's `seed`, which is not set"),
             (&format!("name = \"x\"\nseed = 1\n{gen}"), "s.toml:5:12", "args_gen \"n\": int = [2, 1]"),
             ("name = \"x\"\n[[tool]]\nname = \"a\"\n[[gate]]\ntool = \"b\"\n", "s.toml:5:8", "has no tool \"b\""),

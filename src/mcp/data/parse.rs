@@ -34,12 +34,24 @@ pub struct RawTool {
     pub check: Option<Spanned<RawCheck>>,
 }
 
-/// A check as written (in TOML, or as JSON in a calls file's line).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+/// A check as written (in TOML, or as JSON in a calls file's line): a word or a table.
+#[derive(Debug, Clone, PartialEq)]
 pub enum RawCheck {
     Word(String),
     At(RawAt),
+}
+
+impl<'de> Deserialize<'de> for RawCheck {
+    // Not `untagged`: its one message ("did not match any variant") would hide which key of the
+    // table is wrong.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::String(w) => Ok(RawCheck::Word(w)),
+            v @ Value::Object(_) => serde_json::from_value(v).map(RawCheck::At).map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!("check {other}: expected {CHECK_FORMS}"))),
+        }
+    }
 }
 
 /// A check at a JSON Pointer (`path`, the whole value when left out) with one of: `equals` (and

@@ -257,4 +257,57 @@ mod tests {
         assert_eq!(validate(&json!({"type": ["string", "null"]}), &Value::Null), Ok(()));
         assert!(validate(&json!({"type": ["string", "null"]}), &json!(1)).is_err());
     }
+
+    #[test]
+    fn the_subset_agrees_with_a_full_validator() {
+        // jsonschema (a dev-dependency, a full draft 2020-12 validator) as the reference.
+        let schemas = [
+            json!({"type": "object", "required": ["result"], "properties": {"result": {"type": "integer"}}}),
+            json!({"type": "object", "additionalProperties": false, "properties": {"a": {"type": ["string", "null"], "minLength": 2, "maxLength": 3, "pattern": "^a"}}}),
+            json!({"type": "array", "items": {"type": "number", "minimum": -1.5, "maximum": 2}}),
+            json!({"enum": [1, "x", null, [1, 2], {"k": true}]}),
+            json!({"const": {"n": 25}}),
+            json!({"properties": {"n": {"const": 1}}}),
+            json!({"type": "boolean"}),
+        ];
+        let values = [
+            json!(null),
+            json!(true),
+            json!(0),
+            json!(1),
+            json!(1.0),
+            json!(1.5),
+            json!(2),
+            json!(-2),
+            json!("x"),
+            json!(""),
+            json!("ab"),
+            json!("abcd"),
+            json!("ba"),
+            json!([]),
+            json!([1, 2]),
+            json!([1, 3]),
+            json!([-1.5, 2.0]),
+            json!({}),
+            json!({"result": 1}),
+            json!({"result": 1.0}),
+            json!({"result": "1"}),
+            json!({"a": "ab"}),
+            json!({"a": null}),
+            json!({"a": "b"}),
+            json!({"a": "ab", "b": 1}),
+            json!({"k": true}),
+            json!({"n": 25}),
+            json!({"n": 25.0}),
+            json!({"n": 1}),
+            json!({"n": 2}),
+        ];
+        for s in &schemas {
+            assert_eq!(refuse_unsupported(s), Ok(()), "{s}");
+            let full = jsonschema::validator_for(s).unwrap();
+            for v in &values {
+                assert_eq!(validate(s, v).is_ok(), full.is_valid(v), "{s} on {v}: {:?}", validate(s, v));
+            }
+        }
+    }
 }
