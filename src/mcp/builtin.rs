@@ -144,17 +144,6 @@ mod tests {
         ]
     }
 
-    /// Writes the calls files from the Rust generator: run with `--ignored` after changing it.
-    #[test]
-    #[ignore]
-    fn write_builtin_calls() {
-        for (rel, text) in calls_files() {
-            let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(DIR).join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-    }
-
     #[test]
     fn every_builtin_file_reads_and_the_calls_files_are_the_generators() {
         for name in NAMES {
@@ -162,12 +151,21 @@ mod tests {
             assert_eq!(&s.name, name);
             assert!(std::ptr::eq(suite(name), suite(name)), "read once");
         }
+        // After changing the generator: `BENCHLAB_WRITE_SUITES=1 cargo test --lib mcp::builtin`
+        // writes the files (and the build that embeds them is then the next one).
+        let write = std::env::var_os("BENCHLAB_WRITE_SUITES").is_some();
         for (rel, text) in calls_files() {
+            if write {
+                let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(DIR).join(&rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, &text).unwrap();
+                continue;
+            }
             let file = read(&rel).unwrap();
             let differs = file.lines().zip(text.lines()).position(|(a, b)| a != b);
             assert!(
                 file == text,
-                "{rel} is not what the generator writes (first differing line: {differs:?}, {} lines for {}): regenerate with write_builtin_calls",
+                "{rel} is not what the generator writes (first differing line: {differs:?}, {} lines for {}): regenerate with BENCHLAB_WRITE_SUITES=1",
                 file.lines().count(),
                 text.lines().count()
             );

@@ -1,6 +1,7 @@
 //! The built-in suites as Rust defined them before they became files (test-only): the gate
 //! inputs and the call generator of weekly, pulse, bench and tax, kept to write the suite files'
-//! calls (`write_builtin_calls`) and to prove the files judge every answer as these did.
+//! calls (`BENCHLAB_WRITE_SUITES=1` with `mcp::builtin`'s tests) and to prove the files judge
+//! every answer as these did.
 
 use serde_json::{json, Value};
 
