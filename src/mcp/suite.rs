@@ -1,5 +1,7 @@
-//! The reference tool suites of TOOLS.md: which tools a suite has, their gate inputs and expected
-//! values, and the argument/answer pairs the serial-call workload sends. Pure data and arithmetic.
+//! The reference tool suites of TOOLS.md by name (`Suite`) and a suite a cell runs (`AnySuite`:
+//! built-in or data), with what a correct server computes for each tool (the null server's
+//! answers) and the tool schemas it lists. The built-in suites' tools, calls, checks and gates
+//! are not here: they are suite files (`mcp::builtin`), except the shop's (`mcp::shop`).
 
 use std::sync::Arc;
 
