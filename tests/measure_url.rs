@@ -353,17 +353,24 @@ calls_file = "word_count.jsonl"
     write("echo.schema.json", r#"{"type": "string", "enum": ["alpha", "beta"]}"#);
     write("word_count.jsonl", "{\"args\": {\"text\": \"a b\"}, \"check\": {\"equals\": 2}}\n{\"args\": {\"text\": \"a b c\"}, \"check\": {\"equals\": 3}}\n");
     let suite = d.path().join("suite.toml").to_string_lossy().into_owned();
+    let mut hashes = std::collections::BTreeSet::new();
     for tool in ["add_numbers", "echo", "word_count"] {
         let (code, v, err) = measure(&s.url, &["--suite", &suite, "--tool", tool, "--workers", "2"]);
         assert_eq!(code, 0, "{tool}: {err}");
         assert_eq!(v["suite"], "weekly-files", "{v}");
+        hashes.insert(v["suite_sha256"].as_str().unwrap().to_string());
         assert!(v["load"]["ok"].as_u64().unwrap() > 100, "{tool}: {}", v["load"]);
         assert_eq!(v["load"]["failed"], 0, "{tool}: {}", v["load"]);
     }
+    assert_eq!(hashes.len(), 1, "one suite, one hash: {hashes:?}");
     // The second paired call expects the wrong count: the gate (its first call) passes, and the
     // load counts about every other answer as wrong.
     write("word_count.jsonl", "{\"args\": {\"text\": \"a b\"}, \"check\": {\"equals\": 2}}\n{\"args\": {\"text\": \"a b c\"}, \"check\": {\"equals\": 4}}\n");
     let (_, v, err) = measure(&s.url, &["--suite", &suite, "--tool", "word_count", "--workers", "2"]);
+    assert!(
+        !hashes.contains(v["suite_sha256"].as_str().unwrap()),
+        "a file changed, the suite's hash did: {v}"
+    );
     let load = &v["load"];
     assert!(load["ok"].as_u64().unwrap() > 50 && load["failed"].as_u64().unwrap() > 50, "{err} {load}");
     // A schema keyword outside the subset is refused when the file is read, at the check.

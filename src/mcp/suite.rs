@@ -91,6 +91,15 @@ impl AnySuite {
         matches!(self, AnySuite::Builtin(s) if s.needs_services())
     }
 
+    /// What identifies the suite's content (`SuiteData::sha256`); None for the shop, which is
+    /// Rust and its seed, not data.
+    pub fn sha256(&self) -> Option<String> {
+        match self {
+            AnySuite::Builtin(s) => s.data().map(SuiteData::sha256),
+            AnySuite::Data(d) => Some(d.sha256()),
+        }
+    }
+
     /// The correctness gate: (tool, arguments, expected answer). A data suite's: its `[[gate]]`,
     /// else every tool once with its first call.
     pub fn gate(&self) -> Vec<(String, Value, Expected)> {
