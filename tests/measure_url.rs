@@ -319,3 +319,63 @@ fn a_suite_file_gates_the_server_and_checks_every_answer_by_its_own_rule() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.toml:4:9") && err.contains("expected \"not_error\""), "{err}");
 }
+
+/// A suite file whose calls come from files beside it and from its seed: generated arguments
+/// checked by a schema, arguments from a JSON-lines file checked by a schema file, and calls
+/// paired with their own answers, of which a wrong one is counted in the load (the gate takes
+/// only the first call).
+#[test]
+fn a_suite_file_reads_its_calls_from_files_beside_it_and_from_its_seed() {
+    let s = server(None);
+    let d = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(d.path().join(name), text).unwrap();
+    write(
+        "suite.toml",
+        r#"name = "weekly-files"
+seed = 7
+
+[[tool]]
+name = "add_numbers"
+args_gen = { a = { int = [1, 1000] }, b = { int = [-50, 50] } }
+check = { schema = { type = "integer", minimum = -49, maximum = 1050 } }
+
+[[tool]]
+name = "echo"
+args_file = "messages.jsonl"
+check = { schema_file = "echo.schema.json" }
+
+[[tool]]
+name = "word_count"
+calls_file = "word_count.jsonl"
+"#,
+    );
+    write("messages.jsonl", "{\"message\": \"alpha\"}\n{\"message\": \"beta\"}\n");
+    write("echo.schema.json", r#"{"type": "string", "enum": ["alpha", "beta"]}"#);
+    write("word_count.jsonl", "{\"args\": {\"text\": \"a b\"}, \"check\": {\"equals\": 2}}\n{\"args\": {\"text\": \"a b c\"}, \"check\": {\"equals\": 3}}\n");
+    let suite = d.path().join("suite.toml").to_string_lossy().into_owned();
+    let mut hashes = std::collections::BTreeSet::new();
+    for tool in ["add_numbers", "echo", "word_count"] {
+        let (code, v, err) = measure(&s.url, &["--suite", &suite, "--tool", tool, "--workers", "2"]);
+        assert_eq!(code, 0, "{tool}: {err}");
+        assert_eq!(v["suite"], "weekly-files", "{v}");
+        hashes.insert(v["suite_sha256"].as_str().unwrap().to_string());
+        assert!(v["load"]["ok"].as_u64().unwrap() > 100, "{tool}: {}", v["load"]);
+        assert_eq!(v["load"]["failed"], 0, "{tool}: {}", v["load"]);
+    }
+    assert_eq!(hashes.len(), 1, "one suite, one hash: {hashes:?}");
+    // The second paired call expects the wrong count: the gate (its first call) passes, and the
+    // load counts about every other answer as wrong.
+    write("word_count.jsonl", "{\"args\": {\"text\": \"a b\"}, \"check\": {\"equals\": 2}}\n{\"args\": {\"text\": \"a b c\"}, \"check\": {\"equals\": 4}}\n");
+    let (_, v, err) = measure(&s.url, &["--suite", &suite, "--tool", "word_count", "--workers", "2"]);
+    assert!(
+        !hashes.contains(v["suite_sha256"].as_str().unwrap()),
+        "a file changed, the suite's hash did: {v}"
+    );
+    let load = &v["load"];
+    assert!(load["ok"].as_u64().unwrap() > 50 && load["failed"].as_u64().unwrap() > 50, "{err} {load}");
+    // A schema keyword outside the subset is refused when the file is read, at the check.
+    write("echo.schema.json", r#"{"type": "string", "format": "email"}"#);
+    let (code, _, err) = measure(&s.url, &["--suite", &suite, "--tool", "echo"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("suite.toml:12:9") && err.contains("keyword `format` is not understood"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! JSON-RPC 2.0 / MCP messages: building requests, parsing responses, normalising tool results.
 //! It owns no socket and no process; framing is one message per line (stdio) here, HTTP later.
 
+pub mod builtin;
 pub mod data;
 pub mod pyliteral;
 pub mod shop;

@@ -14,6 +14,8 @@ use super::suite::Expected;
 pub const DEFAULT_SEED: u64 = 1;
 /// The suite's name in scenarios and records.
 pub const SUITE: &str = "shop";
+/// Its tools, as tools/list lists them.
+pub const TOOLS: &[&str] = &["checkout", "get_cart", "get_stock", "search_products"];
 /// Products `p001`..`p120`.
 pub const PRODUCTS: usize = 120;
 /// Users `u01`..`u40`; the load reads the carts of `u21`..`u40` only.

@@ -1,5 +1,7 @@
-//! The reference tool suites of TOOLS.md: which tools a suite has, their gate inputs and expected
-//! values, and the argument/answer pairs the serial-call workload sends. Pure data and arithmetic.
+//! The reference tool suites of TOOLS.md by name (`Suite`) and a suite a cell runs (`AnySuite`:
+//! built-in or data), with what a correct server computes for each tool (the null server's
+//! answers) and the tool schemas it lists. The built-in suites' tools, calls, checks and gates
+//! are not here: they are suite files (`mcp::builtin`), except the shop's (`mcp::shop`).
 
 use std::sync::Arc;
 
@@ -30,10 +32,6 @@ pub enum Suite {
 /// An expected value that matches whatever the server put there (timestamps, measured times):
 /// the key must be present, its value is not compared.
 pub const VOLATILE: &str = "\u{1}volatile";
-
-fn volatile() -> Value {
-    Value::String(VOLATILE.into())
-}
 
 /// What a correct server answers to a gate input.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,14 +75,14 @@ impl AnySuite {
     /// The tools `tools/list` must list (exactly, or at least: `list_rule`).
     pub fn tools(&self) -> Vec<&str> {
         match self {
-            AnySuite::Builtin(s) => s.tools().to_vec(),
+            AnySuite::Builtin(s) => s.tools(),
             AnySuite::Data(d) => d.tools.iter().map(|t| t.name.as_str()).collect(),
         }
     }
 
     pub fn list_rule(&self) -> ListRule {
         match self {
-            AnySuite::Builtin(_) => ListRule::Exact,
+            AnySuite::Builtin(s) => s.data().map_or(ListRule::Exact, |d| d.list),
             AnySuite::Data(d) => d.list,
         }
     }
@@ -93,26 +91,29 @@ impl AnySuite {
         matches!(self, AnySuite::Builtin(s) if s.needs_services())
     }
 
-    /// The correctness gate: (tool, arguments, expected answer). A data suite's: every tool
-    /// once, with its first arguments and its check.
+    /// What identifies the suite's content (`SuiteData::sha256`); None for the shop, which is
+    /// Rust and its seed, not data.
+    pub fn sha256(&self) -> Option<String> {
+        match self {
+            AnySuite::Builtin(s) => s.data().map(SuiteData::sha256),
+            AnySuite::Data(d) => Some(d.sha256()),
+        }
+    }
+
+    /// The correctness gate: (tool, arguments, expected answer). A data suite's: its `[[gate]]`,
+    /// else every tool once with its first call.
     pub fn gate(&self) -> Vec<(String, Value, Expected)> {
         match self {
-            AnySuite::Builtin(s) => s.gate().into_iter().map(|(t, a, e)| (t.to_string(), a, e)).collect(),
-            AnySuite::Data(d) => {
-                d.tools.iter().map(|t| (t.name.clone(), t.args[0].clone(), data_expected(&t.check))).collect()
-            }
+            AnySuite::Builtin(s) => s.gate(),
+            AnySuite::Data(d) => data_gate(d),
         }
     }
 
     /// The i-th call on `tool`: its arguments and what a correct answer is.
     pub fn call(&self, tool: &str, i: u64) -> Option<(Value, Expected)> {
         match self {
-            AnySuite::Builtin(s) => s.call(tool, i).map(|(a, v)| (a, Expected::Value(v))),
-            AnySuite::Data(d) => {
-                let t = d.tool(tool)?;
-                let args = t.args[(i % t.args.len() as u64) as usize].clone();
-                Some((args, data_expected(&t.check)))
-            }
+            AnySuite::Builtin(s) => s.call(tool, i),
+            AnySuite::Data(d) => data_call(d, tool, i),
         }
     }
 }
@@ -122,6 +123,14 @@ fn data_expected(c: &Check) -> Expected {
         Check::Error => Expected::Error,
         c => Expected::Check(c.clone()),
     }
+}
+
+fn data_gate(d: &SuiteData) -> Vec<(String, Value, Expected)> {
+    d.gate().into_iter().map(|(t, a, c)| (t, a, data_expected(&c))).collect()
+}
+
+fn data_call(d: &SuiteData, tool: &str, i: u64) -> Option<(Value, Expected)> {
+    d.call(tool, i).map(|(a, c)| (a, data_expected(c)))
 }
 
 impl Suite {
@@ -155,6 +164,20 @@ impl Suite {
         }
     }
 
+    /// The suite file the lab carries for it (images/suites/<name>.toml), read by the data
+    /// parser: its tools, calls, checks and gate. None for the shop, whose calls and answers
+    /// come from data seeded into its services (`mcp::shop`).
+    pub fn data(self) -> Option<&'static SuiteData> {
+        match self {
+            Suite::Shop { .. } => None,
+            s => Some(super::builtin::suite(s.name())),
+        }
+    }
+
+    fn file(self) -> &'static SuiteData {
+        self.data().expect("every built-in suite but the shop has its suite file")
+    }
+
     /// The suite with its data seeded from `seed` (the shop's); other suites have no data.
     pub fn with_seed(self, seed: u64) -> Suite {
         match self {
@@ -170,98 +193,30 @@ impl Suite {
     }
 
     /// The tool names `tools/list` must list, exactly.
-    pub fn tools(self) -> &'static [&'static str] {
-        match self {
-            Suite::Weekly => &["add_numbers", "echo", "word_count"],
-            Suite::Pulse => &["calculate_tax", "checksum"],
-            Suite::Bench => &["echo", "fibonacci", "json_transform", "async_sleep", "payload_echo"],
-            Suite::Tax => &["calculate_tax"],
-            Suite::Shop { .. } => &["checkout", "get_cart", "get_stock", "search_products"],
+    pub fn tools(self) -> Vec<&'static str> {
+        match self.data() {
+            Some(d) => d.tools.iter().map(|t| t.name.as_str()).collect(),
+            None => shop::TOOLS.to_vec(),
         }
     }
 
     /// The correctness gate: (tool, arguments, expected answer), error cases included.
-    pub fn gate(self) -> Vec<(&'static str, Value, Expected)> {
-        use Expected::{Error, Value as V};
+    pub fn gate(self) -> Vec<(String, Value, Expected)> {
         match self {
-            Suite::Weekly => vec![
-                ("add_numbers", json!({"a": 17, "b": 25}), V(json!(42))),
-                ("echo", json!({"message": "hello"}), V(json!("hello"))),
-                ("word_count", json!({"text": "the quick brown fox"}), V(json!(4))),
-            ],
-            Suite::Pulse => vec![
-                ("calculate_tax", json!({"amount": 100}), V(json!(8.0))),
-                ("calculate_tax", json!({"amount": -1}), Error),
-                ("checksum", json!({"values": [1, 2, 3]}), V(checksum_value(&[1, 2, 3]))),
-                ("checksum", json!({"values": []}), Error),
-            ],
-            Suite::Tax => vec![("calculate_tax", json!({"amount": 100}), V(json!(8.0)))],
-            Suite::Shop { seed } => shop::gate(seed),
-            Suite::Bench => self
-                .tools()
-                .iter()
-                .map(|t| {
-                    let (args, expected) = self.call(t, 0).expect("every bench tool has its call");
-                    (*t, args, V(expected))
-                })
-                .collect(),
+            Suite::Shop { seed } => {
+                shop::gate(seed).into_iter().map(|(t, a, e)| (t.to_string(), a, e)).collect()
+            }
+            s => data_gate(s.file()),
         }
     }
 
-    /// The i-th call of a serial-call run on `tool`: arguments that vary with `i` (so no layer can
-    /// answer from a cache) and the value a correct server returns.
-    pub fn call(self, tool: &str, i: u64) -> Option<(Value, Value)> {
-        match (self, tool) {
-            (Suite::Shop { seed }, _) => shop::call(seed, tool, i),
-            (Suite::Weekly, "add_numbers") => {
-                let a = i as i64;
-                let b = 1_000 - (i as i64 % 997);
-                Some((json!({"a": a, "b": b}), json!(a + b)))
-            }
-            (Suite::Weekly, "echo") => {
-                let m = format!("hello {i}");
-                Some((json!({"message": m}), json!(m)))
-            }
-            (Suite::Weekly, "word_count") => {
-                let words = (i % 12 + 1) as usize;
-                let text = vec!["word"; words].join(" ");
-                Some((json!({"text": text}), json!(words)))
-            }
-            (Suite::Pulse | Suite::Tax, "calculate_tax") => {
-                // Whole cents times a whole percent: the product rounds the same way everywhere.
-                let amount = (100 + i % 9_900) as f64;
-                Some((json!({"amount": amount, "rate": 0.07}), json!(round2(amount * 0.07))))
-            }
-            (Suite::Pulse, "checksum") => {
-                let values: Vec<i64> = (0..(i % 10 + 1) as i64).map(|k| k * 7 + i as i64).collect();
-                Some((json!({"values": values}), checksum_value(&values)))
-            }
-            // Seed 003 calls every tool with the same parameters; so does the lab.
-            (Suite::Bench, "echo") => Some((
-                json!({"message": "hello benchmark"}),
-                json!({"message": "hello benchmark", "timestamp_ns": volatile()}),
-            )),
-            (Suite::Bench, "fibonacci") => {
-                Some((json!({"n": 25}), json!({"n": 25, "result": 75025, "compute_time_ns": volatile()})))
-            }
-            (Suite::Bench, "json_transform") => {
-                let data = bench_users();
-                let mut v = json_transform_value(&data);
-                v["stats"]["processing_time_ns"] = volatile();
-                Some((json!({ "data": data }), v))
-            }
-            (Suite::Bench, "async_sleep") => Some((
-                json!({"duration_ms": 50}),
-                json!({"requested_ms": 50, "actual_ms": volatile(), "overhead_ms": volatile()}),
-            )),
-            (Suite::Bench, "payload_echo") => {
-                let payload = "x".repeat(10_000);
-                Some((
-                    json!({ "payload": payload }),
-                    json!({"payload": payload, "size_bytes": 10_000, "timestamp_ns": volatile()}),
-                ))
-            }
-            _ => None,
+    /// The i-th call of a serial-call run on `tool`: arguments that vary with `i` (so no layer
+    /// can answer from a cache; a suite file's list of calls, cycled) and what a correct server
+    /// answers.
+    pub fn call(self, tool: &str, i: u64) -> Option<(Value, Expected)> {
+        match self {
+            Suite::Shop { seed } => shop::call(seed, tool, i).map(|(a, v)| (a, Expected::Value(v))),
+            s => data_call(s.file(), tool, i),
         }
     }
 
@@ -442,24 +397,9 @@ impl Suite {
     }
 }
 
-/// Seed 003's json_transform input: five users.
-fn bench_users() -> Value {
-    let users: Vec<Value> = [
-        ("alice", 30, "new york"),
-        ("bob", 25, "san francisco"),
-        ("charlie", 35, "london"),
-        ("diana", 28, "tokyo"),
-        ("eve", 32, "paris"),
-    ]
-    .iter()
-    .map(|(n, a, c)| json!({"name": n, "age": a, "city": c}))
-    .collect();
-    json!({ "users": users })
-}
-
 /// json_transform's answer (with processing_time_ns left 0): strings upper-cased, numbers summed
 /// (as a float, as the Python reference does), json_size_bytes of Python's `json.dumps`.
-fn json_transform_value(data: &Value) -> Value {
+pub(crate) fn json_transform_value(data: &Value) -> Value {
     fn walk(v: &Value, st: &mut (u64, u64, f64)) -> Value {
         match v {
             Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), walk(x, st))).collect()),
@@ -546,7 +486,7 @@ fn round3(x: f64) -> f64 {
 }
 
 /// round(x, 2) as Python and JavaScript servers compute it for the values the lab sends.
-fn round2(x: f64) -> f64 {
+pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
@@ -575,19 +515,24 @@ mod tests {
 
     #[test]
     fn bench_values_match_the_reference_implementation() {
-        let (args, expected) = Suite::Bench.call("json_transform", 0).unwrap();
         // Computed with CPython 3.13 running images/gradio/servers/gr_api/bench.py's transform.
+        let expected = json_transform_value(&builtin_args(Suite::Bench, "json_transform")["data"]);
         assert_eq!(expected["stats"]["json_size_bytes"], 256);
         assert_eq!(expected["stats"]["strings_transformed"], 10);
         assert_eq!(expected["stats"]["number_sum"], 150.0);
         assert_eq!(expected["transformed"]["users"][2]["city"], "LONDON");
-        let got = Suite::Bench.evaluate("json_transform", &args).unwrap();
-        assert!(crate::mcp::values_match(&expected, &got));
+        let (args, check) = Suite::Bench.call("json_transform", 0).unwrap();
+        assert_eq!(check.verdict(&Suite::Bench.evaluate("json_transform", &args).unwrap()), Ok(()));
         let (a, e) = Suite::Bench.call("fibonacci", 0).unwrap();
-        assert!(crate::mcp::values_match(&e, &Suite::Bench.evaluate("fibonacci", &a).unwrap()));
+        assert_eq!(e.verdict(&Suite::Bench.evaluate("fibonacci", &a).unwrap()), Ok(()));
         // A volatile field must be present, whatever its value.
-        assert!(!crate::mcp::values_match(&e, &json!({"n": 25, "result": 75025})));
-        assert!(!crate::mcp::values_match(&e, &json!({"n": 25, "result": 75026, "compute_time_ns": 1})));
+        assert!(e.verdict(&json!({"n": 25, "result": 75025})).is_err());
+        assert!(e.verdict(&json!({"n": 25, "result": 75026, "compute_time_ns": 1})).is_err());
+        assert_eq!(e.verdict(&json!({"n": 25, "result": 75025, "compute_time_ns": "any"})), Ok(()));
+    }
+
+    fn builtin_args(s: Suite, tool: &str) -> Value {
+        s.call(tool, 0).unwrap().0
     }
 
     #[test]
@@ -598,18 +543,13 @@ mod tests {
                 for i in [0u64, 1, 2, 11, 12, 996, 997, 10_000] {
                     let (args, expected) = suite.call(tool, i).unwrap();
                     let got = suite.evaluate(tool, &args).unwrap();
-                    assert!(crate::mcp::values_match(&expected, &got), "{tool}: {expected} vs {got}");
+                    assert_eq!(expected.verdict(&got), Ok(()), "{tool} {args}");
                 }
             }
             for (tool, args, expected) in suite.gate() {
-                match expected {
-                    Expected::Value(v) => {
-                        assert!(crate::mcp::values_match(&v, &suite.evaluate(tool, &args).unwrap()))
-                    }
-                    Expected::Error => {
-                        assert!(suite.evaluate(tool, &args).is_err(), "{tool} {args}")
-                    }
-                    Expected::Check(c) => panic!("a built-in gate has values, not checks: {c:?}"),
+                match suite.evaluate(&tool, &args) {
+                    Ok(got) => assert_eq!(expected.verdict(&got), Ok(()), "{tool} {args}"),
+                    Err(_) => assert_eq!(expected, Expected::Error, "{tool} {args}"),
                 }
             }
         }
@@ -633,8 +573,10 @@ mod tests {
         assert_eq!(Suite::Weekly.with_seed(9), Suite::Weekly);
         assert!(shop.needs_services() && !Suite::Weekly.needs_services());
         assert!(shop.evaluate("get_cart", &json!({"user": "u01"})).unwrap_err().contains("services"));
-        assert_eq!(shop.with_seed(9).gate(), shop::gate(9));
-        assert_eq!(shop.call("get_cart", 3), shop::call(shop::DEFAULT_SEED, "get_cart", 3));
+        let gate: Vec<_> = shop::gate(9).into_iter().map(|(t, a, e)| (t.to_string(), a, e)).collect();
+        assert_eq!(shop.with_seed(9).gate(), gate);
+        let call = shop::call(shop::DEFAULT_SEED, "get_cart", 3).map(|(a, v)| (a, Expected::Value(v)));
+        assert_eq!(shop.call("get_cart", 3), call);
         assert!(shop.call("checkout", 0).is_none());
     }
 

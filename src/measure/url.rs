@@ -20,6 +20,10 @@ pub struct UrlResult {
     pub transport: String,
     /// The suite whose gate was passed, if any (none: any answer that is not an error counted).
     pub suite: Option<String>,
+    /// What identifies the suite's content (`SuiteData::sha256`: its calls, checks, seed and the
+    /// sha256 of each file it read); absent without a suite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suite_sha256: Option<String>,
     pub tool: String,
     /// The call's arguments when no suite gave them.
     pub args: Option<serde_json::Value>,
@@ -194,6 +198,7 @@ pub fn measure_url(
     };
     // Ungated, the suite is not used: the plan's one call and any answer that is not an error.
     let suite_name = suite.as_ref().map(|s| s.name().to_string());
+    let suite_sha256 = suite.as_ref().and_then(AnySuite::sha256);
     let m =
         drive(&plan, &suite.unwrap_or(AnySuite::Builtin(Suite::Weekly)), &mut progress, &mut |_, _, _| {})
             .map_err(|f| failed("the load failed", f))?;
@@ -214,6 +219,7 @@ pub fn measure_url(
         url: url.to_string(),
         transport: transport.as_str().to_string(),
         suite: suite_name,
+        suite_sha256,
         tool: plan.tool.clone(),
         args: ungated,
         protocol_version: hello.protocol_version,
