@@ -41,7 +41,9 @@ impl Run {
     pub fn load(run_dir: &Path, lockfiles: &Path) -> Result<Run, AttestError> {
         let records = read_records(&run_dir.join(RECORDS_FILE))?;
         let scenario = Scenario::load_in(&run_dir.join(SCENARIO_FILE), lockfiles)?;
-        let claims = crate::claims::scenario_claims(&scenario)?;
+        let published = crate::source::results::read_kept(run_dir)
+            .map_err(|message| crate::claims::ClaimsError::Whole { path: run_dir.into(), message })?;
+        let claims = crate::claims::scenario_claims(&scenario, published.as_ref())?;
         let verdicts = (!claims.is_empty()).then(|| {
             let audit =
                 crate::claims::verify(&scenario, &claims, &records, Some(run_dir.display().to_string()));

@@ -27,6 +27,7 @@
 //! otherwise they are judged by the ratio they imply to the claim named in
 //! `relative_to`, and without one they are inconclusive (the absolute comparison is still shown).
 
+mod consistency;
 pub mod evidence;
 mod judge;
 pub mod measure;
@@ -41,12 +42,17 @@ use crate::record::Record;
 use crate::scenario::Scenario;
 use crate::stats::{Interval, NOISY_CV};
 
-pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector};
+pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector, SourceRef};
 
-/// The claims of a loaded scenario, checked against its cells (what `verify` and `attest` read).
-pub fn scenario_claims(scenario: &Scenario) -> Result<Vec<Claim>, ClaimsError> {
+/// The claims of a loaded scenario, checked against its cells (what `verify` and `attest` read);
+/// `published`: the source's result files its claims may cite (a run folder's kept copy, or as
+/// read at the commit).
+pub fn scenario_claims(
+    scenario: &Scenario,
+    published: Option<&crate::source::results::Published>,
+) -> Result<Vec<Claim>, ClaimsError> {
     let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
-    parse_claims(&scenario.path, &scenario.source, &cell_ids)
+    parse::parse_claims_citing(&scenario.path, &scenario.source, &cell_ids, published)
 }
 
 /// The verdict on one claim.

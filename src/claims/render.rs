@@ -32,8 +32,15 @@ fn measured_text(r: &ClaimResult) -> String {
 }
 
 fn tolerance_text(r: &ClaimResult) -> String {
-    r.tolerance.map_or("—".into(), |t| format!("±{:.0}%", t * 100.0))
+    match r.tolerance {
+        Some(t) if r.judged_as.contains(POINTS) => format!("±{} pp", num(t * 100.0)),
+        Some(t) => format!("±{:.0}%", t * 100.0),
+        None => "—".into(),
+    }
 }
+
+/// What `judged_as` says of an error rate judged in percentage points.
+pub(super) const POINTS: &str = "percentage points";
 
 fn source_text(r: &ClaimResult) -> String {
     let mut s = format!("{} § {}", r.source.file, r.source.section);
@@ -249,6 +256,18 @@ pub fn markdown(a: &Audit) -> String {
     for r in &a.results {
         let _ = writeln!(o, "### {}\n", r.id);
         let _ = writeln!(o, "- **Source:** {}", md(&source_text(r)));
+        for c in &r.source.cited {
+            let _ = writeln!(
+                o,
+                "- **Published figure:** `{}` at `{}` = {} in {} at commit {} (file sha256 {})",
+                c.pointer,
+                c.file,
+                c.value,
+                md(&c.git),
+                c.commit,
+                c.sha256
+            );
+        }
         let _ = writeln!(o, "- **Statement:** “{}”", md(&r.statement));
         let _ = writeln!(o, "- **Verdict:** **{}** ({})", r.verdict.as_str(), md(&r.judged_as));
         let _ = writeln!(o, "- **Why:** {}", md(&r.explanation));

@@ -318,6 +318,7 @@ fn run_options(
         parallel: false,
         order_seed: None,
         require_quiet_s: None,
+        published: None,
     })
 }
 

@@ -68,6 +68,11 @@ pub struct RunArgs {
     /// runs one at a time and says so.
     #[arg(long)]
     parallel: bool,
+    /// A local clone to read the source's repository from, as URL=PATH: the scenario's
+    /// `[source] results` files are read at its commit before anything runs and kept in the run
+    /// folder (`published/`, `published.json`) for `verify`. May be given several times.
+    #[arg(long, value_name = "URL=PATH")]
+    source_mirror: Vec<String>,
     #[command(flatten)]
     noise: NoiseArgs,
     #[command(flatten)]
@@ -207,6 +212,7 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         engine,
         script,
         parallel,
+        source_mirror,
         noise,
         cluster,
     } = args;
@@ -227,6 +233,11 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
     let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
     opts.parallel = parallel;
     noise.options(&mut opts);
+    // The source's result files, read before anything runs: a bad path stops the run here.
+    if let Some(s) = &scenario {
+        let mirrors = crate::source::Mirrors::parse(&source_mirror).map_err(Exit::input)?;
+        opts.published = super::source::fetch_published(s, &mirrors)?.map(std::sync::Arc::new);
+    }
     let summary = tokio_runtime().block_on(async {
         let backends = match (cluster.backend, scripted) {
             (BackendChoice::Local, Some(s)) => vec![AnyBackend::Scripted(s)],

@@ -61,6 +61,49 @@ pub(super) fn check_base_rules(
     })
 }
 
+/// `[source] repository` and `results`: a repository is a URL and a commit hash; each result is
+/// a file path inside it (relative, without `..`), named once; results need a repository. The
+/// statement is read without spans (as it is stored), so a bad value is found by its text.
+pub(super) fn check_results(
+    path: &std::path::Path,
+    source: &str,
+    stated: &crate::spec::SourceStatement,
+) -> Result<(), ScenarioError> {
+    let at = |needle: String, message: String| match source.find(&needle) {
+        Some(at) => ScenarioError::at(path, source, at, message),
+        None => ScenarioError::Whole { path: path.into(), message },
+    };
+    match &stated.repository {
+        None if !stated.results.is_empty() => {
+            return Err(at(
+                "results =".into(),
+                "[source] `results` are files of the source's repository: add `repository = { git = URL, commit = HASH }`"
+                    .into(),
+            ))
+        }
+        Some(r) if !hex(&r.commit, 7..=40) => {
+            return Err(at(
+                format!("{:?}", r.commit),
+                format!("[source] repository: commit {:?} must be a commit hash (7 to 40 hex digits)", r.commit),
+            ))
+        }
+        _ => {}
+    }
+    for (i, p) in stated.results.iter().enumerate() {
+        let why = match tree_path(p) {
+            Err(m) => Some(m.replace("a folder", "a file")),
+            Ok(t) if t.is_empty() || p.ends_with('/') => Some(format!("result {p:?} must name a file")),
+            Ok(t) if t != *p => Some(format!("result {p:?} must be written as {t:?}")),
+            Ok(_) if stated.results[..i].contains(p) => Some(format!("result {p:?} is named twice")),
+            Ok(_) => None,
+        };
+        if let Some(m) = why {
+            return Err(at(format!("{p:?}"), format!("[source] results: {m}")));
+        }
+    }
+    Ok(())
+}
+
 impl Scenario {
     /// Every server's source, checked; servers without one are left out.
     pub fn server_sources(&self) -> Result<Vec<SourceRef>, ScenarioError> {

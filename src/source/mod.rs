@@ -6,6 +6,7 @@
 
 pub mod dockerfile;
 mod git;
+pub mod results;
 pub mod tree;
 
 use std::collections::BTreeMap;

@@ -67,6 +67,7 @@
 //! Units a claim may give: `ms`, `s`, `MB` (10^6 bytes), `MiB`, `req/s`, `%`, `lines`, `cores`,
 //! `MiB/h`; the unit must fit the metric.
 
+mod cite;
 mod kinds;
 mod raw;
 mod types;
@@ -80,14 +81,27 @@ use crate::text::line_col;
 use kinds::body;
 use raw::RawFile;
 
+pub use kinds::{DEFAULT_POINTS, STEPS};
 pub use types::{
-    cell_matches, dim_of, Aggregate, Body, Claim, ClaimsError, Dim, Figure, Hardware, Kind, Selector, Source,
-    SourceRef, DEFAULT_TOLERANCE, METRICS,
+    cell_matches, dim_of, Aggregate, Body, Cited, Claim, ClaimsError, ConsistencyCheck, Dim, Figure,
+    Hardware, Kind, Selector, Source, SourceRef, DEFAULT_TOLERANCE, METRICS,
 };
 
 /// Parses the claims of a scenario file. `cell_ids` are the scenario's cells: every selector
 /// must match one of them.
 pub fn parse_claims(path: &Path, source: &str, cell_ids: &[String]) -> Result<Vec<Claim>, ClaimsError> {
+    parse_claims_citing(path, source, cell_ids, None)
+}
+
+/// Parses the claims of a scenario file whose claims may cite the source's result files
+/// (`files`: the scenario's `[source] results` as read at its commit, or as a run folder keeps
+/// them); a cited figure is read when the claim is.
+pub fn parse_claims_citing(
+    path: &Path,
+    source: &str,
+    cell_ids: &[String],
+    files: Option<&crate::source::results::Published>,
+) -> Result<Vec<Claim>, ClaimsError> {
     // Repeats share a cell id: a selector matches the cell once.
     let mut distinct: Vec<String> = Vec::new();
     for id in cell_ids {
@@ -112,15 +126,27 @@ pub fn parse_claims(path: &Path, source: &str, cell_ids: &[String]) -> Result<Ve
         if !ids.insert(c.id.get_ref().clone()) {
             return Err(at(c.id.span(), format!("claim id {:?} is used twice", c.id.get_ref())));
         }
-        let body = body(c, cell_ids).map_err(|(s, m)| at(s, m))?;
+        let (body, cited) = body(c, cell_ids, files).map_err(|(s, m)| at(s, m))?;
         let (line, _) = line_col(source, span.start);
+        let s = &c.source;
+        let pointers = match (&s.path, &s.paths) {
+            (Some(p), _) => p.get_ref().clone(),
+            (None, Some(ps)) => ps.get_ref().join(", "),
+            (None, None) => "figures".into(),
+        };
+        let (file, section) = match (&s.file, &s.section, &s.results) {
+            (Some(f), Some(sec), _) => (f.clone(), sec.clone()),
+            (_, _, Some(r)) => (r.get_ref().clone(), pointers),
+            _ => unreachable!("checked by kinds"),
+        };
         claims.push(Claim {
             id: c.id.get_ref().clone(),
             source: SourceRef {
-                file: c.source.file.clone(),
-                section: c.source.section.clone(),
+                file,
+                section,
                 row: c.source.row.clone(),
                 hardware: c.source.hardware.as_ref().map(|h| (h.cpu_model.clone(), h.cpus)),
+                cited,
             },
             statement: c.statement.clone(),
             body,
