@@ -8,12 +8,21 @@ use super::parse::{ConsistencyCheck, Figure};
 use super::selftest::Perturb;
 use super::{num, ClaimResult, Verdict};
 
+/// A figure as the source writes it: a count whole, anything else to three digits.
+fn figure(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        num(v)
+    }
+}
+
 /// Where a figure comes from, as the audit cites it.
 fn cite(f: &Figure) -> String {
     match (&f.cited, &f.from) {
-        (Some(c), _) => format!("{} = {} ({})", f.label, num(f.value), c.text()),
-        (None, Some(from)) => format!("{} = {} (from {from})", f.label, num(f.value)),
-        (None, None) => format!("{} = {}", f.label, num(f.value)),
+        (Some(c), _) => format!("{} = {} ({})", f.label, figure(f.value), c.text()),
+        (None, Some(from)) => format!("{} = {} (from {from})", f.label, figure(f.value)),
+        (None, None) => format!("{} = {}", f.label, figure(f.value)),
     }
 }
 
@@ -58,7 +67,13 @@ pub(super) fn judge(
                 .skip(1)
                 .filter(|(_, v)| !agrees(**v, values[0], tol))
                 .map(|(f, v)| {
-                    format!("{} is {} where {} is {}", f.label, num(*v), figures[0].label, num(values[0]))
+                    format!(
+                        "{} is {} where {} is {}",
+                        f.label,
+                        figure(*v),
+                        figures[0].label,
+                        figure(values[0])
+                    )
                 })
                 .collect();
             r.claimed = Some(values[0]);
@@ -80,7 +95,7 @@ pub(super) fn judge(
                 figures[1].label,
                 num(q),
                 figures[2].label,
-                num(values[2]),
+                figure(values[2]),
                 if q >= values[2] { "+" } else { "" },
                 num((q / values[2] - 1.0) * 100.0)
             );

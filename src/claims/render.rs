@@ -33,7 +33,10 @@ fn measured_text(r: &ClaimResult) -> String {
 
 fn tolerance_text(r: &ClaimResult) -> String {
     match r.tolerance {
-        Some(t) if r.judged_as.contains(POINTS) => format!("±{} pp", num(t * 100.0)),
+        Some(t) if r.judged_as.contains(POINTS) => {
+            let pp = format!("{:.3}", t * 100.0);
+            format!("±{} pp", pp.trim_end_matches('0').trim_end_matches('.'))
+        }
         Some(t) => format!("±{:.0}%", t * 100.0),
         None => "—".into(),
     }

@@ -263,13 +263,15 @@ impl<'a> Fields<'a> {
                         ),
                     ))
                 }
-                _ => return Err((
-                    u.span(),
-                    format!(
+                _ => {
+                    return Err((
+                        u.span(),
+                        format!(
                         "unknown unit {:?} (one of: ms, s, MB, MiB, req/s, %, fraction, lines, cores, MiB/h)",
                         u.get_ref()
                     ),
-                )),
+                    ))
+                }
             },
         };
         Ok((u.get_ref().clone(), factor))

@@ -175,3 +175,6 @@ pub fn parse_claims_citing(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cite_tests;
