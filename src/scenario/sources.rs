@@ -236,4 +236,39 @@ mod tests {
             assert!(e.starts_with(line_col) && e.contains(says), "{source}: {e}");
         }
     }
+
+    fn with_results(stated: &str) -> Result<crate::spec::SourceStatement, String> {
+        let text = format!(
+            "name = \"s\"\n[[server]]\nid = \"py\"\nfamily = \"python-mcp\"\nversion = \"2.3.0\"\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n[source]\n{stated}\n"
+        );
+        Scenario::parse(std::path::Path::new("s.toml"), text).map(|s| s.stated).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn result_files_name_a_repository_at_a_commit_and_files_inside_it() {
+        let s = with_results(
+            "repository = { git = \"https://h/o/r\", commit = \"ccb84cf\" }\nresults = [\"b/r/summary.json\", \"top.json\"]",
+        )
+        .unwrap();
+        assert_eq!(s.repository.unwrap().commit, "ccb84cf");
+        assert_eq!(s.results, ["b/r/summary.json", "top.json"]);
+        let repo = "repository = { git = \"u\", commit = \"abcdef0\" }\n";
+        for (stated, line_col, says) in [
+            ("results = [\"a.json\"]".to_string(), "s.toml:10:1", "add `repository"),
+            ("repository = { git = \"u\", commit = \"main\" }".into(), "s.toml:10:36", "7 to 40 hex digits"),
+            (
+                "repository = { git = \"u\", commit = \"abcdef0\", branch = \"x\" }".into(),
+                "s.toml:10:",
+                "unknown field `branch`",
+            ),
+            (format!("{repo}results = [\"../up.json\"]"), "s.toml:11:12", "without `..`"),
+            (format!("{repo}results = [\"/abs.json\"]"), "s.toml:11:12", "relative"),
+            (format!("{repo}results = [\"dir/\"]"), "s.toml:11:12", "must name a file"),
+            (format!("{repo}results = [\"a.json\", \"a.json\"]"), "s.toml:11:12", "named twice"),
+            (format!("{repo}result = [\"a.json\"]"), "s.toml:11:1", "unknown field `result`"),
+        ] {
+            let e = with_results(&stated).unwrap_err();
+            assert!(e.starts_with(line_col) && e.contains(says), "{stated}: {e}");
+        }
+    }
 }

@@ -279,3 +279,6 @@ fn write_atomic(path: &Path, data: &[u8]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod results_tests;
