@@ -87,7 +87,9 @@ pub(super) fn judge(
             let q = values[0] / values[1];
             r.claimed = Some(values[2]);
             r.measured = Some(q);
-            r.unit = "ratio".into();
+            // A quotient of the source's own figures is in whatever unit they make (seconds,
+            // requests per call): shown as a plain number.
+            r.unit = String::new();
             let ok = agrees(q, values[2], tol);
             let what = format!(
                 "{} / {} = {} against {} {} ({}{}%)",
@@ -107,7 +109,7 @@ pub(super) fn judge(
         "The source's own figures: {}. {} within {}%: {}.",
         cited.join("; "),
         if ok { "Consistent" } else { "INCONSISTENT" },
-        num(tol * 100.0),
+        figure(tol * 100.0),
         what
     );
     r

@@ -478,7 +478,17 @@ impl Ctx<'_> {
                     }
                 }
             }
-            Body::Ordering { items, tolerance } => self.ordering(r, items, *tolerance),
+            Body::Ordering { items, tolerance } => {
+                let mut r = self.ordering(r, items, *tolerance);
+                if !claim.source.cited.is_empty() {
+                    let published: Vec<String> = claim.source.cited.iter().map(|c| c.text()).collect();
+                    r.explanation.push_str(&format!(
+                        " The source's own figures, in that order: {}.",
+                        published.join("; ")
+                    ));
+                }
+                r
+            }
             Body::SoakSlope { measure: sel, value, unit, duration } => {
                 self.soak_slope(r, sel, *value, unit, duration)
             }

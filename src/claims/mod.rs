@@ -21,6 +21,11 @@
 //! - **Self-test** (`selftest`): each claim judged again with its figure halved and doubled; one
 //!   that stays reproduced cannot fail, and fails `verify`.
 //! - **Evidence** (`evidence`): claims grouped by the measurement they rest on.
+//! - **Error rates** are judged in percentage points: the band is [v − t, v + t] (t in points,
+//!   default 0.1), so a published 0 % is a value; the self-test moves the figure by 2t down and
+//!   up instead of scaling it.
+//! - **Consistency** (`consistency`): the source's own figures (cited from its result files, or
+//!   literals with where they come from) related to each other, judged without records.
 //!
 //! Absolute figures are taken as such only when the lab's CPU model and count match the
 //! source's `hardware`, or when they do not depend on hardware (lines of code, error rates);
@@ -187,6 +192,7 @@ pub fn show(v: f64, unit: &str) -> String {
         "bytes" => format!("{} MiB", num(v / 1_048_576.0)),
         "fraction" => format!("{}%", num(v * 100.0)),
         "ratio" => format!("{}x", num(v)),
+        "" => num(v),
         u => format!("{} {u}", num(v)),
     }
 }
