@@ -384,8 +384,8 @@ figures = [{{ label = "config.vus", results = "{file}", path = "/config/vus" }},
     // A pointer that resolves to nothing, and a file the commit lacks, stop at their place.
     let (code, err) = verify(&scenario(file, "/servers/slow/http/rps"));
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("fixture.toml:34:") && err.contains("resolves to nothing"), "{err}");
+    assert!(err.contains("fixture.toml:30:") && err.contains("resolves to nothing"), "{err}");
     let (code, err) = verify(&scenario("res/r2/summary.json", "/servers/fast/http/rps"));
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("fixture.toml:21:12") && err.contains("no \"res/r2/summary.json\""), "{err}");
+    assert!(err.contains("fixture.toml:20:12") && err.contains("no \"res/r2/summary.json\""), "{err}");
 }

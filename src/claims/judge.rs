@@ -6,7 +6,7 @@
 use super::measure::{measure, ratio, Measure, Measured, RatioMethod};
 use super::parse::{Body, Claim, Dim, Selector};
 use super::selftest::Perturb;
-use super::{judge_band, num, show, ClaimResult, Verdict};
+use super::{judge_band, judge_points, num, show, ClaimResult, Verdict};
 use crate::record::{Record, Status};
 use crate::scenario::Scenario;
 use crate::spec::FailureReason;
@@ -229,20 +229,6 @@ fn points_text(claimed: f64, tol: f64) -> String {
         show((claimed - tol).max(0.0), "fraction"),
         show(claimed + tol, "fraction")
     )
-}
-
-/// Judges an interval against an absolute band [claimed − tol, claimed + tol].
-pub(super) fn judge_points(i: &Interval, claimed: f64, tol: f64) -> Verdict {
-    let (lo, hi) = (claimed - tol, claimed + tol);
-    if !(i.lower.is_finite() && i.upper.is_finite()) {
-        Verdict::Inconclusive
-    } else if i.lower >= lo && i.upper <= hi {
-        Verdict::Reproduced
-    } else if i.upper < lo || i.lower > hi {
-        Verdict::Contradicted
-    } else {
-        Verdict::Inconclusive
-    }
 }
 
 fn where_text(v: Verdict, below: bool) -> &'static str {

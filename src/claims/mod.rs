@@ -184,6 +184,20 @@ pub fn judge_band(i: &Interval, claimed: f64, tolerance: f64) -> Verdict {
     }
 }
 
+/// Judges an interval against an absolute band [claimed − tol, claimed + tol].
+pub fn judge_points(i: &Interval, claimed: f64, tol: f64) -> Verdict {
+    let (lo, hi) = (claimed - tol, claimed + tol);
+    if !(i.lower.is_finite() && i.upper.is_finite()) {
+        Verdict::Inconclusive
+    } else if i.lower >= lo && i.upper <= hi {
+        Verdict::Reproduced
+    } else if i.upper < lo || i.lower > hi {
+        Verdict::Contradicted
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
 pub use crate::text::three_digits as num;
 
 /// A value in its unit as people read it.

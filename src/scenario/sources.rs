@@ -39,9 +39,19 @@ fn tree_path(p: &str) -> Result<String, String> {
     Ok(parts.join("/"))
 }
 
+/// `[source]` as a whole: its base rules and its result files.
+pub(super) fn check_statement(
+    path: &std::path::Path,
+    source: &str,
+    stated: &crate::spec::SourceStatement,
+) -> Result<(), ScenarioError> {
+    check_base_rules(path, source, stated)?;
+    check_results(path, source, stated)
+}
+
 /// `[source.base]` rules: each is a base (`suite`, with its `packages`) or `unavailable`. The
 /// statement is read without spans (as it is stored), so a bad rule is found by its key's text.
-pub(super) fn check_base_rules(
+fn check_base_rules(
     path: &std::path::Path,
     source: &str,
     stated: &crate::spec::SourceStatement,
@@ -64,7 +74,7 @@ pub(super) fn check_base_rules(
 /// `[source] repository` and `results`: a repository is a URL and a commit hash; each result is
 /// a file path inside it (relative, without `..`), named once; results need a repository. The
 /// statement is read without spans (as it is stored), so a bad value is found by its text.
-pub(super) fn check_results(
+fn check_results(
     path: &std::path::Path,
     source: &str,
     stated: &crate::spec::SourceStatement,

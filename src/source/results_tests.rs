@@ -65,15 +65,6 @@ fn result_files_are_read_at_the_commit_kept_in_the_run_folder_and_read_back_offl
     std::fs::remove_dir_all(d.path().join("repo")).unwrap();
     std::fs::remove_dir_all(&cache).unwrap();
     assert_eq!(read_kept(&run).unwrap().unwrap(), p);
-    // Claims cite them from there.
-    let claims = crate::claims::parse::parse_claims_citing(
-        Path::new("s.toml"),
-        "name = \"s\"\n[[claim]]\nid = \"c\"\nsource = { results = \"out/r1/summary.json\", paths = [\"/config/vus\", \"/servers/a/http/rps\"] }\nstatement = \"s\"\nkind = \"ordering\"\nitems = [{ cell = \"a/w\", metric = \"http_rps\" }, { cell = \"b/w\", metric = \"http_rps\" }]\n",
-        &["a/w".to_string(), "b/w".to_string()],
-        read_kept(&run).unwrap().as_ref(),
-    )
-    .unwrap();
-    assert_eq!(claims[0].source.cited[1].value, 10.5);
     // Another run's files in the same folder are refused; a changed copy is never read.
     let mut other = p.clone();
     other.files.truncate(1);

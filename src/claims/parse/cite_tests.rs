@@ -243,3 +243,16 @@ fn bad_citations_are_refused_at_their_key() {
     let e = parse_claims(Path::new("x.toml"), &text, &cells()).unwrap_err().to_string();
     assert!(e.starts_with("x.toml:7:") && e.contains("no result files were read"), "{e}");
 }
+
+#[test]
+fn claims_cite_the_files_a_run_folder_keeps() {
+    let run = tempfile::tempdir().unwrap();
+    crate::source::results::keep(run.path(), &published()).unwrap();
+    let kept = crate::source::results::read_kept(run.path()).unwrap();
+    let text = format!(
+        "{HEAD}\n[[claim]]\nid = \"c\"\nsource = {{ {FILE}, path = \"/servers/fast/http/rps\" }}\nstatement = \"s\"\nkind = \"absolute\"\nmeasure = {{ cell = \"fast/load\", metric = \"http_rps\" }}\nunit = \"req/s\"\n"
+    );
+    let c = parse_claims_citing(Path::new("x.toml"), &text, &cells(), kept.as_ref()).unwrap();
+    assert_eq!(c[0].source.cited[0].value, 400.0);
+    assert_eq!(c[0].source.cited[0].sha256, crate::hash::sha256_hex(SUMMARY.as_bytes()));
+}
