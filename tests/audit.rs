@@ -148,6 +148,8 @@ fn record(i: usize) -> Record {
                     warmup: None,
                     series: None,
                     soak: None,
+                    http_rps: None,
+                    http_requests: None,
                     steps: Default::default(),
                     iterations: None,
                 })

@@ -254,6 +254,8 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         warmup: None,
         series: None,
         soak: None,
+        http_rps: None,
+        http_requests: None,
         steps: BTreeMap::new(),
         iterations: None,
     }));

@@ -164,6 +164,8 @@ fn load_metrics() -> LoadMetrics {
         warmup: None,
         series: Some(load_series()),
         soak: Some(soak_figures()),
+        http_rps: None,
+        http_requests: None,
         steps: BTreeMap::new(),
         iterations: None,
     }
@@ -646,6 +648,8 @@ fn small_enums_and_cell_parts() {
             iterations: Some(40),
             series: None,
             soak: None,
+            http_rps: None,
+            http_requests: None,
             ..load_metrics()
         },
     );

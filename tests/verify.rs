@@ -292,3 +292,100 @@ fn committed_audits_are_what_verify_writes_now() {
     }
     assert!(checked >= 4, "only {checked} AUDIT.md files found");
 }
+
+/// A repository made here with one invented result file; its commit.
+fn results_repo(dir: &Path) -> String {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    std::fs::create_dir_all(dir.join("res/r1")).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(
+        dir.join("res/r1/summary.json"),
+        r#"{"config":{"vus":5},"servers":{"fast":{"http":{"total_requests":6300,"rps":50.0}}}}"#,
+    )
+    .unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "results"]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// `verify` on claims that cite a result file read through `--source-mirror`, with no run: the
+/// source's own figures are judged (an inconsistency exits 1 and AUDIT.md cites both numbers);
+/// a missing file or pointer exits 2 at its place.
+#[test]
+fn claims_on_the_sources_result_files_are_judged_from_its_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let commit = results_repo(&dir.path().join("repo"));
+    let url = "https://example.invalid/lab/bench";
+    let file = "res/r1/summary.json";
+    let scenario = |results: &str, pointer: &str| {
+        format!(
+            r#"{SCENARIO_HEAD}
+[source]
+repository = {{ git = "{url}", commit = "{commit}" }}
+results = ["{results}"]
+
+[[claim]]
+id = "duration"
+source = {{ results = "{file}" }}
+statement = "two minutes"
+kind = "consistency"
+check = "quotient"
+figures = [
+  {{ label = "requests", results = "{file}", path = "/servers/fast/http/total_requests" }},
+  {{ label = "rps", results = "{file}", path = "{pointer}" }},
+  {{ label = "stages", value = 120, from = "the load script" }},
+]
+
+[[claim]]
+id = "vus"
+source = {{ results = "{file}" }}
+statement = "5 users"
+kind = "consistency"
+check = "equal"
+figures = [{{ label = "config.vus", results = "{file}", path = "/config/vus" }}, {{ label = "script", value = 5, from = "the load script" }}]
+"#
+        )
+    };
+    let path = dir.path().join("fixture.toml");
+    let md = dir.path().join("AUDIT.md");
+    let mirror = format!("{url}={}", dir.path().join("repo").display());
+    let verify = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(BIN)
+            .arg("verify")
+            .arg(&path)
+            .args(["--results", dir.path().join("none").to_str().unwrap(), "--source-mirror", &mirror])
+            .args(["--markdown", md.to_str().unwrap()])
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        (out.status.code().unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = verify(&scenario(file, "/servers/fast/http/rps"));
+    assert_eq!(code, 1, "6300 / 50 = 126 s is not 120 s: {err}");
+    let audit = std::fs::read_to_string(&md).unwrap();
+    assert!(audit.contains("INCONSISTENT within 1%: requests / rps = 126 against stages 120"), "{audit}");
+    assert!(
+        audit.contains(&format!(
+            "- **Published figure:** `/servers/fast/http/rps` at `{file}` = 50 in {url} at commit {commit}"
+        )),
+        "{audit}"
+    );
+    assert!(audit.contains("### vus") && audit.contains("**reproduced** (consistency (equal))"), "{audit}");
+    // A pointer that resolves to nothing, and a file the commit lacks, stop at their place.
+    let (code, err) = verify(&scenario(file, "/servers/slow/http/rps"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fixture.toml:30:") && err.contains("resolves to nothing"), "{err}");
+    let (code, err) = verify(&scenario("res/r2/summary.json", "/servers/fast/http/rps"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fixture.toml:20:12") && err.contains("no \"res/r2/summary.json\""), "{err}");
+}

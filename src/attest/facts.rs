@@ -8,14 +8,20 @@ use std::path::Path;
 use super::{AttestError, Attester, AuditSummary, LabBinary, Predicate, Subject};
 use crate::claims::Verdict;
 use crate::record::audit::AuditReport;
-use crate::record::files::{RECORDS_FILE, SCENARIO_FILE};
+use crate::record::files::{PUBLISHED_FILE, RECORDS_FILE, SCENARIO_FILE};
 use crate::record::store::read_records;
 use crate::record::Record;
 use crate::scenario::Scenario;
 
-/// The run folder's file subjects, records first; both files must exist.
+/// The run folder's file subjects, records first; both files must exist. A run that keeps the
+/// source's result files adds their list (`published.json`, which holds each file's sha256, and
+/// the files are read only when they match it): the claims' verdicts rest on them.
 pub(super) fn file_subjects(run_dir: &Path) -> Result<Vec<Subject>, AttestError> {
-    [RECORDS_FILE, SCENARIO_FILE].into_iter().map(|f| file_subject(run_dir, f)).collect()
+    let mut files = vec![RECORDS_FILE, SCENARIO_FILE];
+    if run_dir.join(PUBLISHED_FILE).exists() {
+        files.push(PUBLISHED_FILE);
+    }
+    files.into_iter().map(|f| file_subject(run_dir, f)).collect()
 }
 
 fn file_subject(run_dir: &Path, file: &'static str) -> Result<Subject, AttestError> {
@@ -41,7 +47,9 @@ impl Run {
     pub fn load(run_dir: &Path, lockfiles: &Path) -> Result<Run, AttestError> {
         let records = read_records(&run_dir.join(RECORDS_FILE))?;
         let scenario = Scenario::load_in(&run_dir.join(SCENARIO_FILE), lockfiles)?;
-        let claims = crate::claims::scenario_claims(&scenario)?;
+        let published = crate::source::results::read_kept(run_dir)
+            .map_err(|message| crate::claims::ClaimsError::Whole { path: run_dir.into(), message })?;
+        let claims = crate::claims::scenario_claims(&scenario, published.as_ref())?;
         let verdicts = (!claims.is_empty()).then(|| {
             let audit =
                 crate::claims::verify(&scenario, &claims, &records, Some(run_dir.display().to_string()));

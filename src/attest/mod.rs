@@ -27,6 +27,8 @@
 //!
 //! - `records.jsonl` and `scenario.toml`: the run folder's records and scenario copy, digest
 //!   `{"sha256": hex of the file's bytes}`;
+//! - `published.json`, when the run keeps the source's own result files its claims cite (the
+//!   list holds each file's sha256, and a file is read only when it matches): the same digest;
 //! - every container image the records name, sorted by name then digest, each once:
 //!   `image:<reference>` with the engine's image id (`environment.image.image_id` and
 //!   `environment.image.base.image_id`, `sha256:<hex>`: the digest of the image's config) as

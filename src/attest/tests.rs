@@ -163,3 +163,30 @@ fn a_folder_without_records_is_not_a_run() {
     assert!(matches!(e, AttestError::NotARun { file: "records.jsonl", .. }), "{e}");
     assert_eq!(e.class(), ErrorClass::Input);
 }
+
+#[test]
+fn a_runs_kept_result_files_are_a_subject_and_a_changed_one_is_named() {
+    let run = run_copy();
+    let content = br#"{"invented":1}"#.to_vec();
+    let published = crate::source::results::Published {
+        format_version: crate::source::results::FORMAT_VERSION,
+        git: "https://example.invalid/bench".into(),
+        commit: "0".repeat(40),
+        files: vec![crate::source::results::ResultFile {
+            path: "r/summary.json".into(),
+            sha256: crate::hash::sha256_hex(&content),
+            bytes: content.len() as u64,
+            content,
+        }],
+    };
+    crate::source::results::keep(run.path(), &published).unwrap();
+    let (envelope, statement) = attest(run.path(), &key(), &lockfiles(), &attester()).unwrap();
+    let names: Vec<&str> = statement.subject.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names[..3], ["records.jsonl", "scenario.toml", "published.json"]);
+    verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap();
+    let list = run.path().join("published.json");
+    let text = std::fs::read_to_string(&list).unwrap().replace("example.invalid", "example.test");
+    std::fs::write(&list, text).unwrap();
+    let e = verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap_err();
+    assert!(matches!(&e, AttestError::SubjectDigest { name, .. } if name == "published.json"), "{e}");
+}

@@ -6,7 +6,7 @@
 use super::measure::{measure, ratio, Measure, Measured, RatioMethod};
 use super::parse::{Body, Claim, Dim, Selector};
 use super::selftest::Perturb;
-use super::{judge_band, num, show, ClaimResult, Verdict};
+use super::{judge_band, judge_points, num, show, ClaimResult, Verdict};
 use crate::record::{Record, Status};
 use crate::scenario::Scenario;
 use crate::spec::FailureReason;
@@ -220,10 +220,21 @@ fn band_text(claimed: f64, tol: f64, unit: &str) -> String {
     )
 }
 
-fn where_text(v: Verdict, i: &Interval, claimed: f64, tol: f64) -> &'static str {
+/// An error rate's band, in percentage points.
+fn points_text(claimed: f64, tol: f64) -> String {
+    format!(
+        "{} ± {} percentage points (band {}–{})",
+        show(claimed, "fraction"),
+        num(tol * 100.0),
+        show((claimed - tol).max(0.0), "fraction"),
+        show(claimed + tol, "fraction")
+    )
+}
+
+fn where_text(v: Verdict, below: bool) -> &'static str {
     match v {
         Verdict::Reproduced => "the whole interval lies within the band",
-        Verdict::Contradicted if i.upper < claimed / (1.0 + tol) => "the whole interval lies below the band",
+        Verdict::Contradicted if below => "the whole interval lies below the band",
         Verdict::Contradicted => "the whole interval lies above the band",
         _ => "the interval straddles an edge of the band",
     }
@@ -239,6 +250,8 @@ struct Judging<'a> {
     unit: &'a str,
     prefix: String,
     suffix: String,
+    /// An error rate's band: absolute, [claimed − tol, claimed + tol] (tol a fraction).
+    points: bool,
 }
 
 /// The reasons no verdict may rest on these figures (single readings, one run's interval).
@@ -293,8 +306,15 @@ pub(super) fn widen_for_noise(i: Interval, cv: Option<f64>) -> Interval {
 impl Ctx<'_> {
     /// Fills a result from one judged figure.
     fn judged(&self, mut r: ClaimResult, j: Judging) -> ClaimResult {
-        let Judging { ms, i, claimed, tol, unit, prefix, suffix } = j;
-        let i = self.perturb.interval(i);
+        let Judging { ms, i, claimed, tol, unit, prefix, suffix, points } = j;
+        let i = if points { self.perturb.shift(i, tol) } else { self.perturb.interval(i) };
+        let band = |claimed: f64, tol: f64, unit: &str| {
+            if points {
+                points_text(claimed, tol)
+            } else {
+                band_text(claimed, tol, unit)
+            }
+        };
         let noisy = ms.iter().any(|m| m.noisy);
         let n: u64 = ms.iter().map(|m| m.n).sum();
         let single = i.lower == i.upper;
@@ -319,16 +339,20 @@ impl Ctx<'_> {
                 Verdict::Inconclusive,
                 format!(
                     "{prefix}Measured {measured} against the claimed {}, but no verdict: {}.",
-                    band_text(claimed, tol, unit),
+                    band(claimed, tol, unit),
                     why_not.join("; ")
                 ),
             )
         } else {
             let cv = noise_cv(ms);
             let judged_i = widen_for_noise(i, cv);
-            let v = judge_band(&judged_i, claimed, tol);
+            let v = if points {
+                judge_points(&judged_i, claimed, tol)
+            } else {
+                judge_band(&judged_i, claimed, tol)
+            };
             let mut text =
-                format!("{prefix}Measured {measured} against the claimed {}", band_text(claimed, tol, unit));
+                format!("{prefix}Measured {measured} against the claimed {}", band(claimed, tol, unit));
             if cv.is_some() {
                 text.push_str(&format!(
                     "; {}, so the interval is widened by that much on each side to {}",
@@ -336,7 +360,9 @@ impl Ctx<'_> {
                     show_interval(&judged_i, unit)
                 ));
             }
-            text.push_str(&format!(": {}.", where_text(v, &judged_i, claimed, tol)));
+            let below =
+                if points { judged_i.upper < claimed - tol } else { judged_i.upper < claimed / (1.0 + tol) };
+            text.push_str(&format!(": {}.", where_text(v, below)));
             (v, text)
         };
         r.verdict = v;
@@ -400,10 +426,10 @@ impl Ctx<'_> {
     fn judge_figure(&self, claim: &Claim) -> ClaimResult {
         let r = base(claim);
         let r = match &claim.body {
-            Body::Absolute { measure: sel, value, tolerance, relative_to, .. } => {
+            Body::Absolute { measure: sel, value, tolerance, relative_to, points, .. } => {
                 let mut r = r;
                 r.evidence = Some(sel.text());
-                self.absolute(claim, r, sel, *value, *tolerance, relative_to.as_deref())
+                self.absolute(claim, r, sel, (*value, *tolerance, *points), relative_to.as_deref())
             }
             Body::Ratio { numerator, denominator, value, tolerance } => {
                 let (a, b) = match (self.measure(numerator), self.measure(denominator)) {
@@ -432,12 +458,23 @@ impl Ctx<'_> {
                                 unit: "ratio",
                                 prefix,
                                 suffix: method_text(how).into(),
+                                points: false,
                             },
                         )
                     }
                 }
             }
-            Body::Ordering { items, tolerance } => self.ordering(r, items, *tolerance),
+            Body::Ordering { items, tolerance } => {
+                let mut r = self.ordering(r, items, *tolerance);
+                if !claim.source.cited.is_empty() {
+                    let published: Vec<String> = claim.source.cited.iter().map(|c| c.text()).collect();
+                    r.explanation.push_str(&format!(
+                        " The source's own figures, in that order: {}.",
+                        published.join("; ")
+                    ));
+                }
+                r
+            }
             Body::SoakSlope { measure: sel, value, unit, duration } => {
                 self.soak_slope(r, sel, *value, unit, duration)
             }
@@ -455,6 +492,9 @@ impl Ctx<'_> {
                 r.explanation = format!("The source's own figures: {}{exp}. {explanation}", figs.join("; "));
                 return r;
             }
+            Body::Consistency { figures, check, tolerance } => {
+                return super::consistency::judge(r, figures, *check, *tolerance, self.perturb)
+            }
         };
         self.finish(claim, r)
     }
@@ -464,8 +504,7 @@ impl Ctx<'_> {
         claim: &Claim,
         mut r: ClaimResult,
         sel: &Selector,
-        value: f64,
-        tol: f64,
+        (value, tol, points): (f64, f64, bool),
         relative_to: Option<&str>,
     ) -> ClaimResult {
         let unit = sel.dim().as_str();
@@ -478,14 +517,23 @@ impl Ctx<'_> {
         let src =
             claim.source.hardware.as_ref().map_or("not stated".into(), |(c, n)| format!("{c} × {n} CPUs"));
         if hardware_matches(claim, &recs) {
-            r.judged_as = "absolute (hardware matches)".into();
+            r.judged_as = if points {
+                format!("absolute in {} (hardware matches)", super::render::POINTS)
+            } else {
+                "absolute (hardware matches)".into()
+            };
             let i = m.interval();
             let prefix = format!("The lab's hardware ({lab}) matches the source's. ");
-            let j = Judging { ms: &[&m], i, claimed: value, tol, unit, prefix, suffix: basis_note(&m) };
+            let j =
+                Judging { ms: &[&m], i, claimed: value, tol, unit, prefix, suffix: basis_note(&m), points };
             return self.judged(r, j);
         }
         if matches!(sel.dim(), Dim::Lines | Dim::Fraction) {
-            r.judged_as = "absolute (does not depend on hardware)".into();
+            r.judged_as = if points {
+                format!("absolute in {} (does not depend on hardware)", super::render::POINTS)
+            } else {
+                "absolute (does not depend on hardware)".into()
+            };
             let i = m.interval();
             let j = Judging {
                 ms: &[&m],
@@ -495,6 +543,7 @@ impl Ctx<'_> {
                 unit,
                 prefix: String::new(),
                 suffix: basis_note(&m),
+                points,
             };
             return self.judged(r, j);
         }
@@ -546,7 +595,16 @@ impl Ctx<'_> {
         let suffix = method_text(how).into();
         self.judged(
             r,
-            Judging { ms: &[&m, &om], i, claimed: value / ovalue, tol, unit: "ratio", prefix, suffix },
+            Judging {
+                ms: &[&m, &om],
+                i,
+                claimed: value / ovalue,
+                tol,
+                unit: "ratio",
+                prefix,
+                suffix,
+                points: false,
+            },
         )
     }
 

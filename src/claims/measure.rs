@@ -156,6 +156,15 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
             let samples = sm.as_ref().map(|s| s.samples_ms.clone()).unwrap_or_default();
             from_samples(&cell, samples, sel)
         }
+        "latency" if sel.step.is_some() => {
+            let step = sel.step.as_deref().expect("checked");
+            let load = load.ok_or_else(|| format!("{cell} recorded no load"))?;
+            let hm = load.steps.get(step).ok_or_else(|| {
+                let known: Vec<&str> = load.steps.keys().map(String::as_str).collect();
+                format!("{cell} recorded no step {step:?} (its steps: {})", known.join(", "))
+            })?;
+            from_histogram(&cell, hm, sel)
+        }
         "calls" | "latency" => {
             let hm =
                 if sel.metric == "calls" { m.calls.as_ref() } else { load.and_then(|l| l.latency.as_ref()) };
@@ -168,6 +177,7 @@ fn from_record(r: &Record, sel: &Selector) -> Measure {
         "loc" => reading(r.cell.server.source.as_ref().map(|s| s.loc as f64), "server source (lines of code)")
             .map(|m| Measured { basis: Basis::Exact, undecidable: None, ..m }),
         "throughput" => reading(load.map(|l| l.throughput_rps), "load throughput"),
+        "http_rps" => reading(load.and_then(|l| l.http_rps), "HTTP requests per second (every request)"),
         "error_rate" => reading(load.map(|l| l.error_rate), "load error rate"),
         "server_cpu" => reading(load.and_then(|l| l.server_cpu_cores), "server CPU under load"),
         "rss_idle" => reading(
@@ -346,6 +356,7 @@ fn from_histogram(cell: &str, hm: &HistogramMetric, sel: &Selector) -> Measure {
     let cv = stats::histogram_cv(&h);
     let (estimate, ci) = match sel.stat.as_str() {
         "max" => (hm.summary.max_ms, None),
+        "min" => (h.min() as f64 / 1e6, None),
         "mean" | "total" => {
             let mean = h.mean() / 1e6;
             let half = 1.96 * h.stdev() / 1e6 / (n as f64).sqrt();
@@ -604,7 +615,7 @@ mod tests {
     use crate::spec::Repeat;
 
     fn sel(cell: &str, metric: &str, stat: &str) -> Selector {
-        Selector { cell: cell.into(), metric: metric.into(), stat: stat.into(), aggregate: None }
+        Selector { cell: cell.into(), metric: metric.into(), stat: stat.into(), aggregate: None, step: None }
     }
 
     #[test]

@@ -21,12 +21,18 @@
 //! - **Self-test** (`selftest`): each claim judged again with its figure halved and doubled; one
 //!   that stays reproduced cannot fail, and fails `verify`.
 //! - **Evidence** (`evidence`): claims grouped by the measurement they rest on.
+//! - **Error rates** are judged in percentage points: the band is [v − t, v + t] (t in points,
+//!   default 0.1), so a published 0 % is a value; the self-test moves the figure by 2t down and
+//!   up instead of scaling it.
+//! - **Consistency** (`consistency`): the source's own figures (cited from its result files, or
+//!   literals with where they come from) related to each other, judged without records.
 //!
 //! Absolute figures are taken as such only when the lab's CPU model and count match the
 //! source's `hardware`, or when they do not depend on hardware (lines of code, error rates);
 //! otherwise they are judged by the ratio they imply to the claim named in
 //! `relative_to`, and without one they are inconclusive (the absolute comparison is still shown).
 
+mod consistency;
 pub mod evidence;
 mod judge;
 pub mod measure;
@@ -41,12 +47,17 @@ use crate::record::Record;
 use crate::scenario::Scenario;
 use crate::stats::{Interval, NOISY_CV};
 
-pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector};
+pub use parse::{parse_claims, Body, Claim, ClaimsError, Dim, Kind, Selector, SourceRef};
 
-/// The claims of a loaded scenario, checked against its cells (what `verify` and `attest` read).
-pub fn scenario_claims(scenario: &Scenario) -> Result<Vec<Claim>, ClaimsError> {
+/// The claims of a loaded scenario, checked against its cells (what `verify` and `attest` read);
+/// `published`: the source's result files its claims may cite (a run folder's kept copy, or as
+/// read at the commit).
+pub fn scenario_claims(
+    scenario: &Scenario,
+    published: Option<&crate::source::results::Published>,
+) -> Result<Vec<Claim>, ClaimsError> {
     let cell_ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
-    parse_claims(&scenario.path, &scenario.source, &cell_ids)
+    parse::parse_claims_citing(&scenario.path, &scenario.source, &cell_ids, published)
 }
 
 /// The verdict on one claim.
@@ -173,6 +184,20 @@ pub fn judge_band(i: &Interval, claimed: f64, tolerance: f64) -> Verdict {
     }
 }
 
+/// Judges an interval against an absolute band [claimed − tol, claimed + tol].
+pub fn judge_points(i: &Interval, claimed: f64, tol: f64) -> Verdict {
+    let (lo, hi) = (claimed - tol, claimed + tol);
+    if !(i.lower.is_finite() && i.upper.is_finite()) {
+        Verdict::Inconclusive
+    } else if i.lower >= lo && i.upper <= hi {
+        Verdict::Reproduced
+    } else if i.upper < lo || i.lower > hi {
+        Verdict::Contradicted
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
 pub use crate::text::three_digits as num;
 
 /// A value in its unit as people read it.
@@ -181,6 +206,7 @@ pub fn show(v: f64, unit: &str) -> String {
         "bytes" => format!("{} MiB", num(v / 1_048_576.0)),
         "fraction" => format!("{}%", num(v * 100.0)),
         "ratio" => format!("{}x", num(v)),
+        "" => num(v),
         u => format!("{} {u}", num(v)),
     }
 }

@@ -32,8 +32,18 @@ fn measured_text(r: &ClaimResult) -> String {
 }
 
 fn tolerance_text(r: &ClaimResult) -> String {
-    r.tolerance.map_or("—".into(), |t| format!("±{:.0}%", t * 100.0))
+    match r.tolerance {
+        Some(t) if r.judged_as.contains(POINTS) => {
+            let pp = format!("{:.3}", t * 100.0);
+            format!("±{} pp", pp.trim_end_matches('0').trim_end_matches('.'))
+        }
+        Some(t) => format!("±{:.0}%", t * 100.0),
+        None => "—".into(),
+    }
 }
+
+/// What `judged_as` says of an error rate judged in percentage points.
+pub(super) const POINTS: &str = "percentage points";
 
 fn source_text(r: &ClaimResult) -> String {
     let mut s = format!("{} § {}", r.source.file, r.source.section);
@@ -127,7 +137,7 @@ fn self_test_line(a: &Audit) -> String {
     )
 }
 
-const RULES: &str = "Intervals are {conf}%: for a cell that ran two or more times, between runs (Student t on the logarithms of the runs' values, never narrower than the runs' pooled within-run interval, which is shown beside it), and a ratio of two such cells by Welch's t; otherwise bootstrap intervals within one run. A figure is reproduced when its whole interval lies within the claim's tolerance band ([v/(1+t), v·(1+t)]), contradicted when the whole interval lies outside it, inconclusive when it straddles an edge. A figure with no between-run interval (one reading, or one run's histogram) gets no verdict: inconclusive, whatever its value. A soak's share of memory released after its clients left, with connect/disconnect cycles, is the mean over its disconnections with the Student t interval between them (one server process: not between runs). A noisy figure (coefficient of variation over {cv}%) has its interval widened by 1 + CV on each side and is judged by the same rule. Absolute figures from other hardware are judged by the ratio they imply to the reference figure named in the claim. A claim whose condition the lab did not reproduce is not_measured. Self-test: every claim is judged again with its figure halved and doubled (an ordering reversed, an outcome flipped); one that stays reproduced both ways cannot fail, and makes `verify` fail.";
+const RULES: &str = "Intervals are {conf}%: for a cell that ran two or more times, between runs (Student t on the logarithms of the runs' values, never narrower than the runs' pooled within-run interval, which is shown beside it), and a ratio of two such cells by Welch's t; otherwise bootstrap intervals within one run. A figure is reproduced when its whole interval lies within the claim's tolerance band ([v/(1+t), v·(1+t)]), contradicted when the whole interval lies outside it, inconclusive when it straddles an edge. A figure with no between-run interval (one reading, or one run's histogram) gets no verdict: inconclusive, whatever its value. A soak's share of memory released after its clients left, with connect/disconnect cycles, is the mean over its disconnections with the Student t interval between them (one server process: not between runs). A noisy figure (coefficient of variation over {cv}%) has its interval widened by 1 + CV on each side and is judged by the same rule. Absolute figures from other hardware are judged by the ratio they imply to the reference figure named in the claim. An error rate is judged in percentage points: the band is [v − t, v + t]. A consistency claim relates the source's own figures and is judged from its files alone: consistent is reproduced, inconsistent contradicted. A claim whose condition the lab did not reproduce is not_measured. Self-test: every claim is judged again with its figure halved and doubled (an ordering reversed, an outcome flipped); one that stays reproduced both ways cannot fail, and makes `verify` fail.";
 
 /// The summary an auditor reads first: what reproduced, what did not, and on what evidence.
 fn summary(o: &mut String, a: &Audit) {
@@ -249,6 +259,18 @@ pub fn markdown(a: &Audit) -> String {
     for r in &a.results {
         let _ = writeln!(o, "### {}\n", r.id);
         let _ = writeln!(o, "- **Source:** {}", md(&source_text(r)));
+        for c in &r.source.cited {
+            let _ = writeln!(
+                o,
+                "- **Published figure:** `{}` at `{}` = {} in {} at commit {} (file sha256 {})",
+                c.pointer,
+                c.file,
+                c.value,
+                md(&c.git),
+                c.commit,
+                c.sha256
+            );
+        }
         let _ = writeln!(o, "- **Statement:** “{}”", md(&r.statement));
         let _ = writeln!(o, "- **Verdict:** **{}** ({})", r.verdict.as_str(), md(&r.judged_as));
         let _ = writeln!(o, "- **Why:** {}", md(&r.explanation));

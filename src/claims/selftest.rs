@@ -44,6 +44,23 @@ impl Perturb {
         }
     }
 
+    /// An absolute band's counterpart of `interval` (an error rate's, `tol` its half-width): the
+    /// figure moved down and up by twice the tolerance instead of scaled, so a published 0 can
+    /// fail; widening stretches the interval linearly.
+    pub fn shift(self, i: Interval, tol: f64) -> Interval {
+        match self {
+            Perturb::None => i,
+            Perturb::Scale(s) => {
+                let d = if s < 1.0 { -2.0 * tol } else { 2.0 * tol };
+                Interval { estimate: i.estimate + d, lower: i.lower + d, upper: i.upper + d, ..i }
+            }
+            Perturb::Widen(k) => {
+                let e = i.estimate;
+                Interval { lower: e + (i.lower - e) * k, upper: e + (i.upper - e) * k, ..i }
+            }
+        }
+    }
+
     /// Whether an ordering or an outcome is turned around (the counterpart of scaling a figure).
     pub fn flips(self) -> bool {
         matches!(self, Perturb::Scale(_))

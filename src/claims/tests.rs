@@ -427,3 +427,82 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
     let clean = a.results.iter().find(|r| r.id == "clean").unwrap();
     assert_eq!((clean.verdict, clean.n), (Verdict::Reproduced, Some(5)));
 }
+
+/// Three repeats of cell `<id>/cold_start` with a load: this error rate, HTTP request rate, and
+/// an `echo` step whose calls take `echo_ms` (±2 %).
+fn loads(id: &str, error_rate: f64, http_rps: f64, echo_ms: f64) -> Vec<Record> {
+    (0..3u32)
+        .map(|i| {
+            let mut r = sample_record(id);
+            r.cell.server.id = id.into();
+            r.cell.repeat = Some(Repeat { index: i, of: 3, fresh_container: true });
+            let mut h = crate::stats::latency_histogram();
+            for k in 0..200u64 {
+                let ms = echo_ms * (0.98 + 0.0002 * k as f64) * (1.0 + 0.01 * f64::from(i));
+                crate::stats::record(&mut h, std::time::Duration::from_secs_f64(ms / 1000.0));
+            }
+            let step = crate::spec::HistogramMetric {
+                summary: crate::stats::summarize(&h).unwrap(),
+                histogram: crate::stats::encode_histogram(&h),
+                warmup: None,
+            };
+            r.metrics.load = Some(Box::new(crate::spec::LoadMetrics {
+                error_rate,
+                http_rps: Some(http_rps * (1.0 + 0.01 * f64::from(i))),
+                steps: [("echo".to_string(), step)].into_iter().collect(),
+                ..Default::default()
+            }));
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn a_published_zero_error_rate_is_judged_in_percentage_points_and_can_fail() {
+    let claim = |cell: &str| {
+        format!("kind = \"absolute\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"error_rate\" }}\nvalue = 0\nunit = \"%\"")
+    };
+    let mut records = loads("a", 0.0, 500.0, 2.0);
+    records.extend(loads("b", 0.02, 500.0, 2.0));
+    let (ca, cb) = (claim("a"), claim("b"));
+    let a = run(&[("none", ca.as_str()), ("some", cb.as_str())], &records);
+    let none = a.results.iter().find(|r| r.id == "none").unwrap();
+    assert_eq!(none.verdict, Verdict::Reproduced, "{}", none.explanation);
+    assert!(none.explanation.contains("percentage points"), "{}", none.explanation);
+    // 0 halved and doubled is still 0: the self-test moves it by twice the tolerance instead.
+    assert_eq!(none.self_test.as_ref().unwrap().status, SelfTestStatus::CanFail);
+    assert_eq!(verdict(&a, "some"), Verdict::Contradicted);
+    assert!(render::table(&a).contains("±0.1 pp"), "{}", render::table(&a));
+}
+
+#[test]
+fn a_steps_latency_and_the_http_request_rate_are_selected_from_the_load() {
+    let mut records = loads("a", 0.0, 500.0, 2.0);
+    records.extend(loads("b", 0.0, 1000.0, 8.0));
+    let step = |cell: &str, v: f64| {
+        format!("kind = \"absolute\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"latency\", stat = \"p95\", step = \"echo\" }}\nvalue = {v}\nunit = \"ms\"")
+    };
+    let rps = "kind = \"ratio\"\nnumerator = { cell = \"b/cold_start\", metric = \"http_rps\" }\ndenominator = { cell = \"a/cold_start\", metric = \"http_rps\" }\nvalue = 2";
+    let missing = "kind = \"absolute\"\nmeasure = { cell = \"a/cold_start\", metric = \"latency\", step = \"tools/list\" }\nvalue = 1\nunit = \"ms\"";
+    let faster = "kind = \"ordering\"\nitems = [{ cell = \"a/cold_start\", metric = \"latency\", stat = \"mean\", step = \"echo\" }, { cell = \"b/cold_start\", metric = \"latency\", stat = \"mean\", step = \"echo\" }]";
+    let (s_a, s_b) = (step("a", 2.0), step("b", 2.0));
+    let a = run(
+        &[
+            ("echo-a", s_a.as_str()),
+            ("echo-b", s_b.as_str()),
+            ("rps", rps),
+            ("missing", missing),
+            ("faster", faster),
+        ],
+        &records,
+    );
+    let e = a.results.iter().find(|r| r.id == "echo-a").unwrap();
+    assert!(e.measured.unwrap() > 1.9 && e.measured.unwrap() < 2.2, "{e:?}");
+    assert_eq!(verdict(&a, "echo-b"), Verdict::Contradicted);
+    let r = a.results.iter().find(|r| r.id == "rps").unwrap();
+    assert!((r.measured.unwrap() - 2.0).abs() < 1e-9, "{r:?}");
+    let m = a.results.iter().find(|r| r.id == "missing").unwrap();
+    assert_eq!(m.verdict, Verdict::NotMeasured);
+    assert!(m.explanation.contains("no step \"tools/list\" (its steps: echo)"), "{}", m.explanation);
+    assert_eq!(verdict(&a, "faster"), Verdict::Reproduced);
+}

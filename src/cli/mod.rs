@@ -283,9 +283,10 @@ pub struct Checkout {
     /// $SSL_CERT_FILE or the system bundle). It never reaches a runtime image or a hash.
     #[arg(long)]
     ca_bundle: Option<PathBuf>,
-    /// A local clone to read a server source's repository from, as URL=PATH (a working copy or
-    /// a bare repository; nothing is written into it), for hosts that reach no git host. May be
-    /// given several times.
+    /// A local clone to read a source's repository from, as URL=PATH (a working copy or a bare
+    /// repository; nothing is written into it), for hosts that reach no git host: the servers'
+    /// own `source`, and the `[source] results` files a run keeps in its folder (`published/`,
+    /// `published.json`) for `verify`. May be given several times.
     #[arg(long, value_name = "URL=PATH")]
     source_mirror: Vec<String>,
 }
@@ -296,12 +297,16 @@ impl Checkout {
     fn scenario(&self, path: &Path) -> Result<Scenario, Exit> {
         let mut sc =
             Scenario::load_in(path, &self.root.join("lockfiles")).map_err(|e| Exit::input(e.to_string()))?;
-        let mirrors = crate::source::Mirrors::parse(&self.source_mirror).map_err(Exit::input)?;
+        let mirrors = self.mirrors()?;
         sc.fetch_sources(&mirrors, &crate::source::cache_root(&work_dir())).map_err(|e| match e {
             crate::scenario::FetchFailure::Input(e) => Exit::input(e.to_string()),
             crate::scenario::FetchFailure::Host(m) => Exit::environment(m),
         })?;
         Ok(sc)
+    }
+
+    fn mirrors(&self) -> Result<crate::source::Mirrors, Exit> {
+        crate::source::Mirrors::parse(&self.source_mirror).map_err(Exit::input)
     }
 
     fn recipes(&self) -> Result<RecipeBook, Exit> {
@@ -331,6 +336,7 @@ fn run_options(
         parallel: false,
         order_seed: None,
         require_quiet_s: None,
+        published: None,
     })
 }
 

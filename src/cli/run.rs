@@ -224,9 +224,14 @@ pub(super) fn run(args: RunArgs) -> Result<i32, Exit> {
         None => None,
     };
     let recipes = checkout.recipes()?;
+    let mirrors = checkout.mirrors()?;
     let mut opts = run_options(results, run_id, checkout.ca_bundle)?;
     opts.parallel = parallel;
     noise.options(&mut opts);
+    // The source's result files, read before anything runs: a bad path stops the run here.
+    if let Some(s) = &scenario {
+        opts.published = super::source::fetch_published(s, &mirrors)?.map(std::sync::Arc::new);
+    }
     let summary = tokio_runtime().block_on(async {
         let backends = match (cluster.backend, scripted) {
             (BackendChoice::Local, Some(s)) => vec![AnyBackend::Scripted(s)],

@@ -122,7 +122,9 @@ fn audits(runs: &[RunInput], results: &Path) -> Vec<Audit> {
             return Ok::<_, String>(None);
         }
         let sc = Scenario::load(&copy).map_err(|e| format!("{}: claims not judged: {e}", copy.display()))?;
-        let claims = crate::claims::scenario_claims(&sc)
+        let published = crate::source::results::read_kept(&dir)
+            .map_err(|e| format!("{}: claims not judged: {e}", dir.display()))?;
+        let claims = crate::claims::scenario_claims(&sc, published.as_ref())
             .map_err(|e| format!("{}: claims not judged: {e}", copy.display()))?;
         Ok((!claims.is_empty())
             .then(|| crate::claims::verify(&sc, &claims, &r.records, Some(dir.display().to_string()))))

@@ -158,3 +158,29 @@ fn from_json(f: &From, m: &Mapped) -> serde_json::Value {
     };
     serde_json::json!({ "line": f.line, "image": f.image, "stage": f.stage, "here": here })
 }
+
+/// The scenario's `[source] results` read at its repository's commit (through `mirrors`), or None
+/// when it names none; a bad commit or path is reported at its place in the scenario (exit 2),
+/// the host's problems with exit 3.
+pub(super) fn fetch_published(
+    scenario: &crate::scenario::Scenario,
+    mirrors: &source::Mirrors,
+) -> Result<Option<source::results::Published>, Exit> {
+    let base = scenario.path.parent().map(PathBuf::from).unwrap_or_default();
+    let cache = source::cache_root(&super::work_dir());
+    source::results::fetch_results(&scenario.stated, &base, mirrors, &cache).map_err(|e| {
+        let stated = &scenario.stated;
+        let repo = stated.repository.as_ref().expect("results are fetched from a repository");
+        let needle = match (e.entry, e.error.field()) {
+            (Some(i), _) => format!("{:?}", stated.results[i]),
+            (None, Some(source::SourceField::Commit)) => format!("{:?}", repo.commit),
+            (None, Some(_)) => format!("{:?}", repo.git),
+            (None, None) => return Exit::environment(format!("[source] results: {e}")),
+        };
+        let message = format!("[source] results: {e}");
+        Exit::input(match scenario.source.find(&needle) {
+            Some(at) => scenario.error_at(at..at, message).to_string(),
+            None => format!("{}: {message}", scenario.path.display()),
+        })
+    })
+}

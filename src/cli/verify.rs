@@ -27,10 +27,47 @@ pub struct VerifyArgs {
     /// per distinct measurement, the differences from the source and every claim explained.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// A local clone to read the source's repository from, as URL=PATH, when the run folder
+    /// keeps no copy of the `[source] results` files its claims cite. May be given several times.
+    #[arg(long, value_name = "URL=PATH")]
+    source_mirror: Vec<String>,
 }
 
 pub(super) fn run(args: VerifyArgs) -> Result<i32, Exit> {
-    verify_cmd(&args.scenario, args.run.as_deref(), &args.results, args.json, args.markdown.as_deref())
+    let mirrors = crate::source::Mirrors::parse(&args.source_mirror).map_err(Exit::input)?;
+    let out = Output { json: args.json, markdown: args.markdown.as_deref() };
+    verify_cmd(&args.scenario, args.run.as_deref(), &args.results, &mirrors, out)
+}
+
+/// Where the audit goes: a table or JSON on stdout, and AUDIT.md.
+struct Output<'a> {
+    json: bool,
+    markdown: Option<&'a Path>,
+}
+
+/// The result files the claims may cite: the run folder's kept copy when it holds every file the
+/// scenario names at its repository and commit (an audit recomputes offline from it), else read
+/// at the commit through `mirrors`.
+fn published(
+    scenario: &Scenario,
+    run: Option<&Path>,
+    mirrors: &crate::source::Mirrors,
+) -> Result<Option<crate::source::results::Published>, Exit> {
+    let Some(repo) = &scenario.stated.repository else { return Ok(None) };
+    let dir = run.map(|r| if r.is_file() { r.parent().unwrap_or(r) } else { r });
+    let kept = match dir {
+        Some(d) => crate::source::results::read_kept(d).map_err(Exit::input)?,
+        None => None,
+    };
+    let covers = |p: &crate::source::results::Published| {
+        p.git == repo.git
+            && p.commit.starts_with(&repo.commit.to_ascii_lowercase())
+            && scenario.stated.results.iter().all(|f| p.file(f).is_some())
+    };
+    match kept {
+        Some(p) if covers(&p) => Ok(Some(p)),
+        _ => super::source::fetch_published(scenario, mirrors),
+    }
 }
 
 /// The newest run folder under `<results>/<name>/` whose records.jsonl holds something.
@@ -49,15 +86,18 @@ fn verify_cmd(
     scenario: &Path,
     run: Option<&Path>,
     results: &Path,
-    json: bool,
-    markdown: Option<&Path>,
+    mirrors: &crate::source::Mirrors,
+    out: Output,
 ) -> Result<i32, Exit> {
+    let Output { json, markdown } = out;
     let scenario = Scenario::load(scenario).map_err(|e| Exit::input(e.to_string()))?;
-    let claims = crate::claims::scenario_claims(&scenario).map_err(|e| Exit::input(e.to_string()))?;
     let run = match run {
         Some(r) => Some(r.to_path_buf()),
         None => newest_run(results, &scenario.name),
     };
+    let published = published(&scenario, run.as_deref(), mirrors)?;
+    let claims = crate::claims::scenario_claims(&scenario, published.as_ref())
+        .map_err(|e| Exit::input(e.to_string()))?;
     let records = match &run {
         Some(r) => load_run(r)?,
         None => Vec::new(),

@@ -110,6 +110,9 @@ pub struct RunOptions {
     pub order_seed: Option<u32>,
     /// `--require-quiet`: how long each cell may wait for a quiet host before it fails.
     pub require_quiet_s: Option<u64>,
+    /// The source's own result files (`[source] results`), read at its commit: kept in the run
+    /// folder beside the scenario copy.
+    pub published: Option<std::sync::Arc<crate::source::results::Published>>,
 }
 
 impl RunOptions {

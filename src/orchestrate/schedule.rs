@@ -111,6 +111,12 @@ pub async fn run_cells<B: Backend>(
         None => Store::open(&run_dir)?,
     };
     keep_scenario_copy(&run_dir, &scenario.source)?;
+    if let Some(p) = &opts.published {
+        crate::source::results::keep(&run_dir, p).map_err(|message| RunError::Input {
+            what: format!("keep the source's result files in {}", run_dir.display()),
+            message,
+        })?;
+    }
     // A cluster places cells itself: every cell goes to its queue at once, and the CPUs are
     // the ones its scheduler allocates on a node (`--parallel`'s slots do not apply).
     let queue = backends.first().and_then(|b| b.queue());

@@ -80,6 +80,7 @@ fn options(dir: &Path, parallel: bool) -> RunOptions {
         parallel,
         order_seed: None,
         require_quiet_s: None,
+        published: None,
     }
 }
 

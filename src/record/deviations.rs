@@ -110,6 +110,8 @@ mod tests {
                 .collect(),
             program: Some("seed-000".into()),
             base: Default::default(),
+            repository: None,
+            results: Vec::new(),
         };
         let d = derive(&stated, &ran(&e, None));
         assert_eq!(d.len(), 5, "{d:#?}");

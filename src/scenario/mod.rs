@@ -159,7 +159,7 @@ impl Scenario {
             }
         }
         let stated = stated_raw;
-        sources::check_base_rules(path, &source, &stated)?;
+        sources::check_statement(path, &source, &stated)?;
         // Runs are the unit of a sweep's or a reproduction's figures: three unless stated.
         let reproduction = stated != SourceStatement::default() || !claims.is_empty();
         let default_repeats = if reproduction || matrices.iter().any(|m| m.is_sweep()) { 3 } else { 1 };

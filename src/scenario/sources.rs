@@ -39,9 +39,19 @@ fn tree_path(p: &str) -> Result<String, String> {
     Ok(parts.join("/"))
 }
 
+/// `[source]` as a whole: its base rules and its result files.
+pub(super) fn check_statement(
+    path: &std::path::Path,
+    source: &str,
+    stated: &crate::spec::SourceStatement,
+) -> Result<(), ScenarioError> {
+    check_base_rules(path, source, stated)?;
+    check_results(path, source, stated)
+}
+
 /// `[source.base]` rules: each is a base (`suite`, with its `packages`) or `unavailable`. The
 /// statement is read without spans (as it is stored), so a bad rule is found by its key's text.
-pub(super) fn check_base_rules(
+fn check_base_rules(
     path: &std::path::Path,
     source: &str,
     stated: &crate::spec::SourceStatement,
@@ -69,6 +79,49 @@ pub enum FetchFailure {
     Input(ScenarioError),
     /// This host is (no git, a cache that cannot be written, a repository that cannot be read).
     Host(String),
+}
+
+/// `[source] repository` and `results`: a repository is a URL and a commit hash; each result is
+/// a file path inside it (relative, without `..`), named once; results need a repository. The
+/// statement is read without spans (as it is stored), so a bad value is found by its text.
+fn check_results(
+    path: &std::path::Path,
+    source: &str,
+    stated: &crate::spec::SourceStatement,
+) -> Result<(), ScenarioError> {
+    let at = |needle: String, message: String| match source.find(&needle) {
+        Some(at) => ScenarioError::at(path, source, at, message),
+        None => ScenarioError::Whole { path: path.into(), message },
+    };
+    match &stated.repository {
+        None if !stated.results.is_empty() => {
+            return Err(at(
+                "results =".into(),
+                "[source] `results` are files of the source's repository: add `repository = { git = URL, commit = HASH }`"
+                    .into(),
+            ))
+        }
+        Some(r) if !hex(&r.commit, 7..=40) => {
+            return Err(at(
+                format!("{:?}", r.commit),
+                format!("[source] repository: commit {:?} must be a commit hash (7 to 40 hex digits)", r.commit),
+            ))
+        }
+        _ => {}
+    }
+    for (i, p) in stated.results.iter().enumerate() {
+        let why = match tree_path(p) {
+            Err(m) => Some(m.replace("a folder", "a file")),
+            Ok(t) if t.is_empty() || p.ends_with('/') => Some(format!("result {p:?} must name a file")),
+            Ok(t) if t != *p => Some(format!("result {p:?} must be written as {t:?}")),
+            Ok(_) if stated.results[..i].contains(p) => Some(format!("result {p:?} is named twice")),
+            Ok(_) => None,
+        };
+        if let Some(m) = why {
+            return Err(at(format!("{p:?}"), format!("[source] results: {m}")));
+        }
+    }
+    Ok(())
 }
 
 impl Scenario {
@@ -222,6 +275,41 @@ mod tests {
         ] {
             let e = with_source(source).unwrap_err();
             assert!(e.starts_with(line_col) && e.contains(says), "{source}: {e}");
+        }
+    }
+
+    fn with_results(stated: &str) -> Result<crate::spec::SourceStatement, String> {
+        let text = format!(
+            "name = \"s\"\n[[server]]\nid = \"py\"\nfamily = \"python-mcp\"\nversion = \"2.3.0\"\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n[source]\n{stated}\n"
+        );
+        Scenario::parse(std::path::Path::new("s.toml"), text).map(|s| s.stated).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn result_files_name_a_repository_at_a_commit_and_files_inside_it() {
+        let s = with_results(
+            "repository = { git = \"https://h/o/r\", commit = \"ccb84cf\" }\nresults = [\"b/r/summary.json\", \"top.json\"]",
+        )
+        .unwrap();
+        assert_eq!(s.repository.unwrap().commit, "ccb84cf");
+        assert_eq!(s.results, ["b/r/summary.json", "top.json"]);
+        let repo = "repository = { git = \"u\", commit = \"abcdef0\" }\n";
+        for (stated, line_col, says) in [
+            ("results = [\"a.json\"]".to_string(), "s.toml:10:1", "add `repository"),
+            ("repository = { git = \"u\", commit = \"main\" }".into(), "s.toml:10:36", "7 to 40 hex digits"),
+            (
+                "repository = { git = \"u\", commit = \"abcdef0\", branch = \"x\" }".into(),
+                "s.toml:10:",
+                "unknown field `branch`",
+            ),
+            (format!("{repo}results = [\"../up.json\"]"), "s.toml:11:12", "without `..`"),
+            (format!("{repo}results = [\"/abs.json\"]"), "s.toml:11:12", "relative"),
+            (format!("{repo}results = [\"dir/\"]"), "s.toml:11:12", "must name a file"),
+            (format!("{repo}results = [\"a.json\", \"a.json\"]"), "s.toml:11:12", "named twice"),
+            (format!("{repo}result = [\"a.json\"]"), "s.toml:11:1", "unknown field `result`"),
+        ] {
+            let e = with_results(&stated).unwrap_err();
+            assert!(e.starts_with(line_col) && e.contains(says), "{stated}: {e}");
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod build;
 pub mod dockerfile;
 mod git;
+pub mod results;
 pub mod tree;
 
 use std::collections::BTreeMap;
@@ -279,3 +280,6 @@ fn write_atomic(path: &Path, data: &[u8]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod results_tests;

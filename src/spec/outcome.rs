@@ -286,4 +286,10 @@ pub struct LoadMetrics {
     /// A `soak` workload's figures: the leak slope, the idle levels, latency drift.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::SoakFigures>,
+    /// Every HTTP request the load sent (initialize, notifications, calls, session deletes) per
+    /// second of the window, and their count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_rps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u64>,
 }

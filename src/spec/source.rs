@@ -34,6 +34,24 @@ pub struct SourceStatement {
     /// where no container registry is reached (keyed by the image as written, tag included).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub base: BTreeMap<String, BaseRule>,
+    /// The source's own repository at the commit it published (`repository = { git, commit }`):
+    /// where its committed result files are read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<StatedRepository>,
+    /// Its committed raw result files (paths in `repository` at its commit), which claims cite
+    /// with `source = { results = "<one of these>", path = "<JSON Pointer>" }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<String>,
+}
+
+/// A source's repository at a commit (`[source] repository`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatedRepository {
+    /// Its URL (read through `--source-mirror` where the host has no network).
+    pub git: String,
+    /// A full or abbreviated commit hash.
+    pub commit: String,
 }
 
 /// A `[source.base]` rule: a lab base bootstrapped from a Debian suite with these packages, or

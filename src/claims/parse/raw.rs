@@ -15,13 +15,19 @@ pub(super) struct RawSelector {
     pub metric: Spanned<String>,
     pub stat: Option<Spanned<String>>,
     pub aggregate: Option<Aggregate>,
+    pub step: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFigure {
     pub label: String,
-    pub value: f64,
+    /// A literal figure (with `from`, in a consistency claim), or one read from a result file
+    /// (`results` and `path`).
+    pub value: Option<Spanned<f64>>,
+    pub from: Option<String>,
+    pub results: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -43,7 +49,7 @@ pub(super) struct RawClaim {
     pub cell: Option<Spanned<String>>,
     pub expect: Option<Spanned<String>>,
     pub reason: Option<String>,
-    pub figures: Option<Vec<RawFigure>>,
+    pub figures: Option<Spanned<Vec<RawFigure>>>,
     pub check: Option<Spanned<String>>,
     pub expected: Option<f64>,
     pub explanation: Option<String>,

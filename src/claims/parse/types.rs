@@ -30,10 +30,16 @@ pub struct Hardware {
 #[serde(deny_unknown_fields)]
 pub struct Source {
     /// The seed file name.
-    pub file: String,
-    pub section: String,
+    pub file: Option<String>,
+    pub section: Option<String>,
     pub row: Option<String>,
     pub hardware: Option<Hardware>,
+    /// Instead of a seed file: one of the scenario's `[source] results` files, and the JSON
+    /// Pointer (`path`, or `paths` for a ratio's two figures and an ordering's items) of the
+    /// published figure in it.
+    pub results: Option<toml::Spanned<String>>,
+    pub path: Option<toml::Spanned<String>>,
+    pub paths: Option<toml::Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -45,6 +51,7 @@ pub enum Kind {
     SoakSlope,
     Outcome,
     Finding,
+    Consistency,
 }
 
 impl Kind {
@@ -56,6 +63,7 @@ impl Kind {
             Kind::SoakSlope => "soak_slope",
             Kind::Outcome => "outcome",
             Kind::Finding => "finding",
+            Kind::Consistency => "consistency",
         }
     }
 }
@@ -106,7 +114,8 @@ pub const METRICS: &[(&str, &[&str], Dim)] = &[
     ("rss_after_initialize", &["value"], Dim::Bytes),
     ("loc", &["value"], Dim::Lines),
     ("throughput", &["value"], Dim::Rps),
-    ("latency", &["p50", "p90", "p95", "p99", "max", "mean"], Dim::Ms),
+    ("latency", &["p50", "p90", "p95", "p99", "max", "mean", "min"], Dim::Ms),
+    ("http_rps", &["value"], Dim::Rps),
     ("error_rate", &["value"], Dim::Fraction),
     ("server_cpu", &["value"], Dim::Cores),
     ("rss_idle", &["value"], Dim::Bytes),
@@ -131,6 +140,9 @@ pub struct Selector {
     pub metric: String,
     pub stat: String,
     pub aggregate: Option<Aggregate>,
+    /// `latency` of one step of a load (`LoadMetrics::steps`: a tool, `initialize`,
+    /// `tools/list`, `session`, `delete`, `http`) instead of every call.
+    pub step: Option<String>,
 }
 
 impl Selector {
@@ -140,7 +152,8 @@ impl Selector {
 
     pub fn text(&self) -> String {
         let agg = self.aggregate.map_or(String::new(), |a| format!(" ({a:?} over matches)").to_lowercase());
-        format!("{} {} {}{agg}", self.cell, self.metric, self.stat)
+        let step = self.step.as_ref().map_or(String::new(), |s| format!(" of step {s}"));
+        format!("{} {}{step} {}{agg}", self.cell, self.metric, self.stat)
     }
 }
 
@@ -148,6 +161,41 @@ impl Selector {
 pub struct Figure {
     pub label: String,
     pub value: f64,
+    /// Where the figure comes from: a result file and its pointer (`Cited`), or, for a figure
+    /// written as a literal, the `from` the claim gives (a script, a README line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cited: Option<Cited>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// A published figure read from one of the source's result files.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cited {
+    /// The repository's URL and the commit, in full.
+    pub git: String,
+    pub commit: String,
+    /// The file's path in the repository, and the sha256 of its bytes.
+    pub file: String,
+    pub sha256: String,
+    /// The JSON Pointer of the figure in the file, and the number there (as the file writes it).
+    pub pointer: String,
+    pub value: f64,
+}
+
+impl Cited {
+    /// `file#pointer = value (repository@commit, sha256 …)`, as the audit cites it.
+    pub fn text(&self) -> String {
+        format!(
+            "{}#{} = {} ({}@{}, sha256 {})",
+            self.file,
+            self.pointer,
+            self.value,
+            self.git,
+            &self.commit[..self.commit.len().min(12)],
+            &self.sha256[..self.sha256.len().min(16)]
+        )
+    }
 }
 
 /// What a claim says, typed.
@@ -161,6 +209,9 @@ pub enum Body {
         unit: String,
         tolerance: f64,
         relative_to: Option<String>,
+        /// An error rate: `tolerance` is absolute (a fraction; written in percentage points) and
+        /// the band is [value − t, value + t], so a published 0 can be judged.
+        points: bool,
     },
     Ratio {
         numerator: Selector,
@@ -190,6 +241,24 @@ pub enum Body {
         expected: Option<f64>,
         explanation: String,
     },
+    /// The source's own figures related to each other (`check`: `equal`, or `quotient`:
+    /// figures[0] / figures[1] = figures[2]) within a relative `tolerance`: judged from its
+    /// files alone, consistent (reproduced) or not (contradicted).
+    Consistency {
+        figures: Vec<Figure>,
+        check: ConsistencyCheck,
+        tolerance: f64,
+    },
+}
+
+/// How a consistency claim relates its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsistencyCheck {
+    /// Every figure equals the first.
+    Equal,
+    /// figures[0] / figures[1] equals figures[2].
+    Quotient,
 }
 
 /// One claim of a source.
@@ -209,10 +278,15 @@ pub struct Claim {
 /// `Source` in serialisable form.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SourceRef {
+    /// The seed file and its section; for a claim on a result file, the file and the pointer.
     pub file: String,
     pub section: String,
     pub row: Option<String>,
     pub hardware: Option<(String, u32)>,
+    /// The published figures read from the source's result files (one for `path`, one per
+    /// pointer of `paths`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cited: Vec<Cited>,
 }
 
 impl Claim {
@@ -224,6 +298,7 @@ impl Claim {
             Body::SoakSlope { .. } => Kind::SoakSlope,
             Body::Outcome { .. } => Kind::Outcome,
             Body::Finding { .. } => Kind::Finding,
+            Body::Consistency { .. } => Kind::Consistency,
         }
     }
 }
