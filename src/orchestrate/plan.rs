@@ -19,6 +19,8 @@ pub struct PlannedCell {
     pub server_id: String,
     pub image: ImagePlan,
     pub suite: String,
+    /// The suite's data when it is one of the scenario's own (`[[suite]]`); None for a built-in.
+    pub suite_data: Option<std::sync::Arc<crate::mcp::data::SuiteData>>,
     pub workload: crate::spec::Workload,
     pub placement: Placement,
     pub timeouts: Timeouts,
@@ -69,9 +71,9 @@ impl PlannedCell {
                 server,
                 http: self.image.http.clone(),
                 suite: self.suite.clone(),
-                // The scenario's cells run the built-in suites (a data suite needs a server built
-                // from its own source, which cannot run yet).
-                suite_data: None,
+                // A suite of the scenario's own travels whole (its calls and checks); a built-in
+                // one by its name.
+                suite_data: self.suite_data.as_deref().cloned(),
                 workload: self.workload.clone(),
                 timeouts: self.timeouts,
                 ungated: None,
@@ -242,6 +244,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             id: spec.id(),
             server_id: s.id.get_ref().clone(),
             image,
+            suite_data: scenario.suites.get(&spec.suite).cloned(),
             suite: spec.suite.clone(),
             workload: spec.workload.clone(),
             placement,

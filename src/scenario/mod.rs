@@ -9,6 +9,7 @@ mod matrix;
 mod raw;
 mod services;
 mod sources;
+mod suites;
 mod validate;
 mod workload;
 
@@ -55,6 +56,8 @@ pub struct Scenario {
     /// Each mock service's expectations, its file's text as read at load, by service name (the
     /// service's spec keeps the hash).
     pub expectations: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// The scenario's own data suites (`[[suite]]`), by name.
+    pub suites: std::collections::BTreeMap<String, std::sync::Arc<crate::mcp::data::SuiteData>>,
     /// Each server source, fetched (`fetch_sources`), by server id; empty until then.
     pub fetched: std::collections::BTreeMap<String, crate::source::Fetched>,
 }
@@ -167,7 +170,7 @@ impl Scenario {
             path: path.into(),
             name,
             description,
-            suite: suite.get_ref().clone(),
+            suite: String::new(),
             placement,
             timeouts: {
                 let d = Timeouts::default();
@@ -190,8 +193,10 @@ impl Scenario {
             services: Vec::new(),
             expectations: Default::default(),
             fetched: Default::default(),
+            suites: Default::default(),
             source,
         };
+        s.suite = s.read_suites(&suite)?;
         for m in &matrices {
             let expanded = m.expand(lockfiles).map_err(|(span, msg)| s.error_at(span, msg))?;
             s.servers.extend(expanded.servers);

@@ -163,8 +163,10 @@ pub(super) struct RawScenario {
     pub(super) name: String,
     #[serde(default)]
     pub(super) description: String,
+    /// The scenario's suite: a built-in suite's name, or `[[suite]]` tables (each a data suite
+    /// written inline, or `file = "suite.toml"` beside the scenario); the first is the default.
     #[serde(default = "default_suite")]
-    pub(super) suite: Spanned<String>,
+    pub(super) suite: Spanned<toml::Value>,
     #[serde(default)]
     pub(super) placement: PlacementSpec,
     #[serde(default)]
@@ -260,8 +262,8 @@ pub(super) struct RawService {
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);
 
-fn default_suite() -> Spanned<String> {
-    Spanned::new(0..0, "weekly".to_string())
+fn default_suite() -> Spanned<toml::Value> {
+    Spanned::new(0..0, toml::Value::String("weekly".to_string()))
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]

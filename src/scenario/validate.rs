@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::raw::{RawWorkload, ServerEntry};
 use super::{Scenario, ScenarioError};
-use crate::mcp::suite::Suite;
+use crate::mcp::suite::AnySuite;
 use crate::spec::Workload;
 use crate::text::glob_match;
 
@@ -75,8 +75,8 @@ impl Scenario {
 
     /// Refuses an unknown scenario suite, at `span` (its key).
     pub(super) fn check_suite(&self, span: Range<usize>) -> Result<(), ScenarioError> {
-        if Suite::from_name(&self.suite).is_none() {
-            let names: Vec<_> = Suite::ALL.iter().map(|x| x.name()).collect();
+        if self.suite_named(&self.suite).is_none() {
+            let names = self.suite_names();
             return Err(
                 self.error_at(span, format!("unknown suite {:?} (known: {})", self.suite, names.join(", ")))
             );
@@ -126,7 +126,7 @@ impl Scenario {
                 return Err(self.error_at(span, format!("server {id:?}: {}", limit_rule("startup_ms"))));
             }
             if let Some(suite) = &srv.suite {
-                if Suite::from_name(suite).is_none() {
+                if self.suite_named(suite).is_none() {
                     return Err(
                         self.error_at(srv.id.span(), format!("server {id:?}: unknown suite {suite:?}"))
                     );
@@ -139,7 +139,7 @@ impl Scenario {
     /// Types a `[[workload]]` table, checks each of its workloads against the servers it runs
     /// on, and adds them with their cell-id names.
     pub(super) fn add_workload(&mut self, raw_w: &Spanned<RawWorkload>) -> Result<(), ScenarioError> {
-        let suite = Suite::from_name(&self.suite).expect("checked above");
+        let suite = self.suite_named(&self.suite).expect("checked above");
         let typed = raw_w.get_ref().typed().map_err(|(span, m)| self.error_at(span, m))?;
         let only = match raw_w.get_ref().servers.as_ref() {
             Some(list) => Some(self.workload_server_ids(list)?),
@@ -147,7 +147,7 @@ impl Scenario {
         };
         for (workload, suffix) in typed {
             let w = Spanned::new(raw_w.span(), workload);
-            self.check_workload(&w, raw_w.get_ref(), only.as_deref(), suite)?;
+            self.check_workload(&w, raw_w.get_ref(), only.as_deref(), &suite)?;
             if self.workloads.contains(w.get_ref()) {
                 return Err(self.error_at(w.span(), "this workload is listed twice"));
             }
@@ -214,7 +214,7 @@ impl Scenario {
         w: &Spanned<Workload>,
         raw: &RawWorkload,
         only: Option<&[String]>,
-        suite: Suite,
+        suite: &AnySuite,
     ) -> Result<(), ScenarioError> {
         match w.get_ref() {
             Workload::ColdStart { spawns } if *spawns == 0 => {
@@ -228,7 +228,7 @@ impl Scenario {
         let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.contains(x.id.get_ref()));
         for tool in w.get_ref().tools() {
             for srv in self.servers.iter().filter(runs_on) {
-                let suite = srv.suite.as_deref().and_then(Suite::from_name).unwrap_or(suite);
+                let suite = srv.suite.as_deref().and_then(|n| self.suite_named(n)).unwrap_or_else(|| suite.clone());
                 if suite.call(tool, 0).is_none() {
                     return Err(self.error_at(
                         raw.tool

@@ -1,0 +1,87 @@
+//! A scenario's own suites (`[[suite]]`): data suites written inline or in a file beside the
+//! scenario (`file = "suite.toml"`), read through the one suite-data parser (`mcp::data`), and
+//! the lookup of a suite by name, built-in or the scenario's, as the checks and the plan need it.
+
+use std::sync::Arc;
+
+use toml::Spanned;
+
+use super::{Scenario, ScenarioError};
+use crate::mcp::data::{parse_file, RawSuite, SuiteData};
+use crate::mcp::suite::{AnySuite, Suite};
+
+impl Scenario {
+    /// Reads the scenario's `suite` key: a built-in suite's name, or `[[suite]]` tables; returns
+    /// the scenario's default suite (the name, or the first table's).
+    pub(super) fn read_suites(&mut self, raw: &Spanned<toml::Value>) -> Result<String, ScenarioError> {
+        let span = raw.span();
+        let tables = match raw.get_ref() {
+            toml::Value::String(name) => return Ok(name.clone()),
+            toml::Value::Array(items) => items,
+            _ => {
+                return Err(self.error_at(
+                    span,
+                    "`suite` is a built-in suite's name, or [[suite]] tables (a data suite, or `file = \"suite.toml\"`)",
+                ))
+            }
+        };
+        let dir = self.path.parent().map(std::path::PathBuf::from).unwrap_or_default();
+        let mut first = None;
+        for (i, item) in tables.iter().enumerate() {
+            let at = |m: String| format!("[[suite]] #{}: {m}", i + 1);
+            let toml::Value::Table(t) = item else {
+                return Err(self.error_at(span.clone(), at("a suite is a table".into())));
+            };
+            let data: SuiteData = match t.get("file") {
+                Some(toml::Value::String(file)) if t.len() == 1 => {
+                    let path = dir.join(file);
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        self.error_at(span.clone(), at(format!("cannot read the suite file {}: {e}", path.display())))
+                    })?;
+                    let data = parse_file(&path, &text).map_err(|e| ScenarioError::Whole {
+                        path: self.path.clone(),
+                        message: at(format!("in its file: {e}")),
+                    })?;
+                    if Suite::builtin(&data.name).is_some() {
+                        return Err(self.error_at(
+                            span.clone(),
+                            at(format!("{:?} is a built-in suite's name: give this one another", data.name)),
+                        ));
+                    }
+                    data
+                }
+                Some(_) => {
+                    return Err(self.error_at(
+                        span.clone(),
+                        at("`file` names a suite file beside the scenario, and stands alone in its table".into()),
+                    ))
+                }
+                None => {
+                    let raw: RawSuite = toml::Value::Table(t.clone())
+                        .try_into()
+                        .map_err(|e: toml::de::Error| self.error_at(span.clone(), at(e.message().to_string())))?;
+                    raw.check_in(span.clone(), &dir).map_err(|(_, m)| self.error_at(span.clone(), at(m)))?
+                }
+            };
+            if self.suites.contains_key(&data.name) {
+                return Err(self.error_at(span.clone(), at(format!("suite {:?} is defined twice", data.name))));
+            }
+            first.get_or_insert_with(|| data.name.clone());
+            self.suites.insert(data.name.clone(), Arc::new(data));
+        }
+        first.ok_or_else(|| self.error_at(span, "`suite` is an empty list: define a [[suite]] or name a built-in one"))
+    }
+
+    /// A suite by name: a built-in one, or the scenario's own.
+    pub fn suite_named(&self, name: &str) -> Option<AnySuite> {
+        match Suite::from_name(name) {
+            Some(s) => Some(AnySuite::Builtin(s)),
+            None => self.suites.get(name).map(|d| AnySuite::Data(d.clone())),
+        }
+    }
+
+    /// Every suite name a server may take, for error messages.
+    pub fn suite_names(&self) -> Vec<String> {
+        Suite::ALL.iter().map(|x| x.name().to_string()).chain(self.suites.keys().cloned()).collect()
+    }
+}
