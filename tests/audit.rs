@@ -150,6 +150,7 @@ fn record(i: usize) -> Record {
                     soak: None,
                     steps: Default::default(),
                     iterations: None,
+                    ..Default::default()
                 })
                 .map(Box::new),
             services: Vec::new(),

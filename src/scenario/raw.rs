@@ -223,6 +223,18 @@ pub(super) struct RawWorkload {
     pub(super) cycles: Option<Spanned<u32>>,
     pub(super) cycle_load: Option<Spanned<String>>,
     pub(super) cycle_idle: Option<Spanned<String>>,
+    /// `concurrency`: k6's ramping-vus, `[{ duration = "10s", target = 50 }, …]`, from `start`
+    /// virtual users (default 0) (`shape`).
+    pub(super) stages: Option<Spanned<Vec<Spanned<super::shape::RawStage>>>>,
+    pub(super) start: Option<Spanned<u32>>,
+    /// `concurrency`: think time after each iteration, `"100ms"` or `{ min, max, seed }`.
+    pub(super) think: Option<Spanned<toml::Value>>,
+    /// `concurrency`: an iteration as sessions of steps, `[["tool_a"], ["tools/list"]]`.
+    pub(super) flow: Option<Spanned<Vec<Spanned<Vec<Spanned<String>>>>>>,
+    /// With `flow`: `"per_iteration"` (default) or `"per_vu"`.
+    pub(super) session: Option<Spanned<crate::spec::SessionScope>>,
+    /// `concurrency`: `"everything"` (default) or `"latency"`.
+    pub(super) warmup_excludes: Option<Spanned<crate::spec::WarmupExcludes>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }

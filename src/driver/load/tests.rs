@@ -35,6 +35,12 @@ fn plan(rate: Option<u64>) -> LoadPlan {
         interval: Duration::from_secs(1),
         mix: Vec::new(),
         session_calls: 0,
+        stages: Vec::new(),
+        start_vus: 0,
+        think: None,
+        flow: Vec::new(),
+        session: crate::spec::SessionScope::PerIteration,
+        warmup_excludes: crate::spec::WarmupExcludes::Everything,
         ungated: None,
         driver_cpus: Vec::new(),
     }
