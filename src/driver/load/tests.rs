@@ -185,3 +185,85 @@ fn a_warmup_rule_starts_the_window_when_the_p50_settles() {
     assert!(!sh.keeps_warming(), "nothing more is kept once warm-up ended");
     assert!((report.ms - (sh.warm_end() - t0).as_secs_f64() * 1e3).abs() < 0.01, "{report:?}");
 }
+
+/// The null server (weekly suite, stateful streamable HTTP) on a free loopback port, in a thread
+/// of this process that ends with it.
+fn null_server() -> u16 {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::thread::spawn(move || crate::nullserver::serve_http(crate::mcp::suite::Suite::Weekly, port, true));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the null server did not listen");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    port
+}
+
+/// A closed loop of iterations against the null server on `port`: `flow` in every iteration.
+fn flow_plan(port: u16, flow: &[&[&str]]) -> LoadPlan {
+    let mut p = plan(None);
+    p.target.port = port;
+    p.lifecycle = Lifecycle::Iteration;
+    p.tool = "flow".into();
+    p.warmup = Warmup::Fixed(0);
+    p.flow = flow.iter().map(|s| s.iter().map(|t| t.to_string()).collect()).collect();
+    p
+}
+
+fn count(m: &crate::spec::LoadMetrics, step: &str) -> u64 {
+    m.steps.get(step).map_or(0, |h| h.summary.count)
+}
+
+#[test]
+fn a_staged_flow_runs_its_sessions_and_counts_every_http_request() {
+    let port = null_server();
+    let mut p = flow_plan(port, &[&["echo"], &["add_numbers"], &["tools/list"]]);
+    let st = |duration_ms, target| crate::spec::Stage { duration_ms, target };
+    p.stages = vec![st(300, 3), st(600, 3), st(300, 0)];
+    p.workers = 3;
+    p.duration = Duration::from_millis(1_200);
+    p.think = Some(crate::spec::Think { min_ms: 5, max_ms: 15, seed: 1 });
+    let suite = AnySuite::Builtin(crate::mcp::suite::Suite::Weekly);
+    let m = drive(&p, &suite, &mut |_, _, _| {}, &mut |_, _, _| {}).unwrap();
+    assert_eq!(m.failed, 0, "{:?}", m.error_examples);
+    let names: Vec<&str> = m.steps.keys().map(String::as_str).collect();
+    assert_eq!(names, ["add_numbers", "delete", "echo", "http", "initialize", "session", "tools/list"]);
+    // Never more users than the stages want, and some ran.
+    let peak = m.peak_vus.expect("a staged load has its peak");
+    assert!((1..=3).contains(&peak), "{peak}");
+    assert_eq!((m.stages.len(), m.start_vus), (3, Some(0)));
+    // Every request of a session is one of `http`: initialize and initialized, its step, its
+    // DELETE; nothing failed, so each was counted where its step was.
+    let http = m.http_requests.unwrap();
+    assert_eq!(count(&m, "http"), http);
+    let steps = count(&m, "echo") + count(&m, "add_numbers") + count(&m, "tools/list");
+    assert_eq!(http, 2 * count(&m, "initialize") + steps + count(&m, "delete"), "{m:?}");
+    assert_eq!(m.ok, count(&m, "echo") + count(&m, "add_numbers"), "the calls are the tool steps");
+    assert!(count(&m, "delete") <= count(&m, "initialize") && count(&m, "session") <= count(&m, "initialize"));
+    let iterations = m.iterations.unwrap();
+    assert!(iterations >= 1 && 3 * iterations <= count(&m, "session"), "{iterations}");
+    assert!(m.sessions >= count(&m, "initialize"));
+    let rps = m.http_rps.unwrap();
+    assert!((rps - http as f64 / (m.window_ms / 1e3)).abs() < 1e-6, "{rps}");
+}
+
+#[test]
+fn a_session_per_user_is_opened_once_and_kept_across_iterations() {
+    let port = null_server();
+    let mut p = flow_plan(port, &[&["echo", "tools/list"], &["word_count"]]);
+    p.session = crate::spec::SessionScope::PerVu;
+    p.duration = Duration::from_millis(400);
+    p.warmup_excludes = crate::spec::WarmupExcludes::Latency;
+    let suite = AnySuite::Builtin(crate::mcp::suite::Suite::Weekly);
+    let m = drive(&p, &suite, &mut |_, _, _| {}, &mut |_, _, _| {}).unwrap();
+    assert_eq!(m.failed, 0, "{:?}", m.error_examples);
+    assert_eq!(m.sessions, 2, "one session for each of the two users");
+    assert_eq!(count(&m, "initialize"), 2);
+    assert!(!m.steps.contains_key("session"), "a user's session is not an iteration's");
+    assert!(count(&m, "delete") <= 2);
+    let iterations = m.iterations.unwrap();
+    assert!(iterations >= 2, "{iterations}");
+    // Each iteration is its three steps; the last of each user may be cut short.
+    assert!(count(&m, "echo") >= iterations && count(&m, "echo") <= iterations + 2);
+    assert_eq!(m.peak_vus, None, "no stages");
+}
