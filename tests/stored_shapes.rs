@@ -633,6 +633,20 @@ fn a_fully_populated_record_failed_and_ok() {
 }
 
 #[test]
+fn a_staged_flow_and_its_figures_meet_the_record_schema() {
+    let (_, w) =
+        every_workload().into_iter().find(|(n, _)| *n == "workload_concurrency_staged_flow").unwrap();
+    let mut r = record(3, Status::Ok, Expect::Success, w);
+    r.metrics.load = Some(Box::new(load_metrics_staged()));
+    r.hash = r.compute_hash();
+    assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
+    // What the schema refuses: a session scope or warm-up rule it does not know.
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["cell"]["workload"]["session"] = "per_user".into();
+    assert!(!schema_errors(&v).is_empty());
+}
+
+#[test]
 fn a_record_from_a_cluster_names_its_node_and_job() {
     let mut r = record(2, Status::Failed, Expect::Success, Workload::ColdStart { spawns: 5 });
     r.failure = Some(Failure::new(FailureReason::NodeFail, "node n1 failed under job 7_3"));

@@ -239,7 +239,9 @@ fn a_staged_flow_runs_its_sessions_and_counts_every_http_request() {
     let steps = count(&m, "echo") + count(&m, "add_numbers") + count(&m, "tools/list");
     assert_eq!(http, 2 * count(&m, "initialize") + steps + count(&m, "delete"), "{m:?}");
     assert_eq!(m.ok, count(&m, "echo") + count(&m, "add_numbers"), "the calls are the tool steps");
-    assert!(count(&m, "delete") <= count(&m, "initialize") && count(&m, "session") <= count(&m, "initialize"));
+    assert!(
+        count(&m, "delete") <= count(&m, "initialize") && count(&m, "session") <= count(&m, "initialize")
+    );
     let iterations = m.iterations.unwrap();
     assert!(iterations >= 1 && 3 * iterations <= count(&m, "session"), "{iterations}");
     assert!(m.sessions >= count(&m, "initialize"));
