@@ -230,7 +230,7 @@ pub(super) struct RawWorkload {
     /// `concurrency`: think time after each iteration, `"100ms"` or `{ min, max, seed }`.
     pub(super) think: Option<Spanned<toml::Value>>,
     /// `concurrency`: an iteration as sessions of steps, `[["tool_a"], ["tools/list"]]`.
-    pub(super) flow: Option<Spanned<Vec<Spanned<Vec<Spanned<String>>>>>>,
+    pub(super) flow: Option<Spanned<Vec<RawSession>>>,
     /// With `flow`: `"per_iteration"` (default) or `"per_vu"`.
     pub(super) session: Option<Spanned<crate::spec::SessionScope>>,
     /// `concurrency`: `"everything"` (default) or `"latency"`.
@@ -258,6 +258,9 @@ pub(super) struct RawService {
 }
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);
+
+/// One session of a `flow` as written: its steps, each with its place.
+pub(super) type RawSession = Spanned<Vec<Spanned<String>>>;
 
 fn default_suite() -> Spanned<String> {
     Spanned::new(0..0, "weekly".to_string())

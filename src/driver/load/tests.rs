@@ -269,3 +269,37 @@ fn a_session_per_user_is_opened_once_and_kept_across_iterations() {
     assert!(count(&m, "echo") >= iterations && count(&m, "echo") <= iterations + 2);
     assert_eq!(m.peak_vus, None, "no stages");
 }
+
+#[test]
+fn a_user_runs_only_while_the_stages_want_it_and_the_peak_is_kept() {
+    let st = |duration_ms, target| crate::spec::Stage { duration_ms, target };
+    let mut p = plan(None);
+    // One user at once, a second after 100 ms, none more before the window's end.
+    p.stages = vec![st(0, 1), st(100, 2), st(60_000, 2)];
+    p.workers = 3;
+    let sh = p.shared(Vec::new());
+    let t0 = Instant::now();
+    sh.set_window(t0, t0 + Duration::from_secs(60));
+    let (rt, local) = drive::runtime().unwrap();
+    let peak = |sh: &worker::Shared| sh.window.peak.load(std::sync::atomic::Ordering::Relaxed);
+    let active = |sh: &worker::Shared| sh.window.active.load(std::sync::atomic::Ordering::Relaxed);
+    local.block_on(&rt, async {
+        let mut first = flows::Turn::new(&sh, 0, t0);
+        let mut second = flows::Turn::new(&sh, 1, t0);
+        let mut third = flows::Turn::new(&sh, 2, t0);
+        assert!(!first.must_stop());
+        assert!(third.must_stop());
+        assert!(!third.wait().await, "the third is never wanted before the window's end");
+        if second.must_stop() {
+            assert!(second.wait().await, "the second is wanted once the ramp has reached 2");
+        }
+        assert!(!second.must_stop(), "and from then on");
+        assert_eq!((active(&sh), peak(&sh)), (2, 2));
+        drop(first);
+        assert_eq!((active(&sh), peak(&sh)), (1, 2), "a user gone is no longer running");
+    });
+    // Without stages every user always runs.
+    let sh = plan(None).shared(Vec::new());
+    let mut any = flows::Turn::new(&sh, 7, t0);
+    assert!(!any.must_stop());
+}
