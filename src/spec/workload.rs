@@ -12,8 +12,8 @@ use crate::spec::Timeouts;
 mod shape;
 mod warmup;
 pub use shape::{
-    next_wanted, peak_vus, stages_ms, vus_at, SessionScope, Stage, Think, WarmupExcludes, DEFAULT_THINK_SEED,
-    LIST_STEP,
+    flow_tools, next_wanted, peak_vus, stages_ms, vus_at, SessionScope, Stage, Think, WarmupExcludes,
+    DEFAULT_THINK_SEED, LIST_STEP,
 };
 pub use warmup::{p50_ms, warmup_calls, CallWarmup, Settling, StableRule, Warmup, REPORTED_WINDOWS};
 
@@ -206,15 +206,7 @@ impl Workload {
     /// Every tool the workload calls: its mix's, or its one tool.
     pub fn tools(&self) -> Vec<&str> {
         match self {
-            Workload::Concurrency { flow, .. } if !flow.is_empty() => {
-                let mut tools: Vec<&str> = Vec::new();
-                for step in flow.iter().flatten().filter(|s| *s != LIST_STEP) {
-                    if !tools.contains(&step.as_str()) {
-                        tools.push(step);
-                    }
-                }
-                tools
-            }
+            Workload::Concurrency { flow, .. } if !flow.is_empty() => flow_tools(flow),
             Workload::Concurrency { mix, .. } if !mix.is_empty() => {
                 mix.iter().map(|m| m.tool.as_str()).collect()
             }
@@ -485,5 +477,23 @@ mod tests {
         // `run --warmup` makes it fixed again.
         l.override_times(Some(250), None);
         assert_eq!(l.warmup(), Some(&Warmup::Fixed(250)));
+    }
+
+    #[test]
+    fn a_staged_load_lasts_its_stages_and_a_reduced_run_scales_them() {
+        let mut w = load(5_000);
+        if let Workload::Concurrency { stages, warmup_ms, duration_ms, .. } = &mut w {
+            *stages =
+                vec![Stage { duration_ms: 10_000, target: 50 }, Stage { duration_ms: 30_000, target: 0 }];
+            (*warmup_ms, *duration_ms) = (Warmup::Fixed(0), 40_000);
+        }
+        assert_eq!(w.load_time_ms(), 40_000);
+        let pace = Pace { spawn_s: 0.0, call_s: 0.0 };
+        assert!((w.expected_seconds(pace) - (0.2 + 40.0 + 5.0 + 1.0)).abs() < 1e-9);
+        w.override_times(Some(1_000), Some(3_000));
+        let Workload::Concurrency { stages, warmup_ms, duration_ms, .. } = &w else { unreachable!() };
+        assert_eq!((*warmup_ms, *duration_ms), (Warmup::Fixed(1_000), 3_000));
+        assert_eq!(stages_ms(stages), 4_000, "the stages last the reduced run");
+        assert_eq!(stages[0], Stage { duration_ms: 1_000, target: 50 });
     }
 }

@@ -8,18 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::load::worker::{Shared, PREPARED};
 use crate::driver::load::LoadPlan;
-use crate::spec::{next_wanted, vus_at, Lifecycle, SessionScope, LIST_STEP};
-
-/// The distinct tools of a flow, in their first order (each gets `PREPARED` slots in turn).
-pub(super) fn flow_tools(flow: &[Vec<String>]) -> Vec<&str> {
-    let mut tools: Vec<&str> = Vec::new();
-    for step in flow.iter().flatten().filter(|s| *s != LIST_STEP) {
-        if !tools.contains(&step.as_str()) {
-            tools.push(step);
-        }
-    }
-    tools
-}
+use crate::spec::{flow_tools, next_wanted, vus_at, Lifecycle, SessionScope, LIST_STEP};
 
 /// One step of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -219,7 +219,7 @@ impl LoadPlan {
         }
         // A mix: its cycle of slots, repeated to at least PREPARED slots (whole cycles, so every
         // tool keeps its weight). A flow: PREPARED slots of each of its tools in turn.
-        let tools = flows::flow_tools(&self.flow);
+        let tools = crate::spec::flow_tools(&self.flow);
         let cycle: Vec<&str> = match (self.mix.is_empty(), tools.is_empty()) {
             (_, false) => tools.iter().flat_map(|t| std::iter::repeat_n(*t, PREPARED as usize)).collect(),
             (true, true) => vec![self.tool.as_str()],

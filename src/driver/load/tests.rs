@@ -303,3 +303,24 @@ fn a_user_runs_only_while_the_stages_want_it_and_the_peak_is_kept() {
     let mut any = flows::Turn::new(&sh, 7, t0);
     assert!(!any.must_stop());
 }
+
+#[test]
+fn a_warmup_that_excludes_latency_alone_counts_its_calls() {
+    let port = null_server();
+    let suite = AnySuite::Builtin(crate::mcp::suite::Suite::Weekly);
+    let mut p = plan(None);
+    p.target.port = port;
+    p.warmup = Warmup::Fixed(200);
+    p.duration = Duration::from_millis(300);
+    let timed = |m: &crate::spec::LoadMetrics| m.latency.as_ref().map_or(0, |l| l.summary.count);
+    // Everything excluded: every counted call is timed, over the window alone.
+    let m = drive(&p, &suite, &mut |_, _, _| {}, &mut |_, _, _| {}).unwrap();
+    assert_eq!(m.ok, timed(&m));
+    assert!(m.window_ms < 500.0, "{}", m.window_ms);
+    // Latency alone: the warm-up's calls count (over warm-up and window), untimed.
+    p.warmup_excludes = crate::spec::WarmupExcludes::Latency;
+    let m = drive(&p, &suite, &mut |_, _, _| {}, &mut |_, _, _| {}).unwrap();
+    assert!(m.ok > timed(&m) && timed(&m) > 0, "{} {}", m.ok, timed(&m));
+    assert!(m.window_ms >= 500.0, "{}", m.window_ms);
+    assert!((m.throughput_rps - m.ok as f64 / (m.window_ms / 1e3)).abs() < 1e-6);
+}

@@ -165,6 +165,17 @@ impl WarmupExcludes {
 /// The step of a flow that lists the tools; any other step is a tool of the suite.
 pub const LIST_STEP: &str = "tools/list";
 
+/// The distinct tools of a flow, in their first order.
+pub fn flow_tools(flow: &[Vec<String>]) -> Vec<&str> {
+    let mut tools: Vec<&str> = Vec::new();
+    for step in flow.iter().flatten().filter(|s| *s != LIST_STEP) {
+        if !tools.contains(&step.as_str()) {
+            tools.push(step);
+        }
+    }
+    tools
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
