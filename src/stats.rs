@@ -186,10 +186,10 @@ pub fn is_noisy(cv: Option<f64>) -> bool {
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a tiny, fast PRNG whose whole state is one word, so a
 /// bootstrap is a pure function of its seed. Not for anything that needs unpredictability.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -199,7 +199,7 @@ impl SplitMix64 {
 
     /// Uniform in `0..n` by multiply-shift (Lemire). The bias is at most n / 2^64: nothing a
     /// bootstrap of fewer than 2^40 samples could see.
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }

@@ -152,6 +152,7 @@ fn record(i: usize) -> Record {
                     http_requests: None,
                     steps: Default::default(),
                     iterations: None,
+                    ..Default::default()
                 })
                 .map(Box::new),
             services: Vec::new(),

@@ -227,6 +227,12 @@ fn load_cell(template: &Record, repeat: u32, tps: f64, p_us: u64, failed: u64) -
         idle_after_ms: 0,
         mix: Vec::new(),
         session_calls: 0,
+        stages: Vec::new(),
+        start_vus: 0,
+        think: None,
+        flow: Vec::new(),
+        session: benchlab::spec::SessionScope::PerIteration,
+        warmup_excludes: benchlab::spec::WarmupExcludes::Everything,
     };
     r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: false });
     let mut h = stats::latency_histogram();

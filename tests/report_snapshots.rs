@@ -258,6 +258,7 @@ fn load_record(template: &Record, seq: u64, s: LoadSpec) -> Record {
         http_requests: None,
         steps: BTreeMap::new(),
         iterations: None,
+        ..Default::default()
     }));
     r.metrics.memory.after_initialize = tree(15);
     // Closed-loop MCP cells had a 30 s idle phase after the load (its level 3 MiB under the
@@ -296,6 +297,12 @@ fn concurrency(workers: u32) -> Workload {
         idle_after_ms: 30_000,
         mix: Vec::new(),
         session_calls: 0,
+        stages: Vec::new(),
+        start_vus: 0,
+        think: None,
+        flow: Vec::new(),
+        session: benchlab::spec::SessionScope::PerIteration,
+        warmup_excludes: benchlab::spec::WarmupExcludes::Everything,
     }
 }
 

@@ -168,6 +168,37 @@ fn load_metrics() -> LoadMetrics {
         http_requests: None,
         steps: BTreeMap::new(),
         iterations: None,
+        http_requests: None,
+        http_rps: None,
+        stages: Vec::new(),
+        start_vus: None,
+        peak_vus: None,
+    }
+}
+
+/// A staged load of iterations: k6's ramping-vus and its HTTP requests, its steps by name.
+fn load_metrics_staged() -> LoadMetrics {
+    let steps = ["calculate_fibonacci", "delete", "http", "initialize", "session", "tools/list"];
+    LoadMetrics {
+        mode: benchlab::spec::LoadMode::Closed,
+        workers: 50,
+        connections: 50,
+        warmup_ms: 0,
+        window_nominal_ms: Some(320_000),
+        iterations: Some(1_000),
+        http_requests: Some(21_000),
+        http_rps: Some(65.625),
+        stages: vec![
+            benchlab::spec::Stage { duration_ms: 10_000, target: 50 },
+            benchlab::spec::Stage { duration_ms: 300_000, target: 50 },
+            benchlab::spec::Stage { duration_ms: 10_000, target: 0 },
+        ],
+        start_vus: Some(0),
+        peak_vus: Some(50),
+        steps: steps.iter().map(|s| (s.to_string(), histogram())).collect(),
+        series: None,
+        soak: None,
+        ..load_metrics()
     }
 }
 
@@ -450,6 +481,12 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 idle_after_ms: 30_000,
                 mix: Vec::new(),
                 session_calls: 0,
+                stages: Vec::new(),
+                start_vus: 0,
+                think: None,
+                flow: Vec::new(),
+                session: benchlab::spec::SessionScope::PerIteration,
+                warmup_excludes: benchlab::spec::WarmupExcludes::Everything,
             },
         ),
         (
@@ -463,6 +500,35 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                 idle_after_ms: 0,
                 mix: Vec::new(),
                 session_calls: 0,
+                stages: Vec::new(),
+                start_vus: 0,
+                think: None,
+                flow: Vec::new(),
+                session: benchlab::spec::SessionScope::PerIteration,
+                warmup_excludes: benchlab::spec::WarmupExcludes::Everything,
+            },
+        ),
+        (
+            "workload_concurrency_staged_flow",
+            Workload::Concurrency {
+                tool: "flow".into(),
+                workers: 50,
+                warmup_ms: Warmup::Fixed(0),
+                duration_ms: 320_000,
+                lifecycle: Lifecycle::Iteration,
+                idle_after_ms: 0,
+                mix: Vec::new(),
+                session_calls: 0,
+                stages: vec![
+                    benchlab::spec::Stage { duration_ms: 10_000, target: 50 },
+                    benchlab::spec::Stage { duration_ms: 300_000, target: 50 },
+                    benchlab::spec::Stage { duration_ms: 10_000, target: 0 },
+                ],
+                start_vus: 0,
+                think: Some(benchlab::spec::Think { min_ms: 50, max_ms: 150, seed: 7 }),
+                flow: vec![vec!["calculate_fibonacci".into()], vec!["tools/list".into()]],
+                session: benchlab::spec::SessionScope::PerVu,
+                warmup_excludes: benchlab::spec::WarmupExcludes::Latency,
             },
         ),
         (
@@ -479,6 +545,12 @@ fn every_workload() -> Vec<(&'static str, Workload)> {
                     benchlab::spec::MixEntry { tool: "search_products".into(), weight: 1 },
                 ],
                 session_calls: 5,
+                stages: Vec::new(),
+                start_vus: 0,
+                think: None,
+                flow: Vec::new(),
+                session: benchlab::spec::SessionScope::PerIteration,
+                warmup_excludes: benchlab::spec::WarmupExcludes::Everything,
             },
         ),
         (
@@ -563,6 +635,20 @@ fn a_fully_populated_record_failed_and_ok() {
 }
 
 #[test]
+fn a_staged_flow_and_its_figures_meet_the_record_schema() {
+    let (_, w) =
+        every_workload().into_iter().find(|(n, _)| *n == "workload_concurrency_staged_flow").unwrap();
+    let mut r = record(3, Status::Ok, Expect::Success, w);
+    r.metrics.load = Some(Box::new(load_metrics_staged()));
+    r.hash = r.compute_hash();
+    assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
+    // What the schema refuses: a session scope or warm-up rule it does not know.
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["cell"]["workload"]["session"] = "per_user".into();
+    assert!(!schema_errors(&v).is_empty());
+}
+
+#[test]
 fn a_record_from_a_cluster_names_its_node_and_job() {
     let mut r = record(2, Status::Failed, Expect::Success, Workload::ColdStart { spawns: 5 });
     r.failure = Some(Failure::new(FailureReason::NodeFail, "node n1 failed under job 7_3"));
@@ -636,6 +722,7 @@ fn small_enums_and_cell_parts() {
     pin_eq("source_info", &SourceInfo { file: "servers/a.py".into(), sha256: "6".repeat(64), loc: 12 });
     pin_eq("load_metrics", &load_metrics());
     pin_eq("load_metrics_threads", &LoadMetrics { driver_threads: Some(2), ..load_metrics() });
+    pin_eq("load_metrics_staged", &load_metrics_staged());
     pin_eq("load_memory", &load_memory());
     // An iteration load keeps each step's histogram and the iterations completed.
     let step = load_metrics().latency.unwrap();

@@ -121,6 +121,12 @@ fn workload(args: &MeasureArgs, tool: &str) -> Result<Workload, MeasureError> {
             idle_after_ms: 0,
             mix: Vec::new(),
             session_calls: 0,
+            stages: Vec::new(),
+            start_vus: 0,
+            think: None,
+            flow: Vec::new(),
+            session: crate::spec::SessionScope::PerIteration,
+            warmup_excludes: crate::spec::WarmupExcludes::Everything,
         }),
     }
 }

@@ -8,6 +8,7 @@ pub mod compose;
 mod matrix;
 mod raw;
 mod services;
+mod shape;
 mod sources;
 mod suites;
 mod validate;

@@ -238,6 +238,18 @@ pub(super) struct RawWorkload {
     pub(super) cycles: Option<Spanned<u32>>,
     pub(super) cycle_load: Option<Spanned<String>>,
     pub(super) cycle_idle: Option<Spanned<String>>,
+    /// `concurrency`: k6's ramping-vus, `[{ duration = "10s", target = 50 }, …]`, from `start`
+    /// virtual users (default 0) (`shape`).
+    pub(super) stages: Option<Spanned<Vec<Spanned<super::shape::RawStage>>>>,
+    pub(super) start: Option<Spanned<u32>>,
+    /// `concurrency`: think time after each iteration, `"100ms"` or `{ min, max, seed }`.
+    pub(super) think: Option<Spanned<toml::Value>>,
+    /// `concurrency`: an iteration as sessions of steps, `[["tool_a"], ["tools/list"]]`.
+    pub(super) flow: Option<Spanned<Vec<RawSession>>>,
+    /// With `flow`: `"per_iteration"` (default) or `"per_vu"`.
+    pub(super) session: Option<Spanned<crate::spec::SessionScope>>,
+    /// `concurrency`: `"everything"` (default) or `"latency"`.
+    pub(super) warmup_excludes: Option<Spanned<crate::spec::WarmupExcludes>>,
     /// The ids of the servers this workload runs on (all of them when absent).
     pub(super) servers: Option<Spanned<Vec<String>>>,
 }
@@ -261,6 +273,9 @@ pub(super) struct RawService {
 }
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);
+
+/// One session of a `flow` as written: its steps, each with its place.
+pub(super) type RawSession = Spanned<Vec<Spanned<String>>>;
 
 fn default_suite() -> Spanned<toml::Value> {
     Spanned::new(0..0, toml::Value::String("weekly".to_string()))

@@ -231,9 +231,8 @@ impl Scenario {
                 let suite = srv.suite.as_deref().and_then(|n| self.suite_named(n)).unwrap_or_else(|| suite.clone());
                 if suite.call(tool, 0).is_none() {
                     return Err(self.error_at(
-                        raw.tool
-                            .as_ref()
-                            .map(|t| t.span())
+                        raw.flow_span_of(tool)
+                            .or(raw.tool.as_ref().map(|t| t.span()))
                             .or(raw.mix.as_ref().map(|m| m.span()))
                             .unwrap_or(w.span()),
                         format!(

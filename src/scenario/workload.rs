@@ -47,6 +47,9 @@ impl RawWorkload {
                 format!("unknown workload kind {other:?} (known: cold_start, serial_calls, concurrency, open_loop, http_api, soak)"),
             )),
         }?;
+        if self.kind.get_ref() != "concurrency" {
+            self.no_shape_keys()?;
+        }
         if self.kind.get_ref() != "soak" {
             for (name, v) in [
                 ("idle_before", &self.idle_before),
@@ -213,12 +216,24 @@ impl RawWorkload {
         if http_api {
             self.stray("lifecycle", span_of(&self.lifecycle))?;
         }
-        let (warmup_ms, duration_ms) = self.load_time()?;
+        let shape = if http_api { Default::default() } else { self.shape()? };
+        let (warmup_ms, duration_ms, counts) = match shape.stages.is_empty() {
+            true => {
+                let (w, d) = self.load_time()?;
+                (w, d, self.worker_counts()?)
+            }
+            false => self.staged_time(&shape).map(|(w, d, peak)| (w, d, vec![peak]))?,
+        };
         let idle_after_ms = self.idle_after()?;
-        let lifecycle = self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default();
-        let (tool, mix, session_calls) = self.mix_and_sessions(http_api, lifecycle)?;
-        Ok(self
-            .worker_counts()?
+        let lifecycle = match shape.flow.is_empty() {
+            true => self.lifecycle.as_ref().map(|l| *l.get_ref()).unwrap_or_default(),
+            false => Lifecycle::Iteration,
+        };
+        let (tool, mix, session_calls) = match shape.flow.is_empty() {
+            true => self.mix_and_sessions(http_api, lifecycle)?,
+            false => ("flow".into(), Vec::new(), 0),
+        };
+        Ok(counts
             .into_iter()
             .map(|workers| {
                 let w = if http_api {
@@ -233,6 +248,12 @@ impl RawWorkload {
                         idle_after_ms,
                         mix: mix.clone(),
                         session_calls,
+                        stages: shape.stages.clone(),
+                        start_vus: shape.start_vus,
+                        think: shape.think,
+                        flow: shape.flow.clone(),
+                        session: shape.session,
+                        warmup_excludes: shape.warmup_excludes,
                     }
                 };
                 (w, format!("-w{workers}"))
@@ -283,7 +304,12 @@ impl RawWorkload {
     }
 
     /// Refuses a key that belongs only with another key's value.
-    fn stray_unless(&self, name: &str, span: Option<Range<usize>>, with: &str) -> Result<(), SpanErr> {
+    pub(super) fn stray_unless(
+        &self,
+        name: &str,
+        span: Option<Range<usize>>,
+        with: &str,
+    ) -> Result<(), SpanErr> {
         match span {
             Some(sp) => Err((sp, format!("`{name}` belongs only to a workload with {with}"))),
             None => Ok(()),
@@ -325,7 +351,7 @@ impl RawWorkload {
     }
 
     /// Refuses a key that does not belong to this kind of workload.
-    fn stray(&self, name: &str, span: Option<Range<usize>>) -> Result<(), SpanErr> {
+    pub(super) fn stray(&self, name: &str, span: Option<Range<usize>>) -> Result<(), SpanErr> {
         match span {
             Some(sp) => Err((sp, format!("`{name}` does not belong to a {} workload", self.kind.get_ref()))),
             None => Ok(()),

@@ -272,13 +272,31 @@ pub struct LoadMetrics {
     /// A few of the first error messages, for the reader (not counted anywhere).
     pub error_examples: Vec<String>,
     /// Per step, the latency of its correct completions in the window: under a mix, each tool;
-    /// under `lifecycle = "iteration"`, also `initialize`, `tools/list` and `session` (a whole
-    /// iteration, opened to closed). Absent otherwise.
+    /// under `lifecycle = "iteration"`, also `initialize` (its HTTP request; over the legacy SSE
+    /// transport, the handshake), `tools/list`, `session` (a session from the start of its
+    /// initialize to its last step's answer, its close excluded; not kept with `session =
+    /// "per_vu"`), `delete` (the session's close, a DELETE with its id over streamable HTTP) and
+    /// `http` (every HTTP request of the window, whatever its status). Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub steps: BTreeMap<String, HistogramMetric>,
     /// `lifecycle = "iteration"`: iterations completed (every step correct) in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u64>,
+    /// Iterations: every HTTP request the driver made in the window (initialize, the initialized
+    /// notification, calls, tools/list, DELETE; any status), and those per second of
+    /// `window_ms` (k6's `http_reqs` and its rate). Their durations are `steps["http"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_rps: Option<f64>,
+    /// A staged load (k6's ramping-vus): its stages as they ran (a reduced run's, scaled), from
+    /// `start_vus`, and the most virtual users that were running at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<super::Stage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_vus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_vus: Option<u32>,
     /// The load over time: per-interval latency and counts, the server's resources on the same
     /// clock. Absent in records written before the series existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,10 +304,4 @@ pub struct LoadMetrics {
     /// A `soak` workload's figures: the leak slope, the idle levels, latency drift.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::SoakFigures>,
-    /// Every HTTP request the load sent (initialize, notifications, calls, session deletes) per
-    /// second of the window, and their count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_rps: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_requests: Option<u64>,
 }

@@ -9,7 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::Timeouts;
 
+mod shape;
 mod warmup;
+pub use shape::{
+    flow_tools, next_wanted, peak_vus, stages_ms, vus_at, SessionScope, Stage, Think, WarmupExcludes,
+    DEFAULT_THINK_SEED, LIST_STEP,
+};
 pub use warmup::{p50_ms, warmup_calls, CallWarmup, Settling, StableRule, Warmup, REPORTED_WINDOWS};
 
 /// What a cell does to the server.
@@ -45,6 +50,26 @@ pub enum Workload {
         /// `lifecycle = "iteration"`: the tool calls of one iteration (session).
         #[serde(default, skip_serializing_if = "is_zero_u32")]
         session_calls: u32,
+        /// k6's ramping-vus: the virtual users wanted over time (`shape::vus_at`), from
+        /// `start_vus`. `workers` is then their peak, and `warmup_ms` + `duration_ms` the
+        /// stages' length (the warm-up is their first part). Empty: `workers` throughout.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stages: Vec<Stage>,
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        start_vus: u32,
+        /// Slept at the end of every iteration (or call, outside iterations), outside every
+        /// timed step. Absent: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        think: Option<Think>,
+        /// An iteration as sessions of steps (a tool of the suite, or `tools/list`), with
+        /// `lifecycle = "iteration"` (`tool` is then "flow"). Empty: the mix's calls.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flow: Vec<Vec<String>>,
+        /// With a flow: a session per inner list per iteration, or one per virtual user.
+        #[serde(default, skip_serializing_if = "SessionScope::is_default")]
+        session: SessionScope,
+        #[serde(default, skip_serializing_if = "WarmupExcludes::is_default")]
+        warmup_excludes: WarmupExcludes,
     },
     /// Open loop over HTTP: `rate` calls per second spread over `connections`, each call's
     /// latency measured from its intended send time (corrected for coordinated omission); then
@@ -181,6 +206,7 @@ impl Workload {
     /// Every tool the workload calls: its mix's, or its one tool.
     pub fn tools(&self) -> Vec<&str> {
         match self {
+            Workload::Concurrency { flow, .. } if !flow.is_empty() => flow_tools(flow),
             Workload::Concurrency { mix, .. } if !mix.is_empty() => {
                 mix.iter().map(|m| m.tool.as_str()).collect()
             }
@@ -201,7 +227,19 @@ impl Workload {
 
     /// Replaces the warm-up and measured durations of a load workload (a reduced run); a
     /// warm-up given here is fixed, whatever the scenario's was.
+    /// Staged, the stages are scaled to the new length (their shape kept; a warm-up given here
+    /// is their first part).
     pub fn override_times(&mut self, warmup: Option<u64>, duration: Option<u64>) {
+        if let Workload::Concurrency { stages, warmup_ms, duration_ms, .. } = self {
+            if !stages.is_empty() {
+                let w = warmup.unwrap_or(warmup_ms.cap());
+                let total = w + duration.unwrap_or(*duration_ms);
+                shape::scale_stages(stages, total);
+                *warmup_ms = Warmup::Fixed(w);
+                *duration_ms = total.saturating_sub(w).max(1);
+                return;
+            }
+        }
         if let Workload::Concurrency { warmup_ms, duration_ms, .. }
         | Workload::OpenLoop { warmup_ms, duration_ms, .. }
         | Workload::HttpApi { warmup_ms, duration_ms, .. } = self
@@ -359,6 +397,12 @@ mod tests {
             idle_after_ms,
             mix: Vec::new(),
             session_calls: 0,
+            stages: Vec::new(),
+            start_vus: 0,
+            think: None,
+            flow: Vec::new(),
+            session: SessionScope::PerIteration,
+            warmup_excludes: WarmupExcludes::Everything,
         }
     }
 
@@ -433,5 +477,23 @@ mod tests {
         // `run --warmup` makes it fixed again.
         l.override_times(Some(250), None);
         assert_eq!(l.warmup(), Some(&Warmup::Fixed(250)));
+    }
+
+    #[test]
+    fn a_staged_load_lasts_its_stages_and_a_reduced_run_scales_them() {
+        let mut w = load(5_000);
+        if let Workload::Concurrency { stages, warmup_ms, duration_ms, .. } = &mut w {
+            *stages =
+                vec![Stage { duration_ms: 10_000, target: 50 }, Stage { duration_ms: 30_000, target: 0 }];
+            (*warmup_ms, *duration_ms) = (Warmup::Fixed(0), 40_000);
+        }
+        assert_eq!(w.load_time_ms(), 40_000);
+        let pace = Pace { spawn_s: 0.0, call_s: 0.0 };
+        assert!((w.expected_seconds(pace) - (0.2 + 40.0 + 5.0 + 1.0)).abs() < 1e-9);
+        w.override_times(Some(1_000), Some(3_000));
+        let Workload::Concurrency { stages, warmup_ms, duration_ms, .. } = &w else { unreachable!() };
+        assert_eq!((*warmup_ms, *duration_ms), (Warmup::Fixed(1_000), 3_000));
+        assert_eq!(stages_ms(stages), 4_000, "the stages last the reduced run");
+        assert_eq!(stages[0], Stage { duration_ms: 1_000, target: 50 });
     }
 }

@@ -205,9 +205,21 @@ impl McpClient {
         limit: Duration,
         counts: &mut Counts,
     ) -> Result<(McpClient, ServerHello), CallError> {
+        McpClient::open_with(target, limit, counts, false).await
+    }
+
+    /// As [`McpClient::open`]; with `keep_times`, the client keeps the duration of every HTTP
+    /// request it makes over streamable HTTP, for [`McpClient::take_times`].
+    pub async fn open_with(
+        target: &HttpTarget,
+        limit: Duration,
+        counts: &mut Counts,
+        keep_times: bool,
+    ) -> Result<(McpClient, ServerHello), CallError> {
         match target.transport {
             Transport::StreamableHttp => {
                 let mut s = timed(limit, Streamable::open(target)).await?;
+                s.times = keep_times.then(Vec::new);
                 let hello = timed(limit, s.initialize(counts)).await?;
                 Ok((McpClient::Streamable(s), hello))
             }
@@ -274,9 +286,43 @@ impl McpClient {
     }
 
     /// Ends a stateful session (DELETE), as a polite client does; errors are ignored.
-    pub async fn close(self, counts: &mut Counts) {
-        if let McpClient::Streamable(mut s) = self {
+    pub async fn close(mut self, counts: &mut Counts) {
+        self.end_session(counts).await;
+    }
+
+    /// Ends the session (DELETE with its id over streamable HTTP; errors are ignored) and keeps
+    /// the connection, for [`McpClient::renew`].
+    pub async fn end_session(&mut self, counts: &mut Counts) {
+        if let McpClient::Streamable(s) = self {
             let _ = tokio::time::timeout(Duration::from_secs(1), s.delete(counts)).await;
+            s.session = None;
+        }
+    }
+
+    /// A new session: over streamable HTTP, initialize and initialized again on the same
+    /// kept-alive connection (as k6's virtual users reuse theirs); the legacy transport's session
+    /// is its stream, so it connects anew.
+    pub async fn renew(
+        &mut self,
+        target: &HttpTarget,
+        limit: Duration,
+        counts: &mut Counts,
+    ) -> Result<(), CallError> {
+        match self {
+            McpClient::Streamable(s) => timed(limit, s.initialize(counts)).await.map(|_| ()),
+            McpClient::Legacy(_) => {
+                *self = McpClient::open(target, limit, counts).await?.0;
+                Ok(())
+            }
+        }
+    }
+
+    /// The durations of the HTTP requests made since the last call, in order (none unless the
+    /// client was opened to keep them, and none over the legacy transport).
+    pub fn take_times(&mut self) -> Vec<Duration> {
+        match self {
+            McpClient::Streamable(Streamable { times: Some(t), .. }) => std::mem::take(t),
+            _ => Vec::new(),
         }
     }
 }
@@ -389,6 +435,9 @@ pub struct Streamable {
     session: Option<String>,
     protocol: Option<String>,
     next_id: u64,
+    /// Kept when asked (`McpClient::open_with`): each HTTP request's duration, request written
+    /// to response read, whatever its status (a request cut short by its limit leaves none).
+    times: Option<Vec<Duration>>,
 }
 
 /// The text of a status code ("404 Not Found").
@@ -416,6 +465,7 @@ impl Streamable {
             session: None,
             protocol: None,
             next_id: 1,
+            times: None,
         };
         s.set_headers();
         Ok(s)
@@ -445,7 +495,12 @@ impl Streamable {
         self.out.extend_from_slice(crate::http1::Decimal::new(self.body.len() as u64).as_bytes());
         self.out.extend_from_slice(b"\r\n\r\n");
         self.out.extend_from_slice(&self.body);
-        self.wire.exchange(&self.out, want_session, counts, &self.what).await
+        let t0 = std::time::Instant::now();
+        let r = self.wire.exchange(&self.out, want_session, counts, &self.what).await;
+        if let Some(t) = self.times.as_mut() {
+            t.push(t0.elapsed());
+        }
+        r
     }
 
     /// Sends the JSON-RPC request `id`.
@@ -544,7 +599,11 @@ impl Streamable {
             self.path,
             self.wire.addr()
         );
+        let t0 = std::time::Instant::now();
         let _ = self.wire.exchange(req.as_bytes(), false, counts, "DELETE").await;
+        if let Some(t) = self.times.as_mut() {
+            t.push(t0.elapsed());
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use crate::driver::load::LoadPlan;
 use crate::driver::workload::Progress;
 use crate::mcp::suite::AnySuite;
 use crate::spec::{Failure, FailureReason, HistogramMetric, LoadMetrics, SeriesInterval};
-use crate::spec::{Lifecycle, LoadMode, LoadSeries, WarmupReport};
+use crate::spec::{Lifecycle, LoadMode, LoadSeries, WarmupExcludes, WarmupReport};
 use crate::stats;
 
 pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, tokio::task::LocalSet), Failure> {
@@ -154,7 +154,15 @@ pub fn drive(
     for p in &parts {
         latencies.absorb(&p.latencies);
     }
-    let mut m = merge(plan, w, &stats, &latencies);
+    // Under `warmup_excludes = "latency"` the counts run from the load's start.
+    let counted = match plan.warmup_excludes {
+        WarmupExcludes::Latency => (origin, w.1),
+        WarmupExcludes::Everything => w,
+    };
+    let mut m = merge(plan, counted, &stats, &latencies);
+    if !plan.stages.is_empty() {
+        m.peak_vus = Some(window.peak.load(std::sync::atomic::Ordering::Relaxed));
+    }
     let from_origin = |t: Instant| t.saturating_duration_since(origin).as_millis() as u64;
     let interval_ms = parts.first().map_or(plan.interval.as_millis() as u64, |p| p.interval_ms);
     let mut warmup = None;
@@ -358,9 +366,10 @@ pub(super) fn merge(
         ..Default::default()
     };
     let (mut taken, mut late) = (0u64, 0u64);
-    let mut iterations = 0;
+    let (mut iterations, mut http) = (0, 0);
     for s in stats {
         iterations += s.iterations;
+        http += s.http;
         m.ok += s.ok;
         for (k, v) in &s.errors {
             *m.errors.entry(k.to_string()).or_default() += v;
@@ -401,6 +410,14 @@ pub(super) fn merge(
     m.latency = metric(&latencies.all);
     m.steps = latencies.steps.iter().filter_map(|(k, h)| Some((k.clone(), metric(h)?))).collect();
     m.iterations = (plan.lifecycle == Lifecycle::Iteration).then_some(iterations);
+    if m.iterations.is_some() {
+        m.http_requests = Some(http);
+        m.http_rps = Some(if secs > 0.0 { http as f64 / secs } else { 0.0 });
+    }
+    if !plan.stages.is_empty() {
+        m.stages.clone_from(&plan.stages);
+        m.start_vus = Some(plan.start_vus);
+    }
     m
 }
 

@@ -12,6 +12,7 @@
 
 mod closed;
 mod drive;
+mod flows;
 mod gate;
 mod idle;
 mod open;
@@ -127,6 +128,16 @@ pub struct LoadPlan {
     /// Not a suite's calls: `tool` with these arguments, and any answer that is not an error
     /// counts (`benchlab measure --url` without a suite).
     pub ungated: Option<serde_json::Value>,
+    /// k6's ramping-vus (empty: `workers` throughout), from `start_vus`; the stages' clock
+    /// starts with the load (the warm-up is their first part).
+    pub stages: Vec<crate::spec::Stage>,
+    pub start_vus: u32,
+    /// Slept after each iteration (or call), outside every timed step.
+    pub think: Option<crate::spec::Think>,
+    /// Iterations as sessions of steps (empty: one session of tools/list and the mix's calls).
+    pub flow: Vec<Vec<String>>,
+    pub session: crate::spec::SessionScope,
+    pub warmup_excludes: crate::spec::WarmupExcludes,
     /// Two or more CPUs: one driver thread pinned to each, the workers dealt among them
     /// (`benchlab measure --url --driver-cpus`, or a cell's driver cpuset: `DriverSpec::driver_cpus`).
     /// Empty or one: the calling thread alone, as it is.
@@ -141,6 +152,13 @@ impl LoadPlan {
             Workload::Concurrency { mix, session_calls, .. } => (mix.clone(), *session_calls),
             _ => (Vec::new(), 0),
         };
+        let shaped = match workload {
+            Workload::Concurrency { stages, start_vus, think, flow, session, warmup_excludes, .. } => {
+                (stages.clone(), *start_vus, *think, flow.clone(), *session, *warmup_excludes)
+            }
+            _ => Default::default(),
+        };
+        let (stages, start_vus, think, flow, session, warmup_excludes) = shaped;
         let (tool, workers, warmup, duration, lifecycle, rest, rate) = match workload {
             Workload::Concurrency { tool, workers, warmup_ms, duration_ms, lifecycle, .. } => {
                 (tool, *workers, *warmup_ms, *duration_ms, *lifecycle, false, None)
@@ -182,6 +200,12 @@ impl LoadPlan {
             interval: ms(workload.series_interval_ms().max(1)),
             mix,
             session_calls,
+            stages,
+            start_vus,
+            think,
+            flow,
+            session,
+            warmup_excludes,
             ungated: None,
             driver_cpus: Vec::new(),
         })
@@ -194,10 +218,12 @@ impl LoadPlan {
             return Ok(vec![Prepared::new(&self.tool, params, rest_body(style, args), args.clone(), None)]);
         }
         // A mix: its cycle of slots, repeated to at least PREPARED slots (whole cycles, so every
-        // tool keeps its weight).
-        let cycle: Vec<&str> = match self.mix.is_empty() {
-            true => vec![self.tool.as_str()],
-            false => crate::spec::mix_cycle(&self.mix),
+        // tool keeps its weight). A flow: PREPARED slots of each of its tools in turn.
+        let tools = crate::spec::flow_tools(&self.flow);
+        let cycle: Vec<&str> = match (self.mix.is_empty(), tools.is_empty()) {
+            (_, false) => tools.iter().flat_map(|t| std::iter::repeat_n(*t, PREPARED as usize)).collect(),
+            (true, true) => vec![self.tool.as_str()],
+            (false, true) => crate::spec::mix_cycle(&self.mix),
         };
         let n = (cycle.len() as u64) * PREPARED.div_ceil(cycle.len() as u64);
         (0..n)
@@ -229,6 +255,10 @@ impl LoadPlan {
             prepared,
             per_tool: !self.mix.is_empty() || self.lifecycle == Lifecycle::Iteration,
             session_calls: self.session_calls,
+            flow: flows::Flow::of(self),
+            think: self.think,
+            staging: (!self.stages.is_empty()).then(|| (self.start_vus, self.stages.clone())),
+            warmup_counts: self.warmup_excludes == crate::spec::WarmupExcludes::Latency,
             call_limit: self.call_limit,
             window,
             warming,

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -129,11 +129,20 @@ pub(super) struct Window {
     base: Instant,
     warm_end_ns: AtomicU64,
     end_ns: AtomicU64,
+    /// Closed-loop virtual users running now, and the most that ran at once (`flows::Turn`).
+    pub(super) active: AtomicU32,
+    pub(super) peak: AtomicU32,
 }
 
 impl Window {
     pub(super) fn new(base: Instant) -> Window {
-        Window { base, warm_end_ns: AtomicU64::new(0), end_ns: AtomicU64::new(0) }
+        Window {
+            base,
+            warm_end_ns: AtomicU64::new(0),
+            end_ns: AtomicU64::new(0),
+            active: AtomicU32::new(0),
+            peak: AtomicU32::new(0),
+        }
     }
 
     fn at(&self, ns: &AtomicU64) -> Instant {
@@ -169,6 +178,14 @@ pub(super) struct Shared {
     pub(super) per_tool: bool,
     /// `lifecycle = "iteration"`: the calls of one iteration.
     pub(super) session_calls: u32,
+    /// `lifecycle = "iteration"`: what an iteration does.
+    pub(super) flow: Option<super::flows::Flow>,
+    /// Slept after each iteration (or call).
+    pub(super) think: Option<crate::spec::Think>,
+    /// A staged load: its start and stages (`flows::Turn`).
+    pub(super) staging: Option<(u32, Vec<crate::spec::Stage>)>,
+    /// `warmup_excludes = "latency"`: the warm-up's calls count, only not their latency.
+    pub(super) warmup_counts: bool,
     pub(super) call_limit: Duration,
     /// The measured window's start and end. Set before the workers start; under a warm-up rule
     /// they are the latest they can be (the cap) until the rule ends warm-up and moves them
@@ -195,6 +212,17 @@ impl Shared {
 
     pub(super) fn end(&self) -> Instant {
         self.window.at(&self.window.end_ns)
+    }
+
+    /// Whether a completion at `t` counts (calls, errors, HTTP requests): in the window, or
+    /// under `warmup_excludes = "latency"` in the warm-up too.
+    pub(super) fn counts_at(&self, t: Instant) -> bool {
+        t <= self.end() && (self.warmup_counts || t >= self.warm_end())
+    }
+
+    /// Whether a completion at `t` is timed (its latency kept): in the window.
+    pub(super) fn times_at(&self, t: Instant) -> bool {
+        t >= self.warm_end() && t <= self.end()
     }
 
     /// Sets the measured window (before the workers start, or when a warm-up rule ends warm-up).
@@ -260,6 +288,11 @@ impl Shared {
         }
     }
 
+    /// Opens an iteration's MCP session, its HTTP requests' durations kept.
+    pub(super) async fn open_timed(&self, counts: &mut Counts) -> Result<Box<McpClient>, CallError> {
+        Ok(Box::new(McpClient::open_with(&self.target, self.call_limit, counts, true).await?.0))
+    }
+
     /// The i-th call's prepared slot.
     pub(super) fn slot(&self, i: u64) -> &Prepared {
         &self.prepared[(i % self.prepared.len() as u64) as usize]
@@ -275,12 +308,37 @@ impl Shared {
     ) -> Result<(), CallError> {
         let p = self.slot(i);
         match client {
-            Client::Mcp(c) => p.check_answer(c.call(&p.params_json, self.call_limit, timer, counts).await?),
+            Client::Mcp(c) => self.call_mcp(c, i, timer, counts).await,
             Client::Rest(c) => {
                 let raw = timer.bound(self.call_limit, c.call(&p.tool, &p.rest, counts)).await?;
                 p.check(&p.tool, &raw, false)
             }
         }
+    }
+}
+
+impl Shared {
+    /// The i-th call on an MCP session.
+    pub(super) async fn call_mcp(
+        &self,
+        c: &mut McpClient,
+        i: u64,
+        timer: &mut CallTimer,
+        counts: &mut Counts,
+    ) -> Result<(), CallError> {
+        let p = self.slot(i);
+        p.check_answer(c.call(&p.params_json, self.call_limit, timer, counts).await?)
+    }
+
+    /// tools/list on an MCP session: a JSON-RPC error is the server's protocol failing, as for
+    /// the calls.
+    pub(super) async fn list(&self, c: &mut McpClient, counts: &mut Counts) -> Result<(), CallError> {
+        c.request("tools/list", "{}", self.call_limit, counts).await.and_then(|r| {
+            r.map(|_| ()).map_err(|rpc| CallError {
+                kind: ErrorKind::ProtocolError,
+                detail: format!("tools/list: JSON-RPC error {} {}", rpc.code, rpc.message),
+            })
+        })
     }
 }
 
@@ -329,6 +387,8 @@ pub(super) struct WorkerStats {
     pub(super) last_done: Option<Instant>,
     /// Iterations completed in the window.
     pub(super) iterations: u64,
+    /// Iterations: HTTP requests completed in the window (as `Shared::counts_at` counts).
+    pub(super) http: u64,
 }
 
 impl WorkerStats {
@@ -343,11 +403,13 @@ impl WorkerStats {
             late: 0,
             last_done: None,
             iterations: 0,
+            http: 0,
         }
     }
 
     /// Counts a call of the window that completed at `done` after `latency` (a correct one's
-    /// latency into the thread's histogram).
+    /// latency into the thread's histogram unless it completed in the warm-up, which counts under
+    /// `warmup_excludes = "latency"`).
     pub(super) fn account(
         &mut self,
         sh: &Shared,
@@ -359,7 +421,9 @@ impl WorkerStats {
         match r {
             Ok(()) => {
                 self.ok += 1;
-                stats::record(&mut sh.latencies.borrow_mut().all, latency);
+                if done >= sh.warm_end() {
+                    stats::record(&mut sh.latencies.borrow_mut().all, latency);
+                }
             }
             Err(e) => {
                 *self.errors.entry(e.kind.as_str()).or_default() += 1;

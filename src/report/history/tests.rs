@@ -320,6 +320,12 @@ fn load_cells_follow_throughput_and_a_fall_is_a_regression() {
                 idle_after_ms: 0,
                 mix: Vec::new(),
                 session_calls: 0,
+                stages: Vec::new(),
+                start_vus: 0,
+                think: None,
+                flow: Vec::new(),
+                session: crate::spec::SessionScope::PerIteration,
+                warmup_excludes: crate::spec::WarmupExcludes::Everything,
             };
             r.cell.repeat = Some(Repeat { index: repeat, of: 3, fresh_container: true });
             let rps = if k < 3 { 5000.0 } else { 3000.0 } + 20.0 * f64::from(repeat);
