@@ -750,6 +750,7 @@ fn small_enums_and_cell_parts() {
         declared_by: Some("the recipe of fastmcp, [api.fastmcp-shop]".into()),
         port: None,
         expectations_sha256: None,
+        expectations_from: None,
     };
     let api = benchlab::spec::ServiceSpec {
         name: "api".into(),
@@ -759,6 +760,7 @@ fn small_enums_and_cell_parts() {
         declared_by: None,
         port: None,
         expectations_sha256: None,
+        expectations_from: None,
     };
     let mock = benchlab::spec::ServiceSpec {
         name: "mock-api".into(),
@@ -768,6 +770,7 @@ fn small_enums_and_cell_parts() {
         declared_by: None,
         port: Some(1081),
         expectations_sha256: Some("8".repeat(64)),
+        expectations_from: None,
     };
     let specs = vec![redis, api, mock];
     pin_eq("service_specs", &specs);

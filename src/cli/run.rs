@@ -251,6 +251,11 @@ pub(super) fn load_scenario(
 ) -> Result<Scenario, Exit> {
     let mut scenario = checkout.scenario(path)?;
     adjust(&mut scenario);
+    // A server whose Dockerfile starts from an image this host cannot have has no cells: said
+    // before anything runs, with its `[source.base]` rule's words.
+    for (id, why) in crate::orchestrate::unbuildable(&scenario).map_err(Exit::from)? {
+        eprintln!("server {id}: not measured: {why}");
+    }
     if !scenario.only.is_empty() && scenario.cells().is_empty() {
         return Err(Exit::input(format!(
             "--only {:?} matches no cell of {}",

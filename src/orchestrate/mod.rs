@@ -17,7 +17,7 @@ pub mod view;
 
 use std::path::{Path, PathBuf};
 
-pub use plan::{admit, distinct_images, plan, PlannedCell};
+pub use plan::{admit, distinct_images, plan, unbuildable, PlannedCell};
 
 use crate::backend::{Backend, BackendConfig, CellEvent, EngineError, PrepareEvent};
 use crate::placement;

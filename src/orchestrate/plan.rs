@@ -171,6 +171,12 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         true => p,
         false => placement::with_services(p, cpus),
     };
+    if let Some(m) = scenario.services.iter().find(|m| m.expectations_from.is_some() && !scenario.expectations.contains_key(&m.name)) {
+        return Err(RunError::Input {
+            what: format!("{}: service {:?}", scenario.path.display(), m.name),
+            message: "its expectations are a file of the source's repository, not fetched yet (give --source-mirror where the host reaches no git host)".into(),
+        });
+    }
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
@@ -370,6 +376,7 @@ fn cell_services(
                 declared_by: Some(declared_by.clone()),
                 port: None,
                 expectations_sha256: None,
+                expectations_from: None,
             });
         }
     }

@@ -129,6 +129,9 @@ impl ImagePlan {
                 Entry::Link { target } => links.push((name, target)),
             }
         }
+        for (name, text) in &build.extra_files {
+            files.push((name.clone(), text.clone().into_bytes()));
+        }
         let record = fetched.record.clone();
         // The rules this Dockerfile uses, and only those, go into the input hash.
         let used: BTreeMap<&String, &BaseRule> = crate::source::dockerfile::froms(&text)

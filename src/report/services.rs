@@ -135,6 +135,7 @@ mod tests {
             declared_by: None,
             port: None,
             expectations_sha256: None,
+            expectations_from: None,
         }];
         r.cell.placement.services_cpus = Some("0".into());
         r.cell.placement.services_share_driver = true;

@@ -82,6 +82,10 @@ impl Scenario {
                 declared_by: None,
                 port,
                 expectations_sha256,
+                expectations_from: r
+                    .expectations
+                    .as_ref()
+                    .and_then(|e| e.get_ref().strip_prefix(SOURCE_PREFIX).map(String::from)),
             });
         }
         let cell_seed =
@@ -149,7 +153,7 @@ impl Scenario {
             None => None,
         };
         let text = match &r.expectations {
-            Some(e) => Some(self.read_expectations(e.get_ref()).map_err(|m| self.error_at(e.span(), m))?),
+            Some(e) => self.read_expectations(e.get_ref()).map_err(|m| self.error_at(e.span(), m))?,
             None => None,
         };
         Ok((port, text))
@@ -157,19 +161,71 @@ impl Scenario {
 
     /// A mock's expectations file (relative to the scenario's folder unless absolute), read and
     /// parsed as the service will parse it.
-    fn read_expectations(&self, written: &str) -> Result<Arc<str>, String> {
+    /// `source:<path>` names a file of the scenario's `[source] repository` at its commit: read
+    /// when the scenario's sources are fetched (`fetch_sources`), so none until then.
+    fn read_expectations(&self, written: &str) -> Result<Option<Arc<str>>, String> {
+        if let Some(rel) = written.strip_prefix(SOURCE_PREFIX) {
+            if self.stated.repository.is_none() {
+                return Err(format!(
+                    "{written:?} is a file of the source's repository: add `repository = {{ git = URL, commit = HASH }}` under [source]"
+                ));
+            }
+            if rel.is_empty() || rel.starts_with('/') || rel.split('/').any(|p| p == "..") {
+                return Err(format!("{written:?}: the path after `source:` is a file inside the repository (relative, without `..`)"));
+            }
+            return Ok(None);
+        }
         let path = self.path.parent().unwrap_or(std::path::Path::new("")).join(written);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read expectations file {}: {e}", path.display()))?;
+        checked_expectations(&path.display().to_string(), text).map(Some)
+    }
+
+    /// Reads every mock's `source:` expectations from the scenario's repository at its commit
+    /// (through `mirrors`), as `fetch_sources` does for the servers.
+    pub(super) fn fetch_expectations(
+        &mut self,
+        mirrors: &crate::source::Mirrors,
+        cache: &std::path::Path,
+    ) -> Result<(), String> {
+        let base = self.path.parent().map(std::path::PathBuf::from).unwrap_or_default();
+        for i in 0..self.services.len() {
+            let Some(rel) = self.services[i].expectations_from.clone() else { continue };
+            let repo = self.stated.repository.clone().expect("checked when parsed");
+            let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
+            let source = crate::spec::ServerSource {
+                origin: crate::spec::SourceOrigin::Git { url: repo.git.clone(), commit: repo.commit.clone() },
+                path: dir.to_string(),
+            };
+            let name = self.services[i].name.clone();
+            let at = |e: String| format!("service {name:?}: expectations {SOURCE_PREFIX}{rel}: {e}");
+            let fetched = crate::source::fetch(&source, &base, mirrors, cache).map_err(|e| at(e.to_string()))?;
+            let path = fetched.tree_dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| at(format!("no such file at {}: {e}", &fetched.record.tree_sha256[..12])))?;
+            let text = checked_expectations(&format!("{SOURCE_PREFIX}{rel}"), text).map_err(at)?;
+            self.services[i].expectations_sha256 = Some(crate::hash::sha256_hex(text.as_bytes()));
+            self.expectations.insert(name, text);
+        }
+        Ok(())
+    }
+}
+
+/// The prefix of a mock's `expectations` that names a file of the source's repository.
+const SOURCE_PREFIX: &str = "source:";
+
+/// Expectations text as the service will parse it, or why not (named by `what`).
+fn checked_expectations(what: &str, text: String) -> Result<Arc<str>, String> {
+    let path = what;
+    {
         if text.len() > MOCK_EXPECTATIONS_MAX_BYTES {
             return Err(format!(
                 "expectations file {} is {} bytes, at most {MOCK_EXPECTATIONS_MAX_BYTES}: its text reaches the service in one environment variable",
-                path.display(),
+                path,
                 text.len()
             ));
         }
-        crate::services::mock::parse(&text)
-            .map_err(|e| format!("expectations file {}: {e}", path.display()))?;
+        crate::services::mock::parse(&text).map_err(|e| format!("expectations file {path}: {e}"))?;
         Ok(text.into())
     }
 }

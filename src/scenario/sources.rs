@@ -58,7 +58,7 @@ fn check_base_rules(
 ) -> Result<(), ScenarioError> {
     let bad = |r: &crate::spec::BaseRule| {
         r.suite.is_some() == r.unavailable.is_some()
-            || (r.suite.is_none() && !(r.packages.is_empty() && r.build_env.is_empty()))
+            || (r.suite.is_none() && !(r.packages.is_empty() && r.build_env.is_empty() && r.pip_constraints.is_empty()))
     };
     let Some((image, _)) = stated.base.iter().find(|(_, r)| bad(r)) else {
         return Ok(());
@@ -143,7 +143,7 @@ impl Scenario {
             })?;
             self.fetched.insert(r.server.clone(), f);
         }
-        Ok(())
+        self.fetch_expectations(mirrors, cache).map_err(FetchFailure::Host)
     }
 
     /// Every server's source, checked; servers without one are left out.

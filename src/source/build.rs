@@ -50,6 +50,8 @@ pub struct SourceBuild {
     pub exposed: Vec<u16>,
     /// What differs from the Dockerfile as written, one sentence each.
     pub deviations: Vec<String>,
+    /// Files the rewritten Dockerfile copies beside the source's (name, text): pip constraints.
+    pub extra_files: Vec<(String, String)>,
 }
 
 /// Why a source's Dockerfile cannot be built here.
@@ -92,13 +94,20 @@ pub fn prepare(text: &str, rules: &BTreeMap<String, BaseRule>) -> Result<SourceB
                     f.image,
                     suite.as_str(),
                     if packages.is_empty() { String::new() } else { format!(" with {}", packages.join(", ")) },
-                    if rule.build_env.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
+                    match (rule.build_env.is_empty(), rule.pip_constraints.is_empty()) {
+                        (true, true) => String::new(),
+                        _ => format!(
                             ", built with {}",
-                            rule.build_env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
-                        )
+                            rule.build_env
+                                .iter()
+                                .map(|(k, v)| format!("{k}={v}"))
+                                .chain((!rule.pip_constraints.is_empty()).then(|| format!(
+                                    "pip constrained to {}",
+                                    rule.pip_constraints.join(", ")
+                                )))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
                     }
                 ));
                 if !bases.contains(&b) {
@@ -166,7 +175,15 @@ pub fn prepare(text: &str, rules: &BTreeMap<String, BaseRule>) -> Result<SourceB
         CA_VARIABLES.join(", ")
     ));
     let (command, exposed) = final_stage_facts(text);
-    Ok(SourceBuild { template: out, base: final_base, other_base, command, exposed, deviations })
+    let mut extra_files: Vec<(String, String)> = mapped
+        .iter()
+        .filter_map(|(f, _)| rules.get(&f.image))
+        .filter(|r| !r.pip_constraints.is_empty())
+        .map(|r| constraints_file(&r.pip_constraints))
+        .collect();
+    extra_files.sort();
+    extra_files.dedup();
+    Ok(SourceBuild { template: out, base: final_base, other_base, command, exposed, deviations, extra_files })
 }
 
 /// The lab's lines after a stage's `FROM`: the CA bundle and the build arguments that name it,
@@ -184,8 +201,21 @@ fn stage_prologue(m: &Mapped, rule: Option<&BaseRule>) -> String {
         for (k, v) in &rule.build_env {
             s.push_str(&format!("ARG {k}={}\n", quote(v)));
         }
+        if !rule.pip_constraints.is_empty() {
+            s.push_str(&format!("COPY {} {PIP_CONSTRAINTS_PATH}\n", constraints_file(&rule.pip_constraints).0));
+            s.push_str(&format!("ARG PIP_CONSTRAINT={PIP_CONSTRAINTS_PATH}\n"));
+        }
     }
     s
+}
+
+/// Where a stage finds its rule's pip constraints.
+pub const PIP_CONSTRAINTS_PATH: &str = "/etc/benchlab/pip-constraints.txt";
+
+/// A rule's pip constraints as a build-context file: its name (by content) and its text.
+pub fn constraints_file(constraints: &[String]) -> (String, String) {
+    let text: String = constraints.iter().map(|c| format!("{c}\n")).collect();
+    (format!("benchlab-pip-constraints-{}.txt", &crate::hash::sha256_hex(text.as_bytes())[..12]), text)
 }
 
 /// A build argument's default, quoted when it holds anything but plain characters.
@@ -274,6 +304,7 @@ mod tests {
             packages: packages.iter().map(|p| p.to_string()).collect(),
             unavailable: None,
             build_env: BTreeMap::new(),
+            pip_constraints: Vec::new(),
         }
     }
 

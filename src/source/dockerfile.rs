@@ -173,6 +173,7 @@ mod tests {
                     packages: vec!["ca-certificates".into()],
                     unavailable: None,
                     build_env: BTreeMap::new(),
+                    pip_constraints: Vec::new(),
                 },
             ),
             (

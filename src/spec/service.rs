@@ -136,6 +136,10 @@ pub struct ServiceSpec {
     /// `ServiceJob::expectations`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations_sha256: Option<String>,
+    /// A mock's expectations file in the source's repository (`expectations = "source:<path>"`),
+    /// the path at `[source] repository`'s commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations_from: Option<String>,
 }
 
 impl ServiceSpec {
@@ -273,6 +277,7 @@ pub(crate) fn test_mock(port: Option<u16>, expectations_sha256: &str) -> Service
         declared_by: None,
         port,
         expectations_sha256: Some(expectations_sha256.into()),
+        expectations_from: None,
     }
 }
 
@@ -293,6 +298,7 @@ mod tests {
             declared_by: None,
             port: None,
             expectations_sha256: None,
+            expectations_from: None,
         };
         let argv = api.argv("/benchlab/benchlab");
         assert_eq!(argv[1], "service-api");
@@ -306,6 +312,7 @@ mod tests {
             declared_by: None,
             port: None,
             expectations_sha256: None,
+            expectations_from: None,
         };
         assert!(redis.argv("/x").windows(2).any(|w| w == ["--port", "6379"]));
     }

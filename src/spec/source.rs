@@ -70,6 +70,11 @@ pub struct BaseRule {
     /// the mapping as a deviation.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub build_env: BTreeMap<String, String>,
+    /// pip constraints (`"mcp<2"`) every stage built on this base installs under (a file the
+    /// lab writes, named by `PIP_CONSTRAINT`): for a source whose requirements are unpinned and
+    /// resolve today to releases that postdate it. Recorded with the mapping as a deviation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pip_constraints: Vec<String>,
 }
 
 /// The Debian suites the lab bootstraps bases from.
