@@ -304,6 +304,7 @@ mod tests {
             server_cpus: s.map(String::from),
             driver_cpus: d.map(String::from),
             memory: Memory(1 << 30),
+            cpus: None,
         }
     }
 

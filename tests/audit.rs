@@ -35,6 +35,7 @@ fn record(i: usize) -> Record {
         parallel: (i % 5 == 4).then_some(benchlab::spec::ParallelSlot { slot: (i % 2) as u32, slots: 2 }),
         services_cpus: None,
         services_share_driver: false,
+        cpu_quota: None,
     };
     let summary = LatencySummary {
         count: 3 + i as u64,
@@ -77,9 +78,11 @@ fn record(i: usize) -> Record {
                 }),
                 env,
                 workers: None,
+                built_from: None,
             },
             transport: benchlab::spec::CellTransport::Stdio,
             suite: "weekly".into(),
+            suite_sha256: None,
             workload: if serial {
                 Workload::SerialCalls { tool: "echo".into(), warmup: Warmup::Fixed(10), calls: 100 }
             } else {

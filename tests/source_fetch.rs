@@ -3,7 +3,8 @@
 //! hash it prints is recomputed here from the files (format 1 of the listing, written out
 //! independently), a second fetch is a cache hit, and bad input (a commit the mirror lacks, a
 //! wrong sha256, a path the commit lacks) is refused with exit 2 at the scenario's key, before
-//! anything is stored; `plan` refuses a server built from its own source, at its `source`.
+//! anything is stored; `plan` refuses a source without a Dockerfile at its `source`, and a
+//! `family` beside a `source` at the family.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -70,7 +71,7 @@ impl Lab {
 
     fn scenario(&self, source: &str) -> std::path::PathBuf {
         let text = format!(
-            "name = \"byo\"\n\n[[server]]\nid = \"py\"\nfamily = \"python-mcp\"\nversion = \"2.3.0\"\nsource = {source}\n\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n"
+            "name = \"byo\"\n\n[[server]]\nid = \"py\"\n\n\nsource = {source}\n\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n"
         );
         let path = self.dir.path().join("byo.toml");
         std::fs::write(&path, text).unwrap();
@@ -172,17 +173,30 @@ fn bad_sources_are_refused_at_their_key_with_exit_2_and_nothing_stored() {
     assert!(err.contains("byo.toml:7:40") && err.contains(&sha(b"")), "{err}");
     assert_eq!(lab.trees(), 0, "no tree was stored");
 
-    // A server built from its own source cannot run yet: plan says so at its `source`.
+    // A source is built by its own Dockerfile: a tree without one is refused by plan at its
+    // `source`, before anything is built.
     let scenario = lab.scenario(&format!(r#"{{ git = "{URL}", commit = "{}" }}"#, lab.commit));
-    let out = Command::new(BIN)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("plan")
-        .arg(&scenario)
-        .output()
-        .unwrap();
+    let out = lab.lab(&["plan"], &scenario);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("byo.toml:7:10") && err.contains("cannot be run yet"), "{err}");
+    assert!(
+        err.contains("byo.toml:7:10") && err.contains("the source has no Dockerfile at the top"),
+        "{err}"
+    );
+    // A family beside a source is refused at the family.
+    let text = std::fs::read_to_string(&scenario).unwrap().replacen(
+        "\n\n\nsource",
+        "\nfamily = \"python-mcp\"\n\nsource",
+        1,
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let out = lab.lab(&["plan"], &scenario);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("byo.toml:5:10") && stderr(&out).contains("leave out `family`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -204,7 +218,7 @@ fn a_compose_file_imports_to_a_scenario_whose_sources_fetch_and_an_existing_file
     let out = import(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&out_file).unwrap();
-    assert!(text.contains("# lab: CPU limit 1.0 (a quota)") && text.contains("memory = \"1GiB\""), "{text}");
+    assert!(text.contains("cpus = 1.0") && text.contains("memory = \"1GiB\""), "{text}");
     assert!(text.contains("env = { MODE = \"bench\" }"), "{text}");
 
     let fetched = lab.lab(&["source", "fetch", "-f", "json"], &out_file);

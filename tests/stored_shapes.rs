@@ -88,6 +88,7 @@ fn placement() -> Placement {
         parallel: Some(ParallelSlot { slot: 1, slots: 2 }),
         services_cpus: None,
         services_share_driver: false,
+        cpu_quota: None,
     }
 }
 
@@ -164,8 +165,6 @@ fn load_metrics() -> LoadMetrics {
         warmup: None,
         series: Some(load_series()),
         soak: Some(soak_figures()),
-        http_rps: None,
-        http_requests: None,
         steps: BTreeMap::new(),
         iterations: None,
         http_requests: None,
@@ -337,9 +336,11 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 }),
                 env: BTreeMap::from([("PYTHONHASHSEED".to_string(), "0".to_string())]),
                 workers: None,
+                built_from: None,
             },
             transport: benchlab::spec::CellTransport::StreamableHttp,
             suite: "weekly".into(),
+            suite_sha256: None,
             workload,
             placement: placement(),
             timeouts: Timeouts { startup_ms: 30_000, call_ms: 10_000, stop_grace_ms: 2_000, term_ms: 1_500 },

@@ -171,12 +171,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         true => p,
         false => placement::with_services(p, cpus),
     };
-    if let Some(m) = scenario.services.iter().find(|m| m.expectations_from.is_some() && !scenario.expectations.contains_key(&m.name)) {
-        return Err(RunError::Input {
-            what: format!("{}: service {:?}", scenario.path.display(), m.name),
-            message: "its expectations are a file of the source's repository, not fetched yet (give --source-mirror where the host reaches no git host)".into(),
-        });
-    }
+    expectations_fetched(scenario)?;
     let mut out = Vec::new();
     for spec in scenario.cells() {
         let s = &spec.server;
@@ -259,17 +254,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
                 ..scenario.timeouts
             },
             expect: s.expect,
-            // A program without compiled bytecode writes it at its first start: its root stays
-            // writable (recorded in the sandbox manifest), everything else as hardened. A server
-            // built from its source runs as its image's user, as its Dockerfile has it (files
-            // under a root-only WORKDIR such as /root stay readable); no capabilities all the same.
-            sandbox: if s.source.is_some() {
-                Sandbox { user: None, ..Sandbox::hardened() }
-            } else if want.no_bytecode {
-                Sandbox { read_only_root: false, ..Sandbox::hardened() }
-            } else {
-                Sandbox::hardened()
-            },
+            sandbox: sandbox_for(s.source.is_some(), want.no_bytecode),
             source_runtime: s.source_runtime.clone(),
             stated: scenario.stated.clone(),
             env: s.env.clone(),
@@ -290,6 +275,30 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         });
     }
     Ok(out)
+}
+
+/// A mock's expectations from the source's repository are read when the sources are fetched:
+/// none yet means the command never fetched them.
+fn expectations_fetched(scenario: &Scenario) -> Result<(), RunError> {
+    match scenario.services.iter().find(|m| m.expectations_from.is_some() && !scenario.expectations.contains_key(&m.name)) {
+        Some(m) => Err(RunError::Input {
+            what: format!("{}: service {:?}", scenario.path.display(), m.name),
+            message: "its expectations are a file of the source's repository, not fetched yet (give --source-mirror where the host reaches no git host)".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// How a cell's server and sidecar are confined: hardened; a program without compiled bytecode
+/// writes it at its first start, so its root stays writable (recorded in the sandbox manifest);
+/// a server built from its source runs as its image's user, as its Dockerfile has it (files under
+/// a root-only WORKDIR such as /root stay readable), with no capabilities all the same.
+fn sandbox_for(from_source: bool, no_bytecode: bool) -> Sandbox {
+    match (from_source, no_bytecode) {
+        (true, _) => Sandbox { user: None, ..Sandbox::hardened() },
+        (false, true) => Sandbox { read_only_root: false, ..Sandbox::hardened() },
+        (false, false) => Sandbox::hardened(),
+    }
 }
 
 /// What a server entry is built from.

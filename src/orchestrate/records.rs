@@ -227,6 +227,7 @@ pub fn build_record(
                 source: cell.image.source.clone(),
                 env: cell.env.clone(),
                 workers: (cell.workers > 1).then_some(cell.workers),
+                built_from: cell.image.fetched.clone(),
             },
             transport: match (&cell.image.http, &cell.workload) {
                 (_, crate::spec::Workload::HttpApi { .. }) => CellTransport::HttpApi,
@@ -234,6 +235,7 @@ pub fn build_record(
                 (None, _) => CellTransport::Stdio,
             },
             suite: cell.suite.clone(),
+            suite_sha256: cell.suite_data.as_ref().map(|d| d.sha256()),
             workload: cell.workload.clone(),
             placement,
             timeouts: cell.timeouts,

@@ -82,7 +82,7 @@ pub struct BuildInputs {
 }
 
 /// The build context's name for the fetch-stage CA bundle.
-pub const CA_FILE: &str = "fetch-ca.pem";
+pub const CA_FILE: &str = crate::source::build::CA_IN_CONTEXT;
 
 impl ImagePlan {
     pub fn null_server(want: &ServerWant) -> Result<ImagePlan, ResolveError> {

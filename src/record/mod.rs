@@ -71,6 +71,10 @@ pub struct ServerIdent {
     /// the tree RSS and CPU cover them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<u32>,
+    /// A server built from its own source (`family = "source"`): its origin (the full commit)
+    /// and the fetched tree's content hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_from: Option<crate::spec::FetchedSource>,
 }
 
 /// What one cell is: the server, transport, suite, workload and limits.
@@ -83,6 +87,10 @@ pub struct Cell {
     /// `stdio`, `streamable-http`, `sse`, or `http-api` (a plain REST route).
     pub transport: CellTransport,
     pub suite: String,
+    /// A suite of the scenario's own (`[[suite]]`): the sha256 of the suite as the driver
+    /// received it (its calls, checks and the files they read). Absent for a built-in suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_sha256: Option<String>,
     pub workload: Workload,
     pub placement: Placement,
     pub timeouts: Timeouts,
@@ -285,6 +293,7 @@ pub(crate) mod tests {
             parallel: None,
             services_cpus: None,
             services_share_driver: false,
+            cpu_quota: None,
         };
         let summary = LatencySummary {
             count: 3,
@@ -315,9 +324,11 @@ pub(crate) mod tests {
                     source: None,
                     env: BTreeMap::new(),
                     workers: None,
+                    built_from: None,
                 },
                 transport: CellTransport::Stdio,
                 suite: "weekly".into(),
+                suite_sha256: None,
                 workload: Workload::ColdStart { spawns: 3 },
                 placement: placement.clone(),
                 timeouts: Timeouts::default(),

@@ -112,15 +112,12 @@ fn limits(svc: &Map) -> (Option<String>, Option<String>) {
 }
 
 /// What the lab does instead of each item of a service it cannot take as written.
-fn notes(svc: &Map, cpus: Option<&str>) -> Vec<String> {
+fn notes(svc: &Map) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(c) = cpus {
-        notes.push(format!(
-            "CPU limit {c} (a quota): cells get whole CPUs of their own (cpusets), not a quota; a quota is not reproduced yet"
-        ));
-    }
     for p in strings(svc.get("ports")) {
-        notes.push(format!("port {p}: the server's own port and path are not scenario keys yet; nothing is published, the driver reaches it on the cell's loopback"));
+        notes.push(format!(
+            "port {p}: nothing is published on the host; the driver reaches the container's port on the cell's loopback"
+        ));
     }
     if let Some(h) = svc.get("healthcheck") {
         let test = strings(h.get("test")).join(" ");
@@ -170,10 +167,13 @@ fn server_block(
         None => format!("{{ dir = {} }}", q(&join(&opts.context_prefix, &context))),
     };
     let _ = writeln!(out, "\n[[server]]\nid = {}", q(name));
-    let _ = writeln!(out, "family = {}   # a label for reports (the SDK it uses)", q(name));
     let _ = writeln!(out, "source = {source}");
     let _ =
         writeln!(out, "transport = \"streamable-http\"   # lab: compose does not say; check the load script");
+    if let Some(port) = container_port(svc) {
+        let _ = writeln!(out, "port = {port}   # the container's side of its compose `ports`");
+    }
+    let _ = writeln!(out, "http_path = \"/mcp\"   # lab: compose does not say; check the load script's URL");
     let env = environment(svc.get("environment"));
     if !env.is_empty() {
         let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
@@ -183,6 +183,11 @@ fn server_block(
         let _ = writeln!(out, "# lab: {n}");
     }
     Ok(())
+}
+
+/// The container's side of a service's first published port (`"8082:8082"` → 8082).
+fn container_port(svc: &Map) -> Option<u16> {
+    strings(svc.get("ports")).first()?.rsplit(':').next()?.split('/').next()?.parse().ok()
 }
 
 /// A service that runs a registry image: named, and a MockServer's expectations found among its
@@ -208,17 +213,19 @@ fn image_block(
             let (host, inside) = (parts.next()?, parts.next()?);
             (inside == init).then(|| host.to_string())
         });
-        let port = strings(svc.get("ports"))
-            .first()
-            .and_then(|p| p.rsplit(':').next().map(String::from))
-            .unwrap_or_else(|| "1080".into());
+        let port = container_port(svc).unwrap_or(1080);
         match host_file {
             Some(f) => {
+                // Read from the repository at the commit where the servers are, else beside here.
+                let expectations = match &opts.git {
+                    Some(_) => format!("source:{}", join(&opts.repo_prefix, &f)),
+                    None => join(&opts.context_prefix, &f),
+                };
                 let _ =
                     writeln!(out, "# lab: its MockServer expectations are served by the lab's mock service:");
-                let _ = writeln!(out, "# [[service]]\n# kind = \"mock\"\n# name = {}", q(name));
-                let _ = writeln!(out, "# expectations = {}", q(&join(&opts.context_prefix, &f)));
-                let _ = writeln!(out, "# port = {port}");
+                let _ = writeln!(out, "[[service]]\nkind = \"mock\"\nname = {}", q(name));
+                let _ = writeln!(out, "expectations = {}", q(&expectations));
+                let _ = writeln!(out, "port = {port}");
             }
             None => {
                 let _ =
@@ -231,9 +238,32 @@ fn image_block(
     }
 }
 
-/// `[placement]`: the servers' one memory limit, or why there is none.
-fn placement_block(out: &mut String, memories: &[(String, String)]) {
+/// `[placement]`: the servers' one memory limit and CPU quota, or why there is none.
+fn placement_block(out: &mut String, memories: &[(String, String)], cpus: &[(String, String)]) {
     out.push_str("\n[placement]\n");
+    let quotas: std::collections::BTreeSet<&String> = cpus.iter().map(|(_, c)| c).collect();
+    match quotas.into_iter().collect::<Vec<_>>()[..] {
+        [one] => match one.parse::<f64>() {
+            Ok(c) if c > 0.0 => {
+                let _ = writeln!(
+                    out,
+                    "cpus = {c:?}   # every server's compose CPU limit ({one}): a quota on top of the server's own CPU"
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "# lab: CPU limit {one:?} is not a number of CPUs the lab reads");
+            }
+        },
+        [] => {}
+        _ => {
+            let each: Vec<String> = cpus.iter().map(|(n, c)| format!("{n} {c}")).collect();
+            let _ = writeln!(
+                out,
+                "# lab: the servers' CPU limits differ ({}); a scenario has one",
+                each.join(", ")
+            );
+        }
+    }
     let distinct: std::collections::BTreeSet<&String> = memories.iter().map(|(_, m)| m).collect();
     match distinct.into_iter().collect::<Vec<_>>()[..] {
         [one] => match memory(one) {
@@ -281,17 +311,21 @@ pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeEr
     );
     let _ = writeln!(out, "name = {}", q(&opts.name));
     let _ = writeln!(out, "description = {}", q(&format!("Reproduction of the benchmark in {}", opts.file)));
-    let (mut servers, mut others, mut memories) = (String::new(), String::new(), Vec::new());
+    let (mut servers, mut others, mut memories, mut quotas) =
+        (String::new(), String::new(), Vec::new(), Vec::new());
     for (name, svc) in services {
         let svc = svc.as_object().ok_or_else(|| at(format!("services.{name}"), "is not a map".into()))?;
         let (cpus, mem) = limits(svc);
-        let notes = notes(svc, cpus.as_deref());
+        let notes = notes(svc);
         match (svc.get("build"), svc.get("image").and_then(Value::as_str)) {
             (Some(build), _) => {
                 server_block(&mut servers, name, svc, build, opts, notes)
                     .map_err(|m| at(format!("services.{name}.build"), m))?;
                 if let Some(m) = mem {
                     memories.push((name.clone(), m));
+                }
+                if let Some(c) = cpus {
+                    quotas.push((name.clone(), c));
                 }
             }
             (None, Some(image)) => image_block(&mut others, name, svc, image, opts, notes),
@@ -300,15 +334,22 @@ pub fn skeleton(compose: &str, opts: &ImportOptions) -> Result<String, ComposeEr
             }
         }
     }
-    placement_block(&mut out, &memories);
+    placement_block(&mut out, &memories, &quotas);
+    if let Some((url, commit)) = &opts.git {
+        let _ = writeln!(
+            out,
+            "\n[source]\nrepository = {{ git = {}, commit = {} }}   # its committed result files go in `results = [...]`",
+            q(url),
+            q(commit)
+        );
+    }
     out.push_str(&servers);
     out.push_str(&others);
     out.push_str(
         "\n# The load: transcribe the benchmark's own load script by hand (its stages, users, calls and\n\
          # their arguments); docs/reproduce.md shows how. A placeholder, so that the file parses:\n\
-         # lab: a scenario cannot name the benchmark's own tools yet (a suite file serves\n\
-         # lab: `measure --url`: docs/reproduce.md, step 5); this calls the lab's `weekly` suite,\n\
-         # lab: which the benchmark's servers do not serve.\n\
+         # lab: write the benchmark's tools, arguments and checks as a [[suite]] (docs/reproduce.md,\n\
+         # lab: step 5); this placeholder calls the lab's `weekly` suite, which they do not serve.\n\
          [[workload]]\nkind = \"concurrency\"\ntool = \"add_numbers\"\nworkers = 1\nduration = \"10s\"\n",
     );
     Ok(out)
@@ -376,20 +417,24 @@ services:
         assert_eq!(sources[0].source.path, "nodejs-server");
         assert_eq!(sources[1].source.path, "python-server");
         assert_eq!(s.placement.memory.0, 1 << 30, "{text}");
+        assert_eq!(s.placement.cpus.map(|c| c.cpus()), Some(1.0), "{text}");
+        assert_eq!(s.services[0].expectations_from.as_deref(), Some("mock-api/mockserver.json"));
         assert_eq!(s.servers[1].env.get("SERVER_TYPE").map(String::as_str), Some("python"));
         for says in [
-            "CPU limit 1.0 (a quota)",
-            "port 8082:8082",
+            "cpus = 1.0   # every server's compose CPU limit (1.0)",
+            "port = 8082",
+            "port 8082:8082: nothing is published",
             "healthcheck `CMD wget --spider http://localhost:8082/health`",
             "`container_name`: cells name their own containers",
             "mockserver/mockserver:latest, which cannot be pulled",
-            "# expectations = \"bench/mock-api/mockserver.json\"",
-            "# port = 1080",
+            "[[service]]\nkind = \"mock\"\nname = \"mock-api\"\nexpectations = \"source:mock-api/mockserver.json\"\nport = 1080",
+            "repository = { git = \"https://example.invalid/b\", commit = \"ccb84cf\" }",
         ] {
             assert!(text.contains(says), "{says}:\n{text}");
         }
         let dirs = skeleton(COMPOSE, &opts(false)).unwrap();
         assert!(dirs.contains("source = { dir = \"bench/python-server\" }"), "{dirs}");
+        assert!(dirs.contains("expectations = \"bench/mock-api/mockserver.json\""), "{dirs}");
     }
 
     #[test]

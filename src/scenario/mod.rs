@@ -63,6 +63,14 @@ pub struct Scenario {
     pub fetched: std::collections::BTreeMap<String, crate::source::Fetched>,
 }
 
+/// The scenario file as written, or its first problem at its line and column.
+fn raw_scenario(path: &Path, source: &str) -> Result<RawScenario, ScenarioError> {
+    toml::from_str(source).map_err(|e| match e.span() {
+        Some(span) => ScenarioError::at(path, source, span.start, e.message()),
+        None => ScenarioError::Whole { path: path.into(), message: e.message().to_string() },
+    })
+}
+
 /// A scenario problem, located in its file.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -120,10 +128,7 @@ impl Scenario {
     }
 
     pub fn parse_in(path: &Path, source: String, lockfiles: &Path) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = toml::from_str(&source).map_err(|e| match e.span() {
-            Some(span) => ScenarioError::at(path, &source, span.start, e.message()),
-            None => ScenarioError::Whole { path: path.into(), message: e.message().to_string() },
-        })?;
+        let raw = raw_scenario(path, &source)?;
         let RawScenario {
             name,
             description,

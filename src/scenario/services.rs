@@ -199,7 +199,8 @@ impl Scenario {
             };
             let name = self.services[i].name.clone();
             let at = |e: String| format!("service {name:?}: expectations {SOURCE_PREFIX}{rel}: {e}");
-            let fetched = crate::source::fetch(&source, &base, mirrors, cache).map_err(|e| at(e.to_string()))?;
+            let fetched =
+                crate::source::fetch(&source, &base, mirrors, cache).map_err(|e| at(e.to_string()))?;
             let path = fetched.tree_dir.join(file);
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| at(format!("no such file at {}: {e}", &fetched.record.tree_sha256[..12])))?;

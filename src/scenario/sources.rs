@@ -58,7 +58,8 @@ fn check_base_rules(
 ) -> Result<(), ScenarioError> {
     let bad = |r: &crate::spec::BaseRule| {
         r.suite.is_some() == r.unavailable.is_some()
-            || (r.suite.is_none() && !(r.packages.is_empty() && r.build_env.is_empty() && r.pip_constraints.is_empty()))
+            || (r.suite.is_none()
+                && !(r.packages.is_empty() && r.build_env.is_empty() && r.pip_constraints.is_empty()))
     };
     let Some((image, _)) = stated.base.iter().find(|(_, r)| bad(r)) else {
         return Ok(());
@@ -235,7 +236,7 @@ mod tests {
 
     fn with_source(source: &str) -> Result<Vec<super::SourceRef>, String> {
         let text = format!(
-            "name = \"s\"\n[[server]]\nid = \"py\"\nfamily = \"python-mcp\"\nversion = \"2.3.0\"\nsource = {source}\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n"
+            "name = \"s\"\n[[server]]\nid = \"py\"\n\n\nsource = {source}\n[[workload]]\nkind = \"cold_start\"\nspawns = 1\n"
         );
         let s = Scenario::parse(std::path::Path::new("s.toml"), text).map_err(|e| e.to_string())?;
         s.server_sources().map_err(|e| e.to_string())

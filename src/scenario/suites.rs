@@ -36,7 +36,10 @@ impl Scenario {
                 Some(toml::Value::String(file)) if t.len() == 1 => {
                     let path = dir.join(file);
                     let text = std::fs::read_to_string(&path).map_err(|e| {
-                        self.error_at(span.clone(), at(format!("cannot read the suite file {}: {e}", path.display())))
+                        self.error_at(
+                            span.clone(),
+                            at(format!("cannot read the suite file {}: {e}", path.display())),
+                        )
                     })?;
                     let data = parse_file(&path, &text).map_err(|e| ScenarioError::Whole {
                         path: self.path.clone(),
@@ -53,23 +56,30 @@ impl Scenario {
                 Some(_) => {
                     return Err(self.error_at(
                         span.clone(),
-                        at("`file` names a suite file beside the scenario, and stands alone in its table".into()),
+                        at("`file` names a suite file beside the scenario, and stands alone in its table"
+                            .into()),
                     ))
                 }
                 None => {
-                    let raw: RawSuite = toml::Value::Table(t.clone())
-                        .try_into()
-                        .map_err(|e: toml::de::Error| self.error_at(span.clone(), at(e.message().to_string())))?;
+                    // Written out and read again: the suite's own keys keep their places in that
+                    // text (a `toml::Value` has none), and an error is placed at the [[suite]].
+                    let text = toml::to_string(t).expect("a TOML table serializes");
+                    let raw: RawSuite = toml::from_str(&text)
+                        .map_err(|e| self.error_at(span.clone(), at(e.message().to_string())))?;
                     raw.check_in(span.clone(), &dir).map_err(|(_, m)| self.error_at(span.clone(), at(m)))?
                 }
             };
             if self.suites.contains_key(&data.name) {
-                return Err(self.error_at(span.clone(), at(format!("suite {:?} is defined twice", data.name))));
+                return Err(
+                    self.error_at(span.clone(), at(format!("suite {:?} is defined twice", data.name)))
+                );
             }
             first.get_or_insert_with(|| data.name.clone());
             self.suites.insert(data.name.clone(), Arc::new(data));
         }
-        first.ok_or_else(|| self.error_at(span, "`suite` is an empty list: define a [[suite]] or name a built-in one"))
+        first.ok_or_else(|| {
+            self.error_at(span, "`suite` is an empty list: define a [[suite]] or name a built-in one")
+        })
     }
 
     /// A suite by name: a built-in one, or the scenario's own.
@@ -83,5 +93,61 @@ impl Scenario {
     /// Every suite name a server may take, for error messages.
     pub fn suite_names(&self) -> Vec<String> {
         Suite::ALL.iter().map(|x| x.name().to_string()).chain(self.suites.keys().cloned()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    const SERVER: &str =
+        "[[server]]\nid = \"null\"\nfamily = \"benchlab-null\"\ntransport = \"streamable-http\"\n";
+    const LOAD: &str =
+        "[[workload]]\nkind = \"concurrency\"\ntool = \"twice\"\nworkers = 1\nduration = \"1s\"\n";
+
+    fn parse(dir: &Path, text: &str) -> Result<Scenario, String> {
+        let path = dir.join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        Scenario::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_scenario_names_its_own_suites_inline_or_by_file_and_its_workloads_are_checked_against_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let inline = format!(
+            "name = \"s\"\n[[suite]]\nname = \"mine\"\n[[suite.tool]]\nname = \"twice\"\nargs = {{ n = 2 }}\ncheck = {{ path = \"/n\", equals = 4 }}\n{SERVER}{LOAD}"
+        );
+        let s = parse(dir.path(), &inline).unwrap();
+        assert_eq!(s.suite, "mine");
+        assert_eq!(s.suite_named("mine").unwrap().tools(), ["twice"]);
+        assert!(s.suite_named("weekly").is_some(), "built-in suites stay known");
+
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            "name = \"filed\"\n[[tool]]\nname = \"twice\"\nargs = { n = 2 }\n",
+        )
+        .unwrap();
+        let s = parse(dir.path(), &format!("name = \"s\"\n[[suite]]\nfile = \"mine.toml\"\n{SERVER}{LOAD}"))
+            .unwrap();
+        assert_eq!(s.suite, "filed");
+
+        // A workload's tool the suite lacks is refused at the tool.
+        let e = parse(dir.path(), &inline.replace("tool = \"twice\"\nworkers", "tool = \"thrice\"\nworkers"))
+            .unwrap_err();
+        assert!(e.contains("s.toml:14:8") && e.contains("has no tool \"thrice\""), "{e}");
+        // An error in a suite file is placed in that file.
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            "name = \"filed\"\n[[tool]]\nname = \"twice\"\ncheck = \"maybe\"\n",
+        )
+        .unwrap();
+        let e = parse(dir.path(), &format!("name = \"s\"\n[[suite]]\nfile = \"mine.toml\"\n{SERVER}{LOAD}"))
+            .unwrap_err();
+        assert!(e.contains("mine.toml:4:9") && e.contains("\"maybe\""), "{e}");
+        // A missing file, and a built-in name, are refused at the [[suite]].
+        let e = parse(dir.path(), &format!("name = \"s\"\n[[suite]]\nfile = \"none.toml\"\n{SERVER}{LOAD}"))
+            .unwrap_err();
+        assert!(e.contains("s.toml:2:") && e.contains("cannot read the suite file"), "{e}");
     }
 }

@@ -52,9 +52,15 @@ fn unknown_keys_are_refused_with_line_and_column() {
     let bad = GOOD.replace("spawns = 3", "spawns = 3\ncalls = 4");
     let e = parse(&bad).unwrap_err().to_string();
     assert!(e.starts_with("scenarios/t.toml:20:9: ") && e.contains("does not belong"), "{e}");
-    let bad = GOOD.replace("mode = \"split\"", "mode = \"split\"\ncpus = 2");
+    let bad = GOOD.replace("mode = \"split\"", "mode = \"split\"\ncores = 2");
     let e = parse(&bad).unwrap_err().to_string();
-    assert!(e.starts_with("scenarios/t.toml:6:1: ") && e.contains("cpus"), "{e}");
+    assert!(e.starts_with("scenarios/t.toml:6:1: ") && e.contains("cores"), "{e}");
+    // `cpus` is a quota in CPUs: a positive number, refused at its value otherwise.
+    let bad = GOOD.replace("mode = \"split\"", "mode = \"split\"\ncpus = -1");
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("scenarios/t.toml:6:8: ") && e.contains("CPU quota"), "{e}");
+    let good = parse(&GOOD.replace("mode = \"split\"", "mode = \"split\"\ncpus = 1.5")).unwrap();
+    assert_eq!(good.placement.cpus.map(|c| c.nano_cpus()), Some(1_500_000_000));
 }
 
 #[test]

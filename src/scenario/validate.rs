@@ -228,7 +228,8 @@ impl Scenario {
         let runs_on = |x: &&ServerEntry| only.is_none_or(|l| l.contains(x.id.get_ref()));
         for tool in w.get_ref().tools() {
             for srv in self.servers.iter().filter(runs_on) {
-                let suite = srv.suite.as_deref().and_then(|n| self.suite_named(n)).unwrap_or_else(|| suite.clone());
+                let suite =
+                    srv.suite.as_deref().and_then(|n| self.suite_named(n)).unwrap_or_else(|| suite.clone());
                 if suite.call(tool, 0).is_none() {
                     return Err(self.error_at(
                         raw.flow_span_of(tool)

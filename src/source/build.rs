@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use super::dockerfile::{froms, instructions, map, Mapped};
 use crate::spec::{BaseRule, DebianSuite};
 
+/// The build context's name for the host's CA bundle (`recipe::CA_FILE` is this one).
+pub const CA_IN_CONTEXT: &str = "fetch-ca.pem";
+
 /// Where every stage finds the host's CA bundle (a TLS-intercepting proxy stands between this
 /// host and the package registries). Build arguments point the usual package managers at it.
 pub const CA_PATH: &str = "/etc/benchlab/fetch-ca.pem";
@@ -192,7 +195,7 @@ pub fn prepare(text: &str, rules: &BTreeMap<String, BaseRule>) -> Result<SourceB
 fn stage_prologue(m: &Mapped, rule: Option<&BaseRule>) -> String {
     let mut s = String::new();
     if !matches!(m, Mapped::Stage(_)) {
-        s.push_str(&format!("COPY {} {CA_PATH}\n", crate::recipe::CA_FILE));
+        s.push_str(&format!("COPY {CA_IN_CONTEXT} {CA_PATH}\n"));
     }
     for v in CA_VARIABLES {
         s.push_str(&format!("ARG {v}={CA_PATH}\n"));
@@ -202,7 +205,10 @@ fn stage_prologue(m: &Mapped, rule: Option<&BaseRule>) -> String {
             s.push_str(&format!("ARG {k}={}\n", quote(v)));
         }
         if !rule.pip_constraints.is_empty() {
-            s.push_str(&format!("COPY {} {PIP_CONSTRAINTS_PATH}\n", constraints_file(&rule.pip_constraints).0));
+            s.push_str(&format!(
+                "COPY {} {PIP_CONSTRAINTS_PATH}\n",
+                constraints_file(&rule.pip_constraints).0
+            ));
             s.push_str(&format!("ARG PIP_CONSTRAINT={PIP_CONSTRAINTS_PATH}\n"));
         }
     }

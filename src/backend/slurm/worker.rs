@@ -238,6 +238,7 @@ mod tests {
             parallel: None,
             services_cpus: None,
             services_share_driver: false,
+            cpu_quota: None,
         }
     }
 
