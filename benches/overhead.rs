@@ -228,6 +228,7 @@ fn engine_alone(rounds: usize) -> Vec<f64> {
                     labels: labels.clone(),
                     cpuset: cpuset.into(),
                     memory,
+                    nano_cpus: None,
                     network,
                     mounts: mounts.clone(),
                     sandbox: sandbox.clone(),

@@ -180,7 +180,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
         let from_source = match source_plan(scenario, s)? {
             SourceOutcome::Recipe => None,
             SourceOutcome::Unavailable(_) => continue,
-            SourceOutcome::Built(plan, notes) => Some((plan, notes)),
+            SourceOutcome::Built(plan, notes) => Some((*plan, notes)),
         };
         // A server of a matrix's `placements` axis has its own mode.
         let placement = match &s.placement {
@@ -306,7 +306,7 @@ enum SourceOutcome {
     /// A recipe (it has no `source`).
     Recipe,
     /// Its own source, and the deviations that building it here brings.
-    Built(ImagePlan, Vec<String>),
+    Built(Box<ImagePlan>, Vec<String>),
     /// Its own source, which cannot be built on this host (why).
     Unavailable(String),
 }
@@ -331,7 +331,7 @@ fn source_plan(scenario: &Scenario, s: &crate::scenario::ServerEntry) -> Result<
         env: s.env.clone(),
     };
     match ImagePlan::from_source(fetched, &scenario.stated.base, &server) {
-        Ok((plan, notes)) => Ok(SourceOutcome::Built(plan, notes)),
+        Ok((plan, notes)) => Ok(SourceOutcome::Built(Box::new(plan), notes)),
         Err(SourcePlanError::Unavailable(why)) => Ok(SourceOutcome::Unavailable(why)),
         Err(SourcePlanError::Input { message, at_port }) => {
             let span = match (at_port, &s.port, &s.command) {

@@ -247,10 +247,13 @@ fn base_of_stage(mapped: &[(super::dockerfile::From, Mapped)], i: usize) -> Opti
     }
 }
 
+/// A stage's name, `ENTRYPOINT`, `CMD` and `EXPOSE`d ports, as far as it has them.
+type StageFacts = (Option<String>, Option<Vec<String>>, Option<Vec<String>>, Vec<u16>);
+
 /// The final stage's command (`ENTRYPOINT` then `CMD`, exec or shell form; a stage from an
 /// earlier stage inherits its command) and its `EXPOSE`d ports.
 fn final_stage_facts(text: &str) -> (Option<Vec<String>>, Vec<u16>) {
-    let mut stages: Vec<(Option<String>, Option<Vec<String>>, Option<Vec<String>>, Vec<u16>)> = Vec::new();
+    let mut stages: Vec<StageFacts> = Vec::new();
     for (_, kw, rest) in instructions(text) {
         match kw.as_str() {
             "FROM" => {

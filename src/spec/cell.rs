@@ -156,8 +156,7 @@ pub struct CpuQuota(pub u32);
 impl CpuQuota {
     /// From CPUs, to the thousandth; None when not positive and finite.
     pub fn from_cpus(cpus: f64) -> Option<CpuQuota> {
-        (cpus.is_finite() && cpus >= 0.001 && cpus <= 1024.0)
-            .then(|| CpuQuota((cpus * 1000.0).round() as u32))
+        (0.001..=1024.0).contains(&cpus).then(|| CpuQuota((cpus * 1000.0).round() as u32))
     }
 
     pub fn cpus(self) -> f64 {
