@@ -12,6 +12,25 @@ pub fn new_run_id(scenario: &str) -> String {
     format!("{t}-{scenario}-{nonce:04}")
 }
 
+/// Keeps the files the scenario's `[[suite]]` tables read beside the run's copy of it, at the
+/// paths the scenario names them by (relative, inside its folder), so the copy reads again
+/// (`verify`, `site`, `--resume`). A path that leaves the folder is not kept.
+pub fn keep_suite_files(run_dir: &Path, files: &[(String, String)]) -> Result<(), RunError> {
+    for (rel, text) in files {
+        let p = Path::new(rel);
+        if p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            continue;
+        }
+        let path = run_dir.join(p);
+        let io = |what: String| move |source| RunError::Io { what, source };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+        }
+        std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+    }
+    Ok(())
+}
+
 /// Keeps the scenario beside its records (`scenario.toml`), written atomically. A run folder that
 /// already holds a different scenario is refused: its records name the old one's sha256.
 pub fn keep_scenario_copy(run_dir: &Path, source: &str) -> Result<(), RunError> {
@@ -144,5 +163,21 @@ mod tests {
         assert!(young_dir.join("benchlab").exists(), "a young copy stays");
         assert_eq!(std::fs::read(&held.path).unwrap(), b"held by a running benchlab");
         assert_eq!(current.sha256, crate::hash::sha256_hex(b"this build"));
+    }
+
+    #[test]
+    fn suite_files_are_kept_at_their_paths_inside_the_run_folder_only() {
+        let d = tempfile::tempdir().unwrap();
+        let files = vec![
+            ("suites/a.toml".to_string(), "name = \"a\"\n".to_string()),
+            ("suites/calls.jsonl".to_string(), "{}\n".to_string()),
+            ("../outside.toml".to_string(), "x".to_string()),
+            ("/abs.toml".to_string(), "x".to_string()),
+        ];
+        super::keep_suite_files(d.path(), &files).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("suites/a.toml")).unwrap(), "name = \"a\"\n");
+        assert_eq!(std::fs::read_to_string(d.path().join("suites/calls.jsonl")).unwrap(), "{}\n");
+        assert!(!d.path().parent().unwrap().join("outside.toml").exists());
+        assert!(!std::path::Path::new("/abs.toml").exists());
     }
 }

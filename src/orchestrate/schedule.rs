@@ -111,6 +111,7 @@ pub async fn run_cells<B: Backend>(
         None => Store::open(&run_dir)?,
     };
     keep_scenario_copy(&run_dir, &scenario.source)?;
+    super::run_dir::keep_suite_files(&run_dir, &scenario.suite_files)?;
     if let Some(p) = &opts.published {
         crate::source::results::keep(&run_dir, p).map_err(|message| RunError::Input {
             what: format!("keep the source's result files in {}", run_dir.display()),

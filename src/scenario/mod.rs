@@ -57,6 +57,10 @@ pub struct Scenario {
     /// Each mock service's expectations, its file's text as read at load, by service name (the
     /// service's spec keeps the hash).
     pub expectations: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// The files its `[[suite]]` tables read, relative to the scenario's folder as written (the
+    /// suite files and the files they name), each with its text: a run keeps them beside its
+    /// copy of the scenario, so the copy reads again.
+    pub suite_files: Vec<(String, String)>,
     /// The scenario's own data suites (`[[suite]]`), by name.
     pub suites: std::collections::BTreeMap<String, std::sync::Arc<crate::mcp::data::SuiteData>>,
     /// Each server source, fetched (`fetch_sources`), by server id; empty until then.
@@ -200,6 +204,7 @@ impl Scenario {
             expectations: Default::default(),
             fetched: Default::default(),
             suites: Default::default(),
+            suite_files: Vec::new(),
             source,
         };
         s.suite = s.read_suites(&suite)?;

@@ -45,6 +45,19 @@ impl Scenario {
                         path: self.path.clone(),
                         message: at(format!("in its file: {e}")),
                     })?;
+                    // The suite file and the files it read (named relative to it), for the run
+                    // folder: only those that stay inside the scenario's folder as written.
+                    let base = std::path::Path::new(file)
+                        .parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default();
+                    self.suite_files.push((file.clone(), text.clone()));
+                    for name in data.files.keys() {
+                        let rel = base.join(name).to_string_lossy().into_owned();
+                        if let Ok(t) = std::fs::read_to_string(dir.join(&rel)) {
+                            self.suite_files.push((rel, t));
+                        }
+                    }
                     if Suite::builtin(&data.name).is_some() {
                         return Err(self.error_at(
                             span.clone(),
@@ -131,6 +144,11 @@ mod tests {
         let s = parse(dir.path(), &format!("name = \"s\"\n[[suite]]\nfile = \"mine.toml\"\n{SERVER}{LOAD}"))
             .unwrap();
         assert_eq!(s.suite, "filed");
+        assert_eq!(
+            s.suite_files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+            ["mine.toml"],
+            "kept for the run folder"
+        );
 
         // A workload's tool the suite lacks is refused at the tool.
         let e = parse(dir.path(), &inline.replace("tool = \"twice\"\nworkers", "tool = \"thrice\"\nworkers"))
