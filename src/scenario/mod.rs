@@ -149,21 +149,7 @@ impl Scenario {
             source: stated_raw,
             claims,
         } = raw;
-        let order = match &order {
-            None => crate::spec::Order::Random,
-            Some(o) => match o.get_ref().as_str() {
-                "random" => crate::spec::Order::Random,
-                "as-written" => crate::spec::Order::AsWritten,
-                other => {
-                    return Err(ScenarioError::at(
-                        path,
-                        &source,
-                        o.span().start,
-                        format!("`order` is \"random\" or \"as-written\", not {other:?}"),
-                    ));
-                }
-            },
-        };
+        let order = parse_order(path, &source, order.as_ref())?;
         // A start-up or call limit of 0 would fail every cell before it began.
         for (key, v) in [("startup_ms", &timeouts.startup_ms), ("call_ms", &timeouts.call_ms)] {
             if let Some(span) = validate::zero_limit(v) {
@@ -298,6 +284,24 @@ impl Scenario {
 
     pub fn sha256(&self) -> String {
         crate::hash::sha256_hex(self.source.as_bytes())
+    }
+}
+
+/// The `order` key: "random" (the default) or "as-written".
+fn parse_order(
+    path: &Path,
+    source: &str,
+    order: Option<&toml::Spanned<String>>,
+) -> Result<crate::spec::Order, ScenarioError> {
+    match order.map(|o| (o.get_ref().as_str(), o.span().start)) {
+        None | Some(("random", _)) => Ok(crate::spec::Order::Random),
+        Some(("as-written", _)) => Ok(crate::spec::Order::AsWritten),
+        Some((other, at)) => Err(ScenarioError::at(
+            path,
+            source,
+            at,
+            format!("`order` is \"random\" or \"as-written\", not {other:?}"),
+        )),
     }
 }
 
