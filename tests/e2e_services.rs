@@ -221,3 +221,94 @@ fn services_are_seeded_reset_between_servers_measured_and_a_dead_one_fails_its_c
     assert!(validator.is_valid(r), "the failed record does not match the schema");
     assert_eq!(leftovers(&run_id), "", "run {run_id} left containers or volumes");
 }
+
+/// A program service of the scenario's own: Debian's redis-server as a benchmark would bring it
+/// (its command, port, a probe command, a seed command and its own limits).
+fn program_scenario(name: &str, service: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+[timeouts]
+startup_ms = 4000
+[[server]]
+id = "null"
+family = "benchlab-null"
+transport = "streamable-http"
+[[service]]
+kind = "program"
+name = "cache"
+packages = ["redis-server"]
+command = ["/usr/bin/redis-server", "--port", "6390", "--save", "", "--appendonly", "no", "--dir", "/tmp"]
+port = 6390
+cpus = 0.5
+memory = "128MiB"
+{service}
+[[workload]]
+kind = "concurrency"
+tool = "echo"
+workers = 2
+warmup = "0s"
+duration = "2s"
+idle_after = "0s"
+"#
+    )
+}
+
+#[test]
+fn a_program_service_is_readied_seeded_and_measured_and_one_never_ready_or_unseeded_fails_its_cell() {
+    engine_must_answer();
+    let dir = tempfile::tempdir().unwrap();
+    let schema: Value = serde_json::from_str(benchlab::record::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let good = "ready = { command = [\"/usr/bin/redis-cli\", \"-p\", \"6390\", \"ping\"] }\nseed_command = [\"/usr/bin/redis-cli\", \"-p\", \"6390\", \"set\", \"greeting\", \"hello\"]\n";
+    let (out, recs, run_id) = run("e2e-program", &program_scenario("e2e-program", good), dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(recs.len(), 1, "{stderr}");
+    let r = &recs[0];
+    assert_eq!(r["status"], "ok", "{}\n{stderr}", r["failure"]);
+    assert!(validator.is_valid(r), "the record does not match the schema");
+    let m = &r["metrics"]["services"][0];
+    assert_eq!(m["name"], "cache", "{m}");
+    // What its seed command printed is what the record's hash is of.
+    let said = benchlab::hash::sha256_hex(b"OK\n");
+    assert_eq!(m["seed_sha256"], said.as_str(), "{m}");
+    assert!(m["ready_ms"].as_f64().unwrap() >= 0.0, "{m}");
+    assert!(m["memory_peak_bytes"].as_u64().unwrap() > 1 << 20, "{m}");
+    assert!(m["window_s"].as_f64().unwrap() > 1.0, "{m}");
+    let env = &r["environment"]["services"][0];
+    assert_eq!(env["kind"], "program", "{env}");
+    assert!(env["version"].as_str().unwrap().starts_with("redis-server 5:7."), "{env}");
+    let spec = &r["cell"]["services"][0]["program"];
+    assert_eq!(spec["memory_bytes"], 128 << 20, "{spec}");
+    assert_eq!(spec["cpus"], 0.5, "{spec}");
+    assert_eq!(leftovers(&run_id), "", "run {run_id} left containers or volumes");
+
+    // Redis answers no HTTP: an http probe never passes, and the cell fails at the start-up limit.
+    let (_, recs, run_id) = run(
+        "e2e-program-never",
+        &program_scenario("e2e-program-never", "ready = { http = \"/health\" }\n"),
+        dir.path(),
+    );
+    let r = &recs[0];
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["failure"]["reason"], "service", "{}", r["failure"]);
+    let detail = r["failure"]["detail"].as_str().unwrap();
+    assert!(detail.contains("service \"cache\" (program) was not ready within 4000 ms"), "{detail}");
+    assert!(detail.contains("service-probe http http://127.0.0.1:6390/health"), "{detail}");
+    assert!(validator.is_valid(r), "the failed record does not match the schema");
+    assert_eq!(leftovers(&run_id), "", "run {run_id} left containers or volumes");
+
+    // A seed command that fails: its exit code and what it said, and no measurement.
+    let failing = "seed_command = [\"/bin/sh\", \"-c\", \"echo cannot load the catalogue >&2; exit 3\"]\n";
+    let (_, recs, run_id) =
+        run("e2e-program-seed", &program_scenario("e2e-program-seed", failing), dir.path());
+    let r = &recs[0];
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["failure"]["reason"], "service", "{}", r["failure"]);
+    let detail = r["failure"]["detail"].as_str().unwrap();
+    assert!(detail.contains("could not be seeded: its seed command"), "{detail}");
+    assert!(detail.contains("exited with code 3: cannot load the catalogue"), "{detail}");
+    assert!(r["metrics"]["load"].is_null(), "{}", r["metrics"]["load"]);
+    assert!(validator.is_valid(r), "the failed record does not match the schema");
+    assert_eq!(leftovers(&run_id), "", "run {run_id} left containers or volumes");
+}

@@ -752,6 +752,7 @@ fn small_enums_and_cell_parts() {
         port: None,
         expectations_sha256: None,
         expectations_from: None,
+        program: None,
     };
     let api = benchlab::spec::ServiceSpec {
         name: "api".into(),
@@ -762,6 +763,7 @@ fn small_enums_and_cell_parts() {
         port: None,
         expectations_sha256: None,
         expectations_from: None,
+        program: None,
     };
     let mock = benchlab::spec::ServiceSpec {
         name: "mock-api".into(),
@@ -772,9 +774,38 @@ fn small_enums_and_cell_parts() {
         port: Some(1081),
         expectations_sha256: Some("8".repeat(64)),
         expectations_from: None,
+        program: None,
     };
+    let program = |ready: benchlab::spec::Readiness| benchlab::spec::ServiceSpec {
+        name: "cache".into(),
+        kind: benchlab::spec::ServiceKind::Program,
+        seed: 7,
+        fault: None,
+        declared_by: None,
+        port: Some(6390),
+        expectations_sha256: None,
+        expectations_from: None,
+        program: Some(benchlab::spec::ServiceProgram {
+            packages: vec!["redis-server".into()],
+            command: vec!["/usr/bin/redis-server".into(), "--port".into(), "6390".into()],
+            env: [("A".to_string(), "1".to_string())].into(),
+            ready,
+            seed_command: Some(vec!["/usr/bin/redis-cli".into(), "set".into(), "k".into(), "v".into()]),
+            cpus: benchlab::spec::CpuQuota::from_cpus(0.5),
+            memory_bytes: Some(128 << 20),
+        }),
+    };
+    let programs = vec![
+        program(benchlab::spec::Readiness::Tcp),
+        program(benchlab::spec::Readiness::Http { path: "/health".into() }),
+        program(benchlab::spec::Readiness::Command { argv: vec!["redis-cli".into(), "ping".into()] }),
+    ];
+    pin_eq("program_service_specs", &programs);
     let specs = vec![redis, api, mock];
     pin_eq("service_specs", &specs);
+    let mut r = record(3, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 });
+    r.cell.services = programs;
+    assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
     // The record schema takes every kind and a mock's port and expectations' hash.
     let mut r = record(3, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 });
     r.cell.services = specs;

@@ -32,6 +32,7 @@ mod run;
 mod schema;
 mod service_api;
 mod service_mock;
+mod service_probe;
 mod shim;
 mod site;
 mod source;
@@ -239,6 +240,9 @@ pub enum Command {
     /// expectations.
     #[command(hide = true)]
     ServiceMock(service_mock::ServiceMockArgs),
+    /// (in a cell's program service container) one readiness probe: tcp or http.
+    #[command(hide = true)]
+    ServiceProbe(service_probe::ServiceProbeArgs),
 }
 
 /// Runs a command; returns the process exit code.
@@ -269,6 +273,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Driver(args) => driver::run(args),
         Command::Worker(args) => worker::run(args),
         Command::ServiceMock(args) => service_mock::run(args),
+        Command::ServiceProbe(args) => service_probe::run(args),
     }
 }
 

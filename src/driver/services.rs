@@ -1,7 +1,8 @@
 //! Before the server starts: each backing service of the spec is waited for (its own probe, up
 //! to the start-up limit), emptied and seeded with the data set of its seed, so every server
 //! meets the same pristine data; a mock must say it serves the scenario's expectations. A service
-//! that is not ready or refuses its seed fails the cell as `service`, naming it.
+//! that is not ready or refuses its seed fails the cell as `service`, naming it. A program
+//! service is not the driver's: the backend readies and seeds it in its container.
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,9 @@ pub fn ready_all(spec: &DriverSpec) -> Result<Vec<ServiceReady>, Failure> {
             ServiceKind::Postgres => pg::postgres_ready(port, deadline).map(|()| None),
             ServiceKind::Api => http1::api_ready(port, deadline).map(Some),
             ServiceKind::Mock => http1::mock_ready(port, deadline).map(Some),
+            // A program service was readied and seeded in its container by the backend, before
+            // this driver started (its probe and seed may be commands run there).
+            ServiceKind::Program => continue,
         }
         .map_err(|e| fail("was not ready", e))?;
         let ready_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -63,7 +67,9 @@ fn seed(s: &ServiceSpec, port: u16, health: Option<&Value>) -> Result<(String, u
             }
             Ok(data.products.len() as u64)
         }
-        ServiceKind::Mock => unreachable!("a mock returned above"),
+        ServiceKind::Mock | ServiceKind::Program => {
+            unreachable!("a mock returned above; a program is not seeded here")
+        }
     }
     .map_err(|e| ("could not be seeded", e))?;
     Ok((hash, items))

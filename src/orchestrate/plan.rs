@@ -94,7 +94,11 @@ impl PlannedCell {
                     spec: spec.clone(),
                     image: image.base.reference(),
                     cpus: services_cpus.clone(),
-                    memory_limit_bytes: self.placement.memory_limit_bytes,
+                    memory_limit_bytes: spec
+                        .program
+                        .as_ref()
+                        .and_then(|p| p.memory_bytes)
+                        .unwrap_or(self.placement.memory_limit_bytes),
                     expectations: self.expectations.get(&spec.name).map(|t| t.to_string()),
                 })
                 .collect(),
@@ -386,6 +390,7 @@ fn cell_services(
                 port: None,
                 expectations_sha256: None,
                 expectations_from: None,
+                program: None,
             });
         }
     }

@@ -144,7 +144,13 @@ impl ImagePlan {
             api: "service".into(),
             runtime_name: "debian-bookworm".into(),
             runtime_kind: RuntimeKind::Native,
-            base: BaseSource::bootstrap("bookworm", kind.packages()),
+            base: match &spec.program {
+                Some(p) => BaseSource::bootstrap(
+                    "bookworm",
+                    &p.packages.iter().map(String::as_str).collect::<Vec<_>>(),
+                ),
+                None => BaseSource::bootstrap("bookworm", kind.packages()),
+            },
             fetch_base: None,
             launch: ServerLaunch { argv: spec.argv(LAB_BINARY), env: Vec::new(), cwd: None },
             http: None,

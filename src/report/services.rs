@@ -136,6 +136,7 @@ mod tests {
             port: None,
             expectations_sha256: None,
             expectations_from: None,
+            program: None,
         }];
         r.cell.placement.services_cpus = Some("0".into());
         r.cell.placement.services_share_driver = true;

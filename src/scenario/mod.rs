@@ -6,6 +6,7 @@
 
 pub mod compose;
 mod matrix;
+mod program_service;
 mod raw;
 mod services;
 mod shape;

@@ -270,6 +270,17 @@ pub(super) struct RawService {
     /// A mock's port on the cell's loopback (1080, MockServer's, when absent). Read as any
     /// integer so that one out of range is refused in words.
     pub(super) port: Option<Spanned<i64>>,
+    /// A program service's (`kind = "program"`; `scenario::program_service`): the Debian packages
+    /// its image adds, its command and environment, its readiness probe, the command that seeds
+    /// it, its reset policy and its own limits.
+    pub(super) packages: Option<Spanned<Vec<String>>>,
+    pub(super) command: Option<Spanned<Vec<String>>>,
+    pub(super) env: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+    pub(super) ready: Option<Spanned<toml::Value>>,
+    pub(super) seed_command: Option<Spanned<Vec<String>>>,
+    pub(super) reset: Option<Spanned<String>>,
+    pub(super) cpus: Option<Spanned<f64>>,
+    pub(super) memory: Option<Spanned<String>>,
 }
 
 pub(super) type SpanErr = (std::ops::Range<usize>, String);

@@ -47,7 +47,7 @@ impl Scenario {
                     format!("a second service named {name:?}: give one of them another `name`"),
                 ));
             }
-            if self.services.iter().any(|s| s.kind == kind) {
+            if kind != ServiceKind::Program && self.services.iter().any(|s| s.kind == kind) {
                 return Err(self.error_at(
                     r.kind.span(),
                     format!("a second {} service: a cell has one of each kind (they share its loopback and port {})", kind.as_str(), kind.port()),
@@ -56,12 +56,24 @@ impl Scenario {
             if let Some(f) = &r.fault {
                 check_fault(kind, f.get_ref()).map_err(|m| self.error_at(f.span(), m))?;
             }
+            let program = self.program_fields(r, kind)?;
             let (port, expectations) = self.mock_fields(r, kind)?;
+            let listens = port.unwrap_or(kind.port());
+            if let Some(other) = self.services.iter().find(|s| s.port() == listens) {
+                let span = r.port.as_ref().map_or_else(|| r.kind.span(), |p| p.span());
+                return Err(self.error_at(
+                    span,
+                    format!(
+                        "port {listens} is service {:?}'s too: the services of a cell share its loopback",
+                        other.name
+                    ),
+                ));
+            }
             let seed = r.seed.as_ref().map_or(DEFAULT_SEED, |s| *s.get_ref());
-            // A mock has no data set of a seed: it takes its cell's below.
-            let mismatch = match kind {
-                ServiceKind::Mock => None,
-                _ => self.services.iter().filter(|s| s.kind != ServiceKind::Mock).find(|s| s.seed != seed),
+            // A mock or a program has no data set of a seed: it takes its cell's below.
+            let mismatch = match kind.holds_seeded_data() {
+                false => None,
+                true => self.services.iter().filter(|s| s.kind.holds_seeded_data()).find(|s| s.seed != seed),
             };
             if let Some(other) = mismatch {
                 let span = r.seed.as_ref().map_or_else(|| r.kind.span(), |s| s.span());
@@ -86,11 +98,12 @@ impl Scenario {
                     .expectations
                     .as_ref()
                     .and_then(|e| e.get_ref().strip_prefix(SOURCE_PREFIX).map(String::from)),
+                program,
             });
         }
         let cell_seed =
-            self.services.iter().find(|s| s.kind != ServiceKind::Mock).map_or(DEFAULT_SEED, |s| s.seed);
-        for s in self.services.iter_mut().filter(|s| s.kind == ServiceKind::Mock) {
+            self.services.iter().find(|s| s.kind.holds_seeded_data()).map_or(DEFAULT_SEED, |s| s.seed);
+        for s in self.services.iter_mut().filter(|s| !s.kind.holds_seeded_data()) {
             s.seed = cell_seed;
         }
         let shop_servers: Vec<&str> = self
@@ -119,6 +132,7 @@ impl Scenario {
         kind: ServiceKind,
     ) -> Result<(Option<u16>, Option<Arc<str>>), ScenarioError> {
         let mock = kind == ServiceKind::Mock;
+        let takes_port = mock || kind == ServiceKind::Program;
         let other = |span: Range<usize>, key: &str| {
             self.error_at(
                 span,
@@ -127,7 +141,7 @@ impl Scenario {
         };
         match (&r.expectations, &r.port, &r.seed) {
             (Some(e), _, _) if !mock => return Err(other(e.span(), "expectations")),
-            (_, Some(p), _) if !mock => {
+            (_, Some(p), _) if !takes_port => {
                 return Err(self.error_at(
                     p.span(),
                     format!(
@@ -256,10 +270,12 @@ fn check_fault(kind: ServiceKind, fault: &str) -> Result<(), String> {
                 "fault {fault:?}: the API service's one fault is \"exit@<requests>\" (e.g. \"exit@500\")"
             )),
         },
-        ServiceKind::Redis | ServiceKind::Postgres | ServiceKind::Mock => Err(format!(
-            "fault {fault:?}: the {} service has no faults (the API service has \"exit@<requests>\")",
-            kind.as_str()
-        )),
+        ServiceKind::Redis | ServiceKind::Postgres | ServiceKind::Mock | ServiceKind::Program => {
+            Err(format!(
+                "fault {fault:?}: the {} service has no faults (the API service has \"exit@<requests>\")",
+                kind.as_str()
+            ))
+        }
     }
 }
 
@@ -296,7 +312,9 @@ mod tests {
         let both = "[[service]]\nkind = \"redis\"\n[[service]]\nkind = \"api\"\n";
         let e = error("[[service]]\nkind = \"mongo\"\n");
         assert!(
-            e.contains("s.toml:13:8: unknown service kind \"mongo\" (known: redis, api, postgres, mock)"),
+            e.contains(
+                "s.toml:13:8: unknown service kind \"mongo\" (known: redis, api, postgres, mock, program)"
+            ),
             "{e}"
         );
         assert!(error(&format!("{both}[[service]]\nkind = \"redis\"\nname = \"kv2\"\n"))

@@ -20,6 +20,9 @@ pub enum ServiceKind {
     /// MockServer-style expectations (`services::mock`), on port 1080 unless the scenario names
     /// one.
     Mock,
+    /// A program of the scenario's own: its command on the lab's Debian base with the packages it
+    /// names, its port, readiness probe and seed command (`ServiceProgram`).
+    Program,
 }
 
 /// Redis's port on the cell's loopback.
@@ -36,6 +39,9 @@ pub const ENV_REDIS_URL: &str = "BENCHLAB_REDIS_URL";
 pub const ENV_API_URL: &str = "BENCHLAB_API_URL";
 pub const ENV_POSTGRES_URL: &str = "BENCHLAB_POSTGRES_URL";
 pub const ENV_MOCK_URL: &str = "BENCHLAB_MOCK_URL";
+/// A program service's address reaches the server as `BENCHLAB_SERVICE_<NAME>` (upper case, `-`
+/// as `_`): `127.0.0.1:<port>`. A server written for a compose file finds it by its name too.
+pub const ENV_SERVICE_PREFIX: &str = "BENCHLAB_SERVICE_";
 /// The variable that carries a mock's expectations (the file's text) into its container.
 pub const ENV_MOCK_EXPECTATIONS: &str = "BENCHLAB_MOCK_EXPECTATIONS";
 /// The largest expectations file: its text travels in one environment variable, and Linux takes
@@ -43,8 +49,13 @@ pub const ENV_MOCK_EXPECTATIONS: &str = "BENCHLAB_MOCK_EXPECTATIONS";
 pub const MOCK_EXPECTATIONS_MAX_BYTES: usize = 64 << 10;
 
 impl ServiceKind {
-    pub const ALL: &'static [ServiceKind] =
-        &[ServiceKind::Redis, ServiceKind::Api, ServiceKind::Postgres, ServiceKind::Mock];
+    pub const ALL: &'static [ServiceKind] = &[
+        ServiceKind::Redis,
+        ServiceKind::Api,
+        ServiceKind::Postgres,
+        ServiceKind::Mock,
+        ServiceKind::Program,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,6 +63,7 @@ impl ServiceKind {
             ServiceKind::Api => "api",
             ServiceKind::Postgres => "postgres",
             ServiceKind::Mock => "mock",
+            ServiceKind::Program => "program",
         }
     }
 
@@ -65,6 +77,8 @@ impl ServiceKind {
             ServiceKind::Api => API_PORT,
             ServiceKind::Postgres => POSTGRES_PORT,
             ServiceKind::Mock => MOCK_PORT,
+            // A program's port is its scenario's (required there).
+            ServiceKind::Program => 0,
         }
     }
 
@@ -73,7 +87,7 @@ impl ServiceKind {
     pub fn packages(self) -> &'static [&'static str] {
         match self {
             ServiceKind::Redis => &["redis-server"],
-            ServiceKind::Api | ServiceKind::Mock => &[],
+            ServiceKind::Api | ServiceKind::Mock | ServiceKind::Program => &[],
             ServiceKind::Postgres => &["postgresql-15"],
         }
     }
@@ -82,7 +96,7 @@ impl ServiceKind {
     pub fn version_package(self) -> Option<&'static str> {
         match self {
             ServiceKind::Redis => Some("redis-server"),
-            ServiceKind::Api | ServiceKind::Mock => None,
+            ServiceKind::Api | ServiceKind::Mock | ServiceKind::Program => None,
             ServiceKind::Postgres => Some("postgresql-15"),
         }
     }
@@ -101,7 +115,14 @@ impl ServiceKind {
                 (ENV_POSTGRES_URL.into(), format!("postgres://bench@127.0.0.1:{port}/postgres"))
             }
             ServiceKind::Mock => (ENV_MOCK_URL.into(), format!("http://127.0.0.1:{port}")),
+            ServiceKind::Program => (ENV_SERVICE_PREFIX.into(), format!("127.0.0.1:{port}")),
         }
+    }
+
+    /// Whether it holds the data set of a seed (`mcp::shop`): a mock serves its expectations and
+    /// a program is seeded by its own command.
+    pub fn holds_seeded_data(self) -> bool {
+        !matches!(self, ServiceKind::Mock | ServiceKind::Program)
     }
 
     /// The in-memory scratch (`/tmp`) its container needs: PostgreSQL keeps its cluster there.
@@ -140,6 +161,43 @@ pub struct ServiceSpec {
     /// the path at `[source] repository`'s commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations_from: Option<String>,
+    /// A program service's image, command, readiness, seed and limits (None for the lab's own
+    /// kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ServiceProgram>,
+}
+
+/// A program service as its scenario writes it: the Debian packages its image adds to the lab's
+/// bookworm base, the command it runs, its environment, how the lab knows it is ready, the
+/// command that seeds it before each server, and its own limits. Its container is new for every
+/// cell (reset = "cell"), so each server meets it freshly seeded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceProgram {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    pub ready: Readiness,
+    /// Run in its container once it is ready, before the server starts; it must exit 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_command: Option<Vec<String>>,
+    /// A CPU quota on its container (on top of the services' cpuset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::spec::CpuQuota>,
+    /// Its memory limit, instead of the cell's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+/// How the lab knows a program service is ready: its port takes a TCP connection, a path on it
+/// answers HTTP 2xx, or a command run in its container exits 0. Tried until the start-up limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "probe", rename_all = "snake_case")]
+pub enum Readiness {
+    Tcp,
+    Http { path: String },
+    Command { argv: Vec<String> },
 }
 
 impl ServiceSpec {
@@ -150,7 +208,13 @@ impl ServiceSpec {
 
     /// The environment variable that tells the server where it is, and its value.
     pub fn server_env(&self) -> (String, String) {
-        self.kind.server_env_at(self.port())
+        let (name, value) = self.kind.server_env_at(self.port());
+        match self.kind {
+            ServiceKind::Program => {
+                (format!("{name}{}", self.name.to_ascii_uppercase().replace('-', "_")), value)
+            }
+            _ => (name, value),
+        }
     }
 
     /// The command its container runs (`lab_binary`: where the lab's binary is mounted).
@@ -201,6 +265,7 @@ impl ServiceSpec {
                 }
                 v
             }
+            ServiceKind::Program => self.program.as_ref().map(|p| p.command.clone()).unwrap_or_default(),
             ServiceKind::Mock => vec![
                 lab_binary.into(),
                 "service-mock".into(),
@@ -278,6 +343,7 @@ pub(crate) fn test_mock(port: Option<u16>, expectations_sha256: &str) -> Service
         port,
         expectations_sha256: Some(expectations_sha256.into()),
         expectations_from: None,
+        program: None,
     }
 }
 
@@ -299,6 +365,7 @@ mod tests {
             port: None,
             expectations_sha256: None,
             expectations_from: None,
+            program: None,
         };
         let argv = api.argv("/benchlab/benchlab");
         assert_eq!(argv[1], "service-api");
@@ -313,6 +380,7 @@ mod tests {
             port: None,
             expectations_sha256: None,
             expectations_from: None,
+            program: None,
         };
         assert!(redis.argv("/x").windows(2).any(|w| w == ["--port", "6379"]));
     }

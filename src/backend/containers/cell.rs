@@ -158,6 +158,18 @@ impl<E: Engine> Cell<'_, E> {
         let services =
             services::start(engine, &job.services, self.name, &server, &labels, &job.benchlab_exe, created)
                 .await?;
+        // Program services are readied and seeded in their containers before the driver starts;
+        // one that is not fails the cell here, with what each service was until then.
+        let readied =
+            match services::prepare(engine, &services, &job.services, job.driver.timeouts.startup()).await {
+                Ok(readied) => readied,
+                Err(failure) => {
+                    let window = services::open(&services, Path::new("/"));
+                    let usage = services::close(engine, services, window, Path::new("/")).await;
+                    let driver = DriverOutcome { failure: Some(failure), ..DriverOutcome::default() };
+                    return Ok((driver, false, usage));
+                }
+            };
 
         let mut spec = job.driver.clone();
         spec.lab_dir = "/lab".into();
@@ -212,21 +224,14 @@ impl<E: Engine> Cell<'_, E> {
         // exited without one seen is read once more, whole, before it is called a failure. Its
         // events were passed on already.
         let finished = match link.finish() {
-            Err(_) if driver_exit.code == 0 => {
-                let mut no_events = |_| {};
-                let mut again = DriverLink::new(&mut no_events);
-                engine
-                    .output(&driver, &mut |line| match line {
-                        OutputLine::Stdout(text) => again.stdout(text),
-                        OutputLine::Stderr(text) => again.stderr(text),
-                    })
-                    .await?;
-                again.finish()
-            }
+            Err(_) if driver_exit.code == 0 => reread(engine, &driver).await?,
             first => first,
         };
         match finished {
-            Ok(o) => Ok((o, oom, services)),
+            Ok(mut o) => {
+                o.services.splice(0..0, readied);
+                Ok((o, oom, services))
+            }
             Err(tail) => Err(EngineError::op(
                 "run driver for",
                 &job.cell_id,
@@ -264,6 +269,20 @@ impl<E: Engine> Cell<'_, E> {
             sandbox,
         }
     }
+}
+
+/// A driver's output read once more, whole, for its outcome line (its events were passed on
+/// already).
+async fn reread<E: Engine>(engine: &E, driver: &str) -> Result<Result<DriverOutcome, String>, EngineError> {
+    let mut no_events = |_| {};
+    let mut again = DriverLink::new(&mut no_events);
+    engine
+        .output(driver, &mut |line| match line {
+            OutputLine::Stdout(text) => again.stdout(text),
+            OutputLine::Stderr(text) => again.stderr(text),
+        })
+        .await?;
+    Ok(again.finish())
 }
 
 /// What an image says about itself: its Debian packages and the image manifest (runtime version,

@@ -8,6 +8,7 @@ use bollard::container::{
     Config, CreateContainerOptions, DownloadFromContainerOptions, ListContainersOptions, LogOutput,
     LogsOptions, RemoveContainerOptions, WaitContainerOptions,
 };
+use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::image::{BuildImageOptions, CreateImageOptions, PushImageOptions, TagImageOptions};
 use bollard::models::{HostConfig, Mount as BollardMount, MountTypeEnum};
 use bollard::volume::{CreateVolumeOptions, ListVolumesOptions, RemoveVolumeOptions};
@@ -414,6 +415,46 @@ impl Engine for DockerEngine {
             }
         }
         Ok(None)
+    }
+
+    async fn exec(
+        &self,
+        id: &str,
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> Result<(i64, String), EngineError> {
+        let what = || format!("{id}: {}", argv.join(" "));
+        let options = CreateExecOptions {
+            cmd: Some(argv.to_vec()),
+            env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        };
+        let created =
+            self.docker.create_exec(id, options).await.map_err(|e| EngineError::op("exec in", what(), e))?;
+        let mut text = String::new();
+        if let StartExecResults::Attached { mut output, .. } = self
+            .docker
+            .start_exec(&created.id, None)
+            .await
+            .map_err(|e| EngineError::op("exec in", what(), e))?
+        {
+            while let Some(item) = output.next().await {
+                match item.map_err(|e| EngineError::op("exec in", what(), e))? {
+                    LogOutput::StdOut { message }
+                    | LogOutput::StdErr { message }
+                    | LogOutput::Console { message } => text.push_str(&String::from_utf8_lossy(&message)),
+                    LogOutput::StdIn { .. } => {}
+                }
+            }
+        }
+        let inspect = self
+            .docker
+            .inspect_exec(&created.id)
+            .await
+            .map_err(|e| EngineError::op("inspect exec in", what(), e))?;
+        Ok((inspect.exit_code.unwrap_or(-1), text))
     }
 
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {

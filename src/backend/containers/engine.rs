@@ -123,6 +123,14 @@ pub trait Engine {
     async fn wait(&self, id: &str) -> Result<ExitState, EngineError>;
     /// Reads one file out of a container (created or running).
     async fn read_file(&self, id: &str, path: &str) -> Result<Option<Vec<u8>>, EngineError>;
+    /// Runs a command in a running container (`docker exec`, as the container's user, with `env`
+    /// added): its exit code and its output, stdout and stderr interleaved.
+    async fn exec(
+        &self,
+        id: &str,
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> Result<(i64, String), EngineError>;
     /// Removes a container, killing it if needed.
     async fn remove_container(&self, id: &str) -> Result<(), EngineError>;
     async fn remove_volume(&self, name: &str) -> Result<(), EngineError>;

@@ -154,6 +154,16 @@ impl Engine for FakeEngine {
         Ok(None)
     }
 
+    async fn exec(
+        &self,
+        id: &str,
+        argv: &[String],
+        _env: &[(String, String)],
+    ) -> Result<(i64, String), EngineError> {
+        self.call("exec", &format!("{id}:{}", argv.join(" ")))?;
+        Ok((0, String::new()))
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         self.call("remove_container", id)
     }

@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::engine::{ContainerSpec, Engine, Mount, Network};
+use super::engine::{ContainerSpec, Engine, Mount, Network, OutputLine};
 use crate::backend::EngineError;
 use crate::recipe::{base, LAB_BINARY};
 use crate::record::manifest::parse_dpkg_list;
-use crate::spec::{Sandbox, ServiceJob, ServiceUsage, ENV_MOCK_EXPECTATIONS};
+use crate::spec::{
+    Failure, FailureReason, Readiness, Sandbox, ServiceJob, ServiceReady, ServiceUsage, ENV_MOCK_EXPECTATIONS,
+};
 
 /// A service container that was started.
 pub struct Started {
@@ -47,6 +49,8 @@ pub async fn start<E: Engine>(
         if let Some(text) = &s.expectations {
             env.push((ENV_MOCK_EXPECTATIONS.to_string(), text.clone()));
         }
+        let program = s.spec.program.as_ref();
+        env.extend(program.iter().flat_map(|p| p.env.iter().map(|(k, v)| (k.clone(), v.clone()))));
         let spec = ContainerSpec {
             name: format!("{cell_name}-service-{}", s.spec.name),
             image: s.image.clone(),
@@ -55,7 +59,7 @@ pub async fn start<E: Engine>(
             labels: labels.clone(),
             cpuset: s.cpus.clone(),
             memory: Some(s.memory_limit_bytes),
-            nano_cpus: None,
+            nano_cpus: program.and_then(|p| p.cpus).map(|q| q.nano_cpus()),
             network: Network::Container(server.to_string()),
             mounts: vec![Mount::Bind {
                 source: lab_exe.to_path_buf(),
@@ -67,6 +71,9 @@ pub async fn start<E: Engine>(
         let id = engine.create_container(&spec).await?;
         created.push(id.clone());
         let version = match s.spec.kind.version_package() {
+            None if program.is_some_and(|p| !p.packages.is_empty()) => {
+                program_version(engine, &id, &program.expect("some").packages).await?
+            }
             Some(package) => {
                 let list = engine.read_file(&id, base::DPKG_LIST_PATH).await?.unwrap_or_default();
                 parse_dpkg_list(&String::from_utf8_lossy(&list))
@@ -89,6 +96,137 @@ pub async fn start<E: Engine>(
         out.push(Started { id, usage });
     }
     Ok(out)
+}
+
+/// A program service's version: each package it names with its installed Debian version.
+async fn program_version<E: Engine>(
+    engine: &E,
+    id: &str,
+    packages: &[String],
+) -> Result<String, EngineError> {
+    let list = engine.read_file(id, base::DPKG_LIST_PATH).await?.unwrap_or_default();
+    let installed = parse_dpkg_list(&String::from_utf8_lossy(&list));
+    let named: Vec<String> = packages
+        .iter()
+        .map(|name| match installed.iter().find(|p| &p.name == name) {
+            Some(p) => format!("{name} {}", p.version),
+            None => format!("{name} (not installed)"),
+        })
+        .collect();
+    Ok(named.join(", "))
+}
+
+/// Readies and seeds each program service in its own container, in order, before the driver
+/// starts: its probe (a TCP connection or an HTTP GET made by the lab's binary there, or its own
+/// command) is tried until it passes or the start-up limit passes, then its seed command runs
+/// once and must exit 0. A service that never becomes ready, exits first, or whose seed fails,
+/// fails the cell as `service`, with what it said.
+pub async fn prepare<E: Engine>(
+    engine: &E,
+    started: &[Started],
+    jobs: &[ServiceJob],
+    startup: Duration,
+) -> Result<Vec<ServiceReady>, Failure> {
+    let mut out = Vec::new();
+    for (service, job) in started.iter().zip(jobs) {
+        let Some(program) = &job.spec.program else { continue };
+        let name = &job.spec.name;
+        let fail =
+            |what: String| Failure::new(FailureReason::Service, format!("service {name:?} (program) {what}"));
+        let env: Vec<(String, String)> = program.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let port = job.spec.port();
+        let probe = match &program.ready {
+            Readiness::Tcp => {
+                vec![LAB_BINARY.into(), "service-probe".into(), "tcp".into(), format!("127.0.0.1:{port}")]
+            }
+            Readiness::Http { path } => {
+                vec![
+                    LAB_BINARY.into(),
+                    "service-probe".into(),
+                    "http".into(),
+                    format!("http://127.0.0.1:{port}{path}"),
+                ]
+            }
+            Readiness::Command { argv } => argv.clone(),
+        };
+        let began = Instant::now();
+        loop {
+            let (code, said) = match engine.exec(&service.id, &probe, &env).await {
+                Ok(r) => r,
+                Err(e) => return Err(fail(gone_or(engine, &service.id, e).await)),
+            };
+            if code == 0 {
+                break;
+            }
+            if began.elapsed() >= startup {
+                return Err(fail(format!(
+                    "was not ready within {} ms: its probe `{}` last exited with code {code}: {}",
+                    startup.as_millis(),
+                    probe.join(" "),
+                    tail(&said)
+                )));
+            }
+            tokio::time::sleep(PROBE_EVERY).await;
+        }
+        let ready_ms = began.elapsed().as_secs_f64() * 1e3;
+        let said = match &program.seed_command {
+            None => String::new(),
+            Some(argv) => match engine.exec(&service.id, argv, &env).await {
+                Ok((0, said)) => said,
+                Ok((code, said)) => {
+                    return Err(fail(format!(
+                        "could not be seeded: its seed command `{}` exited with code {code}: {}",
+                        argv.join(" "),
+                        tail(&said)
+                    )))
+                }
+                Err(e) => return Err(fail(gone_or(engine, &service.id, e).await)),
+            },
+        };
+        out.push(ServiceReady {
+            name: name.clone(),
+            ready_ms,
+            seed_sha256: crate::hash::sha256_hex(said.as_bytes()),
+            items: 0,
+        });
+    }
+    Ok(out)
+}
+
+/// How often a program service's probe is tried.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+/// Why a command could not run in a service's container: it exited (with its last output), or
+/// the engine's own error.
+async fn gone_or<E: Engine>(engine: &E, id: &str, e: EngineError) -> String {
+    match tokio::time::timeout(Duration::from_millis(200), engine.wait(id)).await {
+        Ok(Ok(state)) => {
+            let mut lines = Vec::new();
+            let _ = engine
+                .output(id, &mut |l| match l {
+                    OutputLine::Stdout(t) | OutputLine::Stderr(t) => lines.push(t),
+                })
+                .await;
+            format!("exited with code {} before it was ready: {}", state.code, tail(&lines.join("\n")))
+        }
+        _ => format!("could not run a command in its container: {e}"),
+    }
+}
+
+/// The last lines of what a command said (at most 600 bytes), or that it said nothing.
+fn tail(said: &str) -> String {
+    let said = said.trim();
+    match said.len() {
+        0 => "it said nothing".into(),
+        n if n <= 600 => said.to_string(),
+        n => {
+            let mut at = n - 600;
+            while !said.is_char_boundary(at) {
+                at += 1;
+            }
+            format!("…{}", &said[at..])
+        }
+    }
 }
 
 /// Readings of the services' cgroups at the driver's start, to subtract at its end.
