@@ -204,7 +204,10 @@ fn image_block(
         out,
         "\n# lab: service {name:?} runs the image {image}, which cannot be pulled here (no container"
     );
-    let _ = writeln!(out, "# lab: registry is reached); the lab starts only services it can build.");
+    let _ = writeln!(
+        out,
+        "# lab: registry is reached); the lab starts what it can build or install from Debian."
+    );
     if image.starts_with("mockserver/mockserver") {
         let env = environment(svc.get("environment"));
         let init = env.get("MOCKSERVER_INITIALIZATION_JSON_PATH").cloned().unwrap_or_default();
@@ -232,9 +235,76 @@ fn image_block(
                     writeln!(out, "# lab: its expectations file was not found among its volumes ({init:?}).");
             }
         }
+    } else {
+        program_skeleton(out, name, svc, image);
     }
     for n in notes {
         let _ = writeln!(out, "# lab: {n}");
+    }
+}
+
+/// A registry image other than MockServer: a program service to complete by hand, commented
+/// out, with what the compose file says of its command, port, environment, health check and
+/// limits (docs/reproduce.md, step 5). The packages are the user's to name: which Debian package
+/// provides the program is not in the compose file (a `redis` image's is suggested).
+fn program_skeleton(out: &mut String, name: &str, svc: &Map, image: &str) {
+    let port = container_port(svc)
+        .map_or_else(|| "0   # its port: not published in the compose file".into(), |p| p.to_string());
+    let command = strings(svc.get("command"));
+    let packages = match image.split([':', '@']).next().unwrap_or("").rsplit('/').next() {
+        Some("redis") => "[\"redis-server\"]",
+        Some("postgres") => "[\"postgresql-15\"]",
+        _ => "[]   # the Debian packages that provide its program",
+    };
+    let _ = writeln!(out, "# lab: to start it, write it as a program service on Debian's packages:");
+    let _ =
+        writeln!(out, "# [[service]]\n# kind = \"program\"\n# name = {}\n# packages = {packages}", q(name));
+    match command.is_empty() {
+        true => {
+            let _ = writeln!(out, "# command = []   # the image's own command is not in the compose file");
+        }
+        false => {
+            let _ = writeln!(
+                out,
+                "# command = [{}]   # its compose command, with the program's path",
+                command.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let _ = writeln!(out, "# port = {port}");
+    if let Some(test) = svc.get("healthcheck").map(|h| strings(h.get("test"))).filter(|t| !t.is_empty()) {
+        let argv: Vec<String> = match test[0].as_str() {
+            "CMD-SHELL" => vec!["/bin/sh".into(), "-c".into(), test[1..].join(" ")],
+            "CMD" => test[1..].to_vec(),
+            _ => test,
+        };
+        let _ = writeln!(
+            out,
+            "# ready = {{ command = [{}] }}   # its healthcheck",
+            argv.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let env = environment(svc.get("environment"));
+    if !env.is_empty() {
+        let pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
+        let _ = writeln!(out, "# env = {{ {} }}", pairs.join(", "));
+    }
+    let (cpus, mem) = limits(svc);
+    if let Some(c) = cpus {
+        let _ = writeln!(out, "# cpus = {c}");
+    }
+    if let Some(m) = mem {
+        match memory(&m) {
+            Some(lab) => {
+                let _ = writeln!(out, "# memory = {}   # its compose limit {m}", q(&lab));
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "# memory = \"\"   # its compose limit {m:?}, in the lab's units (\"512MiB\")"
+                );
+            }
+        }
     }
 }
 
@@ -435,6 +505,27 @@ services:
         let dirs = skeleton(COMPOSE, &opts(false)).unwrap();
         assert!(dirs.contains("source = { dir = \"bench/python-server\" }"), "{dirs}");
         assert!(dirs.contains("expectations = \"bench/mock-api/mockserver.json\""), "{dirs}");
+    }
+
+    #[test]
+    fn a_registry_image_becomes_a_program_service_to_complete_that_reads_once_uncommented() {
+        let compose = format!(
+            "{COMPOSE}  cache:\n    image: redis:7-alpine\n    command: [\"redis-server\", \"--port\", \"6390\"]\n    ports: [\"6390:6390\"]\n    healthcheck:\n      test: [\"CMD-SHELL\", \"redis-cli -p 6390 ping\"]\n    deploy:\n      resources:\n        limits:\n          cpus: \"0.5\"\n          memory: 256m\n"
+        );
+        let text = skeleton(&compose, &opts(true)).unwrap();
+        let block = "# [[service]]\n# kind = \"program\"\n# name = \"cache\"\n# packages = [\"redis-server\"]\n# command = [\"redis-server\", \"--port\", \"6390\"]   # its compose command, with the program's path\n# port = 6390\n# ready = { command = [\"/bin/sh\", \"-c\", \"redis-cli -p 6390 ping\"] }   # its healthcheck\n# cpus = 0.5\n# memory = \"256MiB\"   # its compose limit 256m\n";
+        assert!(text.contains(block), "{text}");
+        // Uncommented as written, it is a program service the lab reads.
+        let lines: Vec<&str> = block.lines().map(|l| l.strip_prefix("# ").unwrap_or(l)).collect();
+        let uncommented = text.replace(block, &format!("{}\n", lines.join("\n")));
+        let s = crate::scenario::Scenario::parse(std::path::Path::new("repro.toml"), uncommented.clone())
+            .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        let cache = s.services.iter().find(|x| x.name == "cache").expect("the program service");
+        let p = cache.program.as_ref().unwrap();
+        assert_eq!(
+            (cache.port(), p.memory_bytes, p.cpus.map(|c| c.cpus())),
+            (6390, Some(256 << 20), Some(0.5))
+        );
     }
 
     #[test]
