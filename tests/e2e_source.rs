@@ -181,6 +181,9 @@ fn a_benchmark_from_its_own_repository_is_built_served_loaded_and_recorded() {
     assert_eq!(r["cell"]["http"]["port"], 9000, "the Dockerfile's one EXPOSE");
     assert_eq!(r["cell"]["http"]["path"], "/rpc");
     assert_eq!(r["environment"]["placement"]["cpu_quota"], 0.5);
+    // Its runtime: what its base rule installed, with the version the image holds.
+    let runtime = r["environment"]["runtime"]["version"].as_str().unwrap();
+    assert!(runtime.starts_with("python3 3.11."), "{runtime}");
     let deviations: Vec<&str> =
         r["environment"]["deviations"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
     assert!(

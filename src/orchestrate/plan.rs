@@ -337,12 +337,12 @@ fn source_plan(scenario: &Scenario, s: &crate::scenario::ServerEntry) -> Result<
     match ImagePlan::from_source(fetched, &scenario.stated.base, &server) {
         Ok((plan, notes)) => Ok(SourceOutcome::Built(Box::new(plan), notes)),
         Err(SourcePlanError::Unavailable(why)) => Ok(SourceOutcome::Unavailable(why)),
-        Err(SourcePlanError::Input { message, at_port }) => {
-            let span = match (at_port, &s.port, &s.command) {
-                (true, Some(p), _) => p.span(),
-                (true, None, _) => s.id.span(),
-                (false, _, Some(c)) if message.contains("command") => c.span(),
-                _ => src.span(),
+        Err(SourcePlanError::Input { message, at }) => {
+            use crate::recipe::SourceKey;
+            let span = match at {
+                SourceKey::Port => s.port.as_ref().map_or_else(|| s.id.span(), |p| p.span()),
+                SourceKey::Transport => s.transport.as_ref().map_or_else(|| src.span(), |t| t.span()),
+                SourceKey::Source => src.span(),
             };
             Err(scenario.error_at(span, format!("server {id:?}: {message}")).into())
         }

@@ -125,6 +125,24 @@ fn service_manifests(cell: &PlannedCell, ran: &[ServiceUsage]) -> Vec<ServiceMan
         .collect()
 }
 
+/// A server built from its own source has no image manifest of the lab's: its runtime is what
+/// its final stage's `[source.base]` rule installed, each package with its Debian version as the
+/// image holds it (`nodejs 20.19.2+dfsg-1, npm 9.2.0~ds1-3`).
+fn source_runtime(
+    image: &crate::recipe::ImagePlan,
+    installed: &[crate::record::manifest::Package],
+) -> Option<String> {
+    image.fetched.as_ref()?;
+    let crate::recipe::base::BaseSource::Bootstrap { packages, .. } = &image.base else { return None };
+    let named: Vec<String> = packages
+        .iter()
+        .filter_map(|name| {
+            installed.iter().find(|p| &p.name == name).map(|p| format!("{name} {}", p.version))
+        })
+        .collect();
+    (!named.is_empty()).then(|| named.join(", "))
+}
+
 /// Each service's figures: the driver's readying and seeding beside the backend's usage.
 fn service_metrics(cell: &PlannedCell, ready: &[ServiceReady], ran: &[ServiceUsage]) -> Vec<ServiceMetrics> {
     cell.services
@@ -181,7 +199,11 @@ pub fn build_record(
     let sandbox = sandbox.unwrap_or_else(|| cell.sandbox.clone());
     let runtime_version = match cell.image.runtime_kind {
         RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
-        _ => facts.runtime_version.clone().unwrap_or_else(|| "unknown".into()),
+        _ => facts
+            .runtime_version
+            .clone()
+            .or_else(|| source_runtime(&cell.image, &facts.system_packages))
+            .unwrap_or_else(|| "unknown".into()),
     };
     let mut environment = Environment {
         image: ImageManifest {

@@ -25,7 +25,7 @@ pub use image::{BuildInputs, ImagePlan, CA_FILE};
 pub use kinds::{Locker, RuntimeKind};
 pub use lock::{check_lock, is_locked, LockJob};
 pub use resolve::{count_loc, ResolveError, ServerWant, WantField, HTTP_PORT};
-pub use source_image::{SourcePlanError, SourceServer, SOURCE_FAMILY};
+pub use source_image::{SourceKey, SourcePlanError, SourceServer, SOURCE_FAMILY};
 
 /// The family name of the built-in floor server.
 pub const NULL_FAMILY: &str = "benchlab-null";

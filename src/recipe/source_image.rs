@@ -35,8 +35,16 @@ pub struct SourceServer {
 pub enum SourcePlanError {
     /// The Dockerfile cannot be built here (its `[source.base]` rule says why): not measured.
     Unavailable(String),
-    /// The message, and whether it belongs to the server's `port` (else its `source`/`command`).
-    Input { message: String, at_port: bool },
+    /// The message, and the server's key it belongs to.
+    Input { message: String, at: SourceKey },
+}
+
+/// The key of a `[[server]]` built from its source that an input error belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKey {
+    Source,
+    Port,
+    Transport,
 }
 
 fn base(b: &MappedBase) -> BaseSource {
@@ -53,7 +61,7 @@ impl ImagePlan {
         rules: &BTreeMap<String, BaseRule>,
         server: &SourceServer,
     ) -> Result<(ImagePlan, Vec<String>), SourcePlanError> {
-        let input = |message: String| SourcePlanError::Input { message, at_port: false };
+        let input = |message: String| SourcePlanError::Input { message, at: SourceKey::Source };
         let where_ = fetched.record.source.path.as_str();
         let where_ =
             if where_.is_empty() { "the top of the source".to_string() } else { format!("{where_}/") };
@@ -70,18 +78,21 @@ impl ImagePlan {
             (Some(c), _) => c.clone(),
             (None, Some(c)) => c.clone(),
             (None, None) => {
-                return Err(input(
-                    "the Dockerfile's final stage has no CMD or ENTRYPOINT: write `command = [\"program\", \"arg\"]` on the server".into(),
-                ))
+                return Err(SourcePlanError::Input {
+                    message: "the Dockerfile's final stage has no CMD or ENTRYPOINT: write `command = [\"program\", \"arg\"]` on the server".into(),
+                    at: SourceKey::Source,
+                })
             }
         };
         let http = match server.transport {
             Transport::Stdio => None,
             Transport::Sse => {
-                return Err(input(
-                    "a server built from its source speaks stdio or streamable-http here, not legacy sse"
-                        .into(),
-                ))
+                return Err(SourcePlanError::Input {
+                    message:
+                        "a server built from its source speaks stdio or streamable-http here, not legacy sse"
+                            .into(),
+                    at: SourceKey::Transport,
+                })
             }
             Transport::StreamableHttp => {
                 let port = match (server.port, build.exposed.as_slice()) {
@@ -94,7 +105,7 @@ impl ImagePlan {
                                 ports.len(),
                                 ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
                             ),
-                            at_port: true,
+                            at: SourceKey::Port,
                         })
                     }
                 };
