@@ -22,6 +22,9 @@ const URL: &str = "https://example.invalid/bench/byo";
 const SERVER: &str = include_str!("fixtures/source-server/server.py");
 const EXPECTATIONS: &str = r#"[{"httpRequest": {"method": "GET", "path": "/api"},
  "httpResponse": {"statusCode": 200, "body": "{\"ok\": true, \"items\": 3}"}}]"#;
+/// A service of the benchmark's own, built from its folder's Dockerfile: an HTTP counter with a
+/// health route and a seed route.
+const COUNTER: &str = "import http.server\nseeded = []\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        if self.path == '/seed':\n            seeded.append(3)\n        body = {'/health': 'ok', '/seed': 'seeded %d' % sum(seeded)}.get(self.path)\n        self.send_response(200 if body else 404)\n        self.end_headers()\n        self.wfile.write((body or '').encode())\nhttp.server.HTTPServer(('127.0.0.1', 9100), H).serve_forever()\n";
 const COMPOSE: &str = "services:\n  py:\n    build: ./server\n    ports:\n      - \"9000:9000\"\n    environment:\n      - SERVER_TYPE=py\n    deploy:\n      resources:\n        limits:\n          cpus: \"0.5\"\n          memory: 512M\n  mock-api:\n    image: mockserver/mockserver:latest\n    environment:\n      - MOCKSERVER_INITIALIZATION_JSON_PATH=/config/mockserver.json\n    volumes:\n      - ./mock/expectations.json:/config/mockserver.json:ro\n";
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -44,6 +47,8 @@ fn repository(dir: &Path) -> String {
         ),
         ("server/server.py", SERVER),
         ("mock/expectations.json", EXPECTATIONS),
+        ("counter/Dockerfile", "FROM python:3.11-slim\nWORKDIR /srv/counter\nCOPY counter.py .\nCMD [\"python3\", \"counter.py\"]\n"),
+        ("counter/counter.py", COUNTER),
         ("docker-compose.yml", COMPOSE),
     ];
     for (p, c) in files {
@@ -93,6 +98,14 @@ env = {{ SERVER_TYPE = "py" }}
 kind = "mock"
 name = "mock-api"
 expectations = "source:mock/expectations.json"
+
+[[service]]
+kind = "program"
+name = "counter"
+source = {{ git = "{URL}", commit = "{commit}", path = "counter" }}
+port = 9100
+ready = {{ http = "/health" }}
+seed_command = ["python3", "-c", "import urllib.request as u; print(u.urlopen('http://127.0.0.1:9100/seed').read().decode())"]
 
 [[workload]]
 name = "k6"
@@ -181,6 +194,17 @@ fn a_benchmark_from_its_own_repository_is_built_served_loaded_and_recorded() {
     assert_eq!(r["cell"]["http"]["port"], 9000, "the Dockerfile's one EXPOSE");
     assert_eq!(r["cell"]["http"]["path"], "/rpc");
     assert_eq!(r["environment"]["placement"]["cpu_quota"], 0.5);
+    // The service built from its own folder: its Dockerfile's command, readied over HTTP and
+    // seeded by its command, whose answer the record hashes.
+    let counter =
+        r["metrics"]["services"].as_array().unwrap().iter().find(|s| s["name"] == "counter").unwrap();
+    let said = format!("{:x}", Sha256::digest(b"seeded 3\n"));
+    assert_eq!(counter["seed_sha256"], said.as_str(), "{counter}");
+    let spec = r["cell"]["services"].as_array().unwrap().iter().find(|s| s["name"] == "counter").unwrap();
+    assert_eq!(spec["program"]["command"], serde_json::json!(["python3", "counter.py"]), "{spec}");
+    let env =
+        r["environment"]["services"].as_array().unwrap().iter().find(|s| s["name"] == "counter").unwrap();
+    assert!(env["version"].as_str().unwrap().starts_with(&format!("built from {URL} at ")), "{env}");
     // Its runtime: what its base rule installed, with the version the image holds.
     let runtime = r["environment"]["runtime"]["version"].as_str().unwrap();
     assert!(runtime.starts_with("python3 3.11."), "{runtime}");

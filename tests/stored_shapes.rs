@@ -786,6 +786,7 @@ fn small_enums_and_cell_parts() {
         expectations_sha256: None,
         expectations_from: None,
         program: Some(benchlab::spec::ServiceProgram {
+            source: None,
             packages: vec!["redis-server".into()],
             command: vec!["/usr/bin/redis-server".into(), "--port".into(), "6390".into()],
             env: [("A".to_string(), "1".to_string())].into(),
@@ -800,6 +801,28 @@ fn small_enums_and_cell_parts() {
         program(benchlab::spec::Readiness::Http { path: "/health".into() }),
         program(benchlab::spec::Readiness::Command { argv: vec!["redis-cli".into(), "ping".into()] }),
     ];
+    let mut programs = programs;
+    programs.push(benchlab::spec::ServiceSpec {
+        name: "counter".into(),
+        port: Some(9100),
+        program: Some(benchlab::spec::ServiceProgram {
+            source: Some(benchlab::spec::ServerSource {
+                origin: benchlab::spec::SourceOrigin::Git {
+                    url: "https://example.invalid/b".into(),
+                    commit: "ccb84cf".into(),
+                },
+                path: "counter".into(),
+            }),
+            packages: Vec::new(),
+            command: vec!["python3".into(), "counter.py".into()],
+            env: Default::default(),
+            ready: benchlab::spec::Readiness::Http { path: "/health".into() },
+            seed_command: None,
+            cpus: None,
+            memory_bytes: None,
+        }),
+        ..programs[0].clone()
+    });
     pin_eq("program_service_specs", &programs);
     let specs = vec![redis, api, mock];
     pin_eq("service_specs", &specs);

@@ -408,13 +408,42 @@ fn cell_services(
             }
         }
     }
-    Ok(services
-        .into_iter()
-        .map(|s| {
-            let image = ImagePlan::service(&s);
-            (s, image)
-        })
-        .collect())
+    services.into_iter().map(|s| service_image(scenario, s)).collect()
+}
+
+/// A service's image: its kind's base with its packages, or, for a program service with a
+/// `source`, its own Dockerfile built as a server's is (its command, when the scenario gives
+/// none, the Dockerfile's). One whose Dockerfile cannot be built here is refused at the service.
+fn service_image(scenario: &Scenario, mut s: ServiceSpec) -> Result<(ServiceSpec, ImagePlan), RunError> {
+    let Some(source) = s.program.as_ref().and_then(|p| p.source.clone()) else {
+        let image = ImagePlan::service(&s);
+        return Ok((s, image));
+    };
+    let key = format!("{}{}", crate::scenario::SERVICE_KEY, s.name);
+    let at =
+        scenario.service_sources.iter().find(|r| r.server == key).map(|r| r.span.clone()).unwrap_or(0..0);
+    let fail = |m: String| -> RunError {
+        scenario.error_at(at.clone(), format!("service {:?}: {m}", s.name)).into()
+    };
+    let fetched = scenario.fetched.get(&key).ok_or_else(|| {
+        fail(format!("its source ({}) is not fetched yet (`benchlab source fetch`)", source.path))
+    })?;
+    let program = s.program.as_mut().expect("a program");
+    let server = SourceServer {
+        transport: crate::mcp::transport::Transport::Stdio,
+        port: None,
+        path: String::new(),
+        command: (!program.command.is_empty()).then(|| program.command.clone()),
+        env: program.env.clone(),
+    };
+    match ImagePlan::from_source(fetched, &scenario.stated.base, &server) {
+        Ok((plan, _notes)) => {
+            program.command = plan.launch.argv.clone();
+            Ok((s, plan))
+        }
+        Err(SourcePlanError::Unavailable(why)) => Err(fail(format!("cannot be built on this host: {why}"))),
+        Err(SourcePlanError::Input { message, .. }) => Err(fail(message)),
+    }
 }
 
 #[cfg(test)]

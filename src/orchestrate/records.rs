@@ -125,6 +125,19 @@ fn service_manifests(cell: &PlannedCell, ran: &[ServiceUsage]) -> Vec<ServiceMan
         .collect()
 }
 
+/// The server's runtime version: the lab's own for a native server, else what the image says of
+/// itself, else (a server built from its source) what its base rule installed.
+fn runtime_version(image: &crate::recipe::ImagePlan, facts: &crate::backend::ImageFacts) -> String {
+    match image.runtime_kind {
+        RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
+        _ => facts
+            .runtime_version
+            .clone()
+            .or_else(|| source_runtime(image, &facts.system_packages))
+            .unwrap_or_else(|| "unknown".into()),
+    }
+}
+
 /// A server built from its own source has no image manifest of the lab's: its runtime is what
 /// its final stage's `[source.base]` rule installed, each package with its Debian version as the
 /// image holds it (`nodejs 20.19.2+dfsg-1, npm 9.2.0~ds1-3`).
@@ -197,14 +210,7 @@ pub fn build_record(
         None => (ctx.host.clone(), engine.clone(), cell.placement.clone(), None),
     };
     let sandbox = sandbox.unwrap_or_else(|| cell.sandbox.clone());
-    let runtime_version = match cell.image.runtime_kind {
-        RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
-        _ => facts
-            .runtime_version
-            .clone()
-            .or_else(|| source_runtime(&cell.image, &facts.system_packages))
-            .unwrap_or_else(|| "unknown".into()),
-    };
+    let runtime_version = runtime_version(&cell.image, &facts);
     let mut environment = Environment {
         image: ImageManifest {
             reference: image.reference.clone(),

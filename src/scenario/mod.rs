@@ -24,7 +24,7 @@ use raw::RawScenario;
 pub use matrix::DEFAULT_LOCKFILES;
 pub use raw::{Bytecode, EngineKind, ServerEntry, SourceStatement, StatedHardware};
 pub use services::DEFAULT_SEED;
-pub use sources::{FetchFailure, SourceRef};
+pub use sources::{FetchFailure, SourceRef, SERVICE_KEY};
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone)]
@@ -62,6 +62,8 @@ pub struct Scenario {
     /// suite files and the files they name), each with its text: a run keeps them beside its
     /// copy of the scenario, so the copy reads again.
     pub suite_files: Vec<(String, String)>,
+    /// The program services built from their own source, each as `service:<name>`.
+    pub service_sources: Vec<sources::SourceRef>,
     /// The scenario's own data suites (`[[suite]]`), by name.
     pub suites: std::collections::BTreeMap<String, std::sync::Arc<crate::mcp::data::SuiteData>>,
     /// Each server source, fetched (`fetch_sources`), by server id; empty until then.
@@ -192,6 +194,7 @@ impl Scenario {
             fetched: Default::default(),
             suites: Default::default(),
             suite_files: Vec::new(),
+            service_sources: Vec::new(),
             source,
         };
         s.suite = s.read_suites(&suite)?;

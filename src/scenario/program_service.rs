@@ -17,11 +17,12 @@ impl Scenario {
     /// The program of a `kind = "program"` service (None for the lab's own kinds, which refuse
     /// a program's keys at the key).
     pub(super) fn program_fields(
-        &self,
+        &mut self,
         r: &RawService,
         kind: ServiceKind,
     ) -> Result<Option<ServiceProgram>, ScenarioError> {
-        let keys: [(&str, Option<Range<usize>>); 8] = [
+        let keys: [(&str, Option<Range<usize>>); 9] = [
+            ("source", r.source.as_ref().map(Spanned::span)),
             ("packages", r.packages.as_ref().map(Spanned::span)),
             ("command", r.command.as_ref().map(Spanned::span)),
             ("env", r.env.as_ref().map(Spanned::span)),
@@ -46,9 +47,25 @@ impl Scenario {
                 "a program service has no data seed of the lab's: its `seed_command` seeds it",
             ));
         }
-        let Some(command) = r.command.as_ref().filter(|c| !c.get_ref().is_empty()) else {
-            let span = r.command.as_ref().map_or_else(|| r.kind.span(), Spanned::span);
-            return Err(self.error_at(span, "a program service needs `command`: the program and its arguments, e.g. [\"/usr/bin/redis-server\", \"--port\", \"6390\"]"));
+        let name = r.name.as_ref().map_or("program", |n| n.get_ref().as_str());
+        let source = match &r.source {
+            Some(raw) => Some(self.service_source(name, raw)?),
+            None => None,
+        };
+        if let (Some(_), Some(p)) = (&source, &r.packages) {
+            return Err(self.error_at(
+                p.span(),
+                "a service built from its `source` gets its programs from its own Dockerfile: no `packages`",
+            ));
+        }
+        let command = match r.command.as_ref().filter(|c| !c.get_ref().is_empty()) {
+            Some(c) => c.get_ref().clone(),
+            // Its Dockerfile's CMD/ENTRYPOINT, filled in when it is planned.
+            None if source.is_some() && r.command.is_none() => Vec::new(),
+            None => {
+                let span = r.command.as_ref().map_or_else(|| r.kind.span(), Spanned::span);
+                return Err(self.error_at(span, "a program service needs `command` (or a `source` whose Dockerfile has one): the program and its arguments, e.g. [\"/usr/bin/redis-server\", \"--port\", \"6390\"]"));
+            }
         };
         if r.port.is_none() {
             return Err(self.error_at(r.kind.span(), "a program service needs `port`: where it listens on the cell's loopback (its readiness probe and the server's address)"));
@@ -95,14 +112,33 @@ impl Scenario {
             }
         }
         Ok(Some(ServiceProgram {
+            source,
             packages,
-            command: command.get_ref().clone(),
+            command,
             env: r.env.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default(),
             ready,
             seed_command: argv(&r.seed_command, "seed_command")?,
             cpus,
             memory_bytes,
         }))
+    }
+}
+
+impl Scenario {
+    /// A program service's `source`, checked as a server's is, and kept (as `service:<name>`) for
+    /// `fetch_sources`.
+    fn service_source(
+        &mut self,
+        name: &str,
+        raw: &Spanned<super::raw::RawServerSource>,
+    ) -> Result<crate::spec::ServerSource, ScenarioError> {
+        let key = format!("{}{name}", super::sources::SERVICE_KEY);
+        let r = self
+            .source_ref(&key, raw.get_ref(), raw.span())
+            .map_err(|(span, m)| self.error_at(span, format!("service {name:?}: {m}")))?;
+        let source = r.source.clone();
+        self.service_sources.push(r);
+        Ok(source)
     }
 }
 

@@ -273,6 +273,7 @@ pub(super) struct RawService {
     /// A program service's (`kind = "program"`; `scenario::program_service`): the Debian packages
     /// its image adds, its command and environment, its readiness probe, the command that seeds
     /// it, its reset policy and its own limits.
+    pub(super) source: Option<Spanned<RawServerSource>>,
     pub(super) packages: Option<Spanned<Vec<String>>>,
     pub(super) command: Option<Spanned<Vec<String>>>,
     pub(super) env: Option<Spanned<std::collections::BTreeMap<String, String>>>,

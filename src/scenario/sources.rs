@@ -19,7 +19,19 @@ pub struct SourceRef {
     keys: Vec<(SourceField, Range<usize>)>,
 }
 
+/// How a service's source is keyed among the fetched sources (`Scenario::fetched`), beside the
+/// servers' ids.
+pub const SERVICE_KEY: &str = "service:";
+
 impl SourceRef {
+    /// `server "id"` or `service "name"`, for messages.
+    pub fn label(&self) -> String {
+        match self.server.strip_prefix(SERVICE_KEY) {
+            Some(name) => format!("service {name:?}"),
+            None => format!("server {:?}", self.server),
+        }
+    }
+
     /// Where `field` is written (the whole `source` value when it is not).
     pub fn span_of(&self, field: SourceField) -> Range<usize> {
         self.keys.iter().find(|(f, _)| *f == field).map_or_else(|| self.span.clone(), |(_, s)| s.clone())
@@ -135,12 +147,13 @@ impl Scenario {
         cache: &std::path::Path,
     ) -> Result<(), FetchFailure> {
         let base = self.path.parent().map(std::path::PathBuf::from).unwrap_or_default();
-        for r in self.server_sources().map_err(FetchFailure::Input)? {
+        let services = self.service_sources.clone();
+        for r in self.server_sources().map_err(FetchFailure::Input)?.into_iter().chain(services) {
             let f = crate::source::fetch(&r.source, &base, mirrors, cache).map_err(|e| match e.field() {
-                Some(field) => FetchFailure::Input(
-                    self.error_at(r.span_of(field), format!("server {:?}: {e}", r.server)),
-                ),
-                None => FetchFailure::Host(format!("server {:?}: {e}", r.server)),
+                Some(field) => {
+                    FetchFailure::Input(self.error_at(r.span_of(field), format!("{}: {e}", r.label())))
+                }
+                None => FetchFailure::Host(format!("{}: {e}", r.label())),
             })?;
             self.fetched.insert(r.server.clone(), f);
         }
@@ -161,7 +174,7 @@ impl Scenario {
         Ok(out)
     }
 
-    fn source_ref(
+    pub(super) fn source_ref(
         &self,
         server: &str,
         r: &RawServerSource,

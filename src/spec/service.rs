@@ -168,11 +168,15 @@ pub struct ServiceSpec {
 }
 
 /// A program service as its scenario writes it: the Debian packages its image adds to the lab's
-/// bookworm base, the command it runs, its environment, how the lab knows it is ready, the
+/// bookworm base (or its own source, built by its Dockerfile), the command it runs, its environment, how the lab knows it is ready, the
 /// command that seeds it before each server, and its own limits. Its container is new for every
 /// cell (reset = "cell"), so each server meets it freshly seeded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceProgram {
+    /// Built from its own source's Dockerfile instead (as a server can be; `[source.base]` maps
+    /// its bases): no packages then, and its command defaults to the Dockerfile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::spec::ServerSource>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<String>,
     pub command: Vec<String>,

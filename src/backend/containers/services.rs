@@ -36,7 +36,11 @@ pub async fn start<E: Engine>(
 ) -> Result<Vec<Started>, EngineError> {
     let mut out = Vec::new();
     for s in services {
-        let mut sandbox = Sandbox::hardened();
+        // A service built from its own Dockerfile runs as that image's user, as a server built
+        // from its source does (no capabilities all the same).
+        let built = s.spec.program.as_ref().is_some_and(|p| p.source.is_some());
+        let mut sandbox =
+            Sandbox { user: if built { None } else { Sandbox::hardened().user }, ..Sandbox::hardened() };
         for (dir, bytes) in sandbox.scratch.iter_mut() {
             if dir == crate::spec::SCRATCH_DIR {
                 *bytes = s.spec.kind.scratch_bytes();
@@ -71,6 +75,7 @@ pub async fn start<E: Engine>(
         let id = engine.create_container(&spec).await?;
         created.push(id.clone());
         let version = match s.spec.kind.version_package() {
+            None if built => built_version(program.and_then(|p| p.source.as_ref()).expect("built")),
             None if program.is_some_and(|p| !p.packages.is_empty()) => {
                 program_version(engine, &id, &program.expect("some").packages).await?
             }
@@ -96,6 +101,19 @@ pub async fn start<E: Engine>(
         out.push(Started { id, usage });
     }
     Ok(out)
+}
+
+/// A service built from its own source is the version of that source: its origin and path.
+fn built_version(source: &crate::spec::ServerSource) -> String {
+    let origin = match &source.origin {
+        crate::spec::SourceOrigin::Git { url, commit } => format!("{url} at {commit}"),
+        crate::spec::SourceOrigin::Dir { dir } => format!("the folder {dir}"),
+        crate::spec::SourceOrigin::Tarball { file, sha256 } => format!("{file} (sha256 {sha256})"),
+    };
+    match source.path.as_str() {
+        "" => format!("built from {origin}"),
+        path => format!("built from {origin}, {path}/"),
+    }
 }
 
 /// A program service's version: each package it names with its installed Debian version.
