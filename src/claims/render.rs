@@ -346,11 +346,12 @@ pub fn markdown(a: &Audit) -> String {
     for r in rows {
         let _ = writeln!(
             o,
-            "| [{}](#{}) | {} | **{}** | {} | {} | {} | {} | {} | {} |",
+            "| [{}](#{}) | {} | **{}**{} | {} | {} | {} | {} | {} | {} |",
             r.id,
             r.id.to_lowercase(),
             r.kind.as_str(),
-            md(&r.verdict_text()),
+            r.verdict.as_str(),
+            md(r.verdict_text().trim_start_matches(r.verdict.as_str())),
             md(&claimed_text(r)),
             md(&measured_text(r)),
             tolerance_text(r),

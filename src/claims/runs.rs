@@ -93,8 +93,9 @@ impl EnvKey {
     }
 }
 
-/// With more than one run, each claim judged on each run alone: the runs that disagree with the
-/// verdict on all of them are named on the result.
+/// With more than one run, each claim judged on each run alone: the runs that decide it
+/// otherwise than all of them together are named on the result (a run that alone decides
+/// nothing, or does not measure the claim, is not a disagreement).
 pub(super) fn disagreements(
     scenario: &Scenario,
     claims: &[Claim],
@@ -116,8 +117,9 @@ pub(super) fn disagreements(
         };
         let alone: Vec<ClaimResult> = crate::par::par_map(claims, |c| ctx.judge(c));
         for (r, a) in results.iter_mut().zip(alone) {
-            // A run that did not measure a claim's cells has nothing to disagree with.
-            let measured = !matches!(a.verdict, Verdict::NotMeasured | Verdict::Finding);
+            // A run that did not measure a claim's cells has nothing to disagree with, and one
+            // that alone decides nothing (a single soak, say) is what pooling is for.
+            let measured = !matches!(a.verdict, Verdict::NotMeasured | Verdict::Finding | Verdict::Inconclusive);
             if measured && a.verdict != r.verdict {
                 r.disagreeing_runs.push(RunVerdict {
                     run_id: run.run_id.clone(),

@@ -133,7 +133,15 @@ impl Ctx<'_> {
         let each: Vec<String> = runs
             .iter()
             .zip(&slopes)
-            .map(|(run, s)| {
+            .zip(&done)
+            .map(|((run, s), rec)| {
+                let alone = if s.lower > threshold {
+                    "above the threshold: a leak, in this run alone"
+                } else if s.upper <= threshold {
+                    "at or below the threshold: no leak, in this run alone"
+                } else {
+                    "straddling the threshold"
+                };
                 let level = |l: Option<crate::spec::MemoryLevel>| {
                     l.map_or("—".to_string(), |l| format!("{} MiB", num(l.estimate as f64 / MIB)))
                 };
@@ -143,7 +151,8 @@ impl Ctx<'_> {
                     level(run.after)
                 );
                 format!(
-                    "{} {unit} (95% CI {}–{}, Theil–Sen over {} points, {} effective) over {} of steady load{levels}",
+                    "run {}: {} {unit} (95% CI {}–{}, {alone}; Theil–Sen over {} points, {} effective) over {} of steady load{levels}",
+                    rec.run_id,
                     num(s.estimate),
                     num(s.lower),
                     num(s.upper),
