@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use super::exit::{Exit, FAILED, OK};
-use super::load_run;
 use crate::claims::runs::RunRead;
 use crate::claims::Gate;
 use crate::record::store::RECORDS_FILE;
@@ -126,7 +125,7 @@ fn runs_of(results: &Path, name: &str) -> Vec<PathBuf> {
 /// 2, naming the first problem) unless `allow_damaged`, when the damage is carried into the audit.
 fn read_run(dir: &Path, allow_damaged: bool) -> Result<(Vec<Record>, Option<String>), Exit> {
     let path = super::records_path(dir);
-    let report = crate::record::audit::audit(&path);
+    let (records, report) = crate::record::store::read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
     let damage = report.first_problem().map(|p| {
         format!("{}: {} problem(s); the first is {p}", path.display(), report.problems.len())
     });
@@ -136,7 +135,7 @@ fn read_run(dir: &Path, allow_damaged: bool) -> Result<(Vec<Record>, Option<Stri
             dir.display()
         )));
     }
-    Ok((load_run(dir)?, damage))
+    Ok((records, damage))
 }
 
 /// The runs to judge: those named, else the newest under results/ and, of every older one, the
