@@ -243,13 +243,19 @@ fn a_store_that_does_not_audit_clean_is_refused_unless_allowed_and_said() {
     let md = f.run.parent().unwrap().join("AUDIT.md");
     let (code, out, err) = verify(&f, &["--markdown", md.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
-    assert!(err.contains("records.jsonl") && err.contains("line 2") && err.contains("--allow-damaged"), "{err}");
+    assert!(
+        err.contains("records.jsonl") && err.contains("line 2") && err.contains("--allow-damaged"),
+        "{err}"
+    );
     assert!(!md.exists(), "nothing judged, nothing written");
     let (code, _, err) = verify(&f, &["--allow-damaged", "--markdown", md.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let report = std::fs::read_to_string(&md).unwrap();
     let top: Vec<&str> = report.lines().take(3).collect();
-    assert!(top[2].starts_with("> **DAMAGED STORE, judged anyway (--allow-damaged)") && top[2].contains("line 2"), "{top:?}");
+    assert!(
+        top[2].starts_with("> **DAMAGED STORE, judged anyway (--allow-damaged)") && top[2].contains("line 2"),
+        "{top:?}"
+    );
 }
 
 #[test]

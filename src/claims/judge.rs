@@ -144,9 +144,14 @@ fn stand_ins(scenario: &Scenario, recs: &[&Record]) -> Vec<String> {
         let declared = entry.and_then(|e| e.stand_in.clone());
         let program = entry.and_then(|e| e.program.as_ref()).map(|p| p.get_ref().clone());
         let line = match (declared, &scenario.stated.program) {
-            (Some(what), _) => format!("{}: the lab's `{}` suite server, standing in for {what}", s.id, r.cell.suite),
+            (Some(what), _) => {
+                format!("{}: the lab's `{}` suite server, standing in for {what}", s.id, r.cell.suite)
+            }
             (None, Some(p)) if program.as_deref() != Some(p.as_str()) && s.source.is_some() => {
-                format!("{}: the lab's `{}` suite server, standing in for the source's program ({p})", s.id, r.cell.suite)
+                format!(
+                    "{}: the lab's `{}` suite server, standing in for the source's program ({p})",
+                    s.id, r.cell.suite
+                )
             }
             _ => continue,
         };
@@ -410,6 +415,35 @@ impl Ctx<'_> {
     }
 }
 
+/// An absolute figure carried to the source's scale through its reference: the lab's ratio
+/// (interval `i`) times the reference's claimed value, beside the raw figures.
+fn normalised(
+    reference: &str,
+    unit: &str,
+    (m, value): (&Measured, f64),
+    (om, ovalue): (&Measured, f64),
+    i: Interval,
+) -> super::Normalised {
+    let normalised = i.estimate * ovalue;
+    super::Normalised {
+        reference: reference.to_string(),
+        unit: unit.to_string(),
+        raw_measured: m.estimate,
+        raw_claimed: value,
+        reference_measured: om.estimate,
+        reference_claimed: ovalue,
+        ratio_measured: i.estimate,
+        ratio_claimed: value / ovalue,
+        normalised,
+        normalised_interval: (i.lower < i.upper).then_some(Interval {
+            estimate: normalised,
+            lower: i.lower * ovalue,
+            upper: i.upper * ovalue,
+            ..i
+        }),
+    }
+}
+
 fn method_text(m: RatioMethod) -> &'static str {
     match m {
         RatioMethod::BetweenRuns => " The ratio's interval is between runs: Welch's t on the logarithms of both cells' run values, never narrower than the ratio of their within-run intervals.",
@@ -622,20 +656,9 @@ impl Ctx<'_> {
             show(value, unit)
         );
         r.evidence = Some(pair_key(sel, osel));
-        let normalised = i.estimate * ovalue;
-        r.normalised = Some(super::Normalised {
-            reference: other.id.clone(),
-            unit: unit.to_string(),
-            raw_measured: m.estimate,
-            raw_claimed: value,
-            reference_measured: om.estimate,
-            reference_claimed: *ovalue,
-            ratio_measured: i.estimate,
-            ratio_claimed: value / ovalue,
-            normalised,
-            normalised_interval: (i.lower < i.upper)
-                .then_some(Interval { estimate: normalised, lower: i.lower * ovalue, upper: i.upper * ovalue, ..i }),
-        });
+        let n = normalised(&other.id, unit, (&m, value), (&om, *ovalue), i);
+        let normalised = n.normalised;
+        r.normalised = Some(n);
         let suffix = format!(
             "{} Normalised to the source's scale (the lab's ratio × the source's {} for {}), the lab's figure is {} against the claimed {}.",
             method_text(how),

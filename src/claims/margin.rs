@@ -46,11 +46,10 @@ pub fn of(v: Verdict, i: &Interval, claimed: f64, tol: f64, points: bool) -> Opt
     } else {
         None
     };
-    let (lo, hi) = if points { (claimed - tol, claimed + tol) } else { (claimed / (1.0 + tol), claimed * (1.0 + tol)) };
+    let (lo, hi) =
+        if points { (claimed - tol, claimed + tol) } else { (claimed / (1.0 + tol), claimed * (1.0 + tol)) };
     let (flips_at, flips_to, edge_distance) = match v {
-        Verdict::Reproduced => {
-            (Some(holds), Some(Verdict::Inconclusive), Some(away(lo, l).min(away(u, hi))))
-        }
+        Verdict::Reproduced => (Some(holds), Some(Verdict::Inconclusive), Some(away(lo, l).min(away(u, hi)))),
         Verdict::Contradicted => {
             let d = if u < lo { away(u, lo) } else { away(hi, l) };
             (outside, Some(Verdict::Inconclusive), Some(d))
@@ -100,7 +99,10 @@ mod tests {
         assert!((m.flips_at.unwrap() - 0.1).abs() < 1e-12 && m.edge_distance.is_none());
         // An interval over the claimed value is never contradicted.
         let m = of(Verdict::Inconclusive, &iv(0.8, 1.3), 1.0, 0.15, false).unwrap();
-        assert_eq!((m.flips_to, m.flips_at.map(|f| (f * 1e9).round())), (Some(Verdict::Reproduced), Some(3e8)));
+        assert_eq!(
+            (m.flips_to, m.flips_at.map(|f| (f * 1e9).round())),
+            (Some(Verdict::Reproduced), Some(3e8))
+        );
     }
 
     #[test]

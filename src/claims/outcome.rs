@@ -76,9 +76,7 @@ impl Ctx<'_> {
         // The failure's message, when the claim names one: every run's must match, not only
         // its category (a crash of another error is another finding).
         let details_match = match pattern.map(regex::Regex::new) {
-            Some(Ok(re)) => {
-                server.iter().all(|x| x.failure.as_ref().is_some_and(|f| re.is_match(&f.detail)))
-            }
+            Some(Ok(re)) => server.iter().all(|x| x.failure.as_ref().is_some_and(|f| re.is_match(&f.detail))),
             Some(Err(_)) => false,
             None => true,
         };
@@ -89,7 +87,9 @@ impl Ctx<'_> {
             Verdict::Contradicted
         };
         let unlike = match (failed && expect_failure && category && !details_match, pattern) {
-            (true, Some(p)) => format!(" The category matches, but the message does not match `{p}`: another failure."),
+            (true, Some(p)) => {
+                format!(" The category matches, but the message does not match `{p}`: another failure.")
+            }
             _ => String::new(),
         };
         r.explanation = format!(

@@ -104,7 +104,8 @@ pub fn table(a: &Audit) -> String {
 
 /// The exit gate and what it caught: `verify`'s exit code, said.
 pub fn gate_line(a: &Audit) -> String {
-    let parts: Vec<String> = a.gate.iter().map(|g| format!("{} ({} caught)", g.as_str(), g.caught(a))).collect();
+    let parts: Vec<String> =
+        a.gate.iter().map(|g| format!("{} ({} caught)", g.as_str(), g.caught(a))).collect();
     format!("exit gate: --fail-on {} → exit {}", parts.join(", "), a.exit_code())
 }
 
@@ -226,7 +227,14 @@ fn summary(o: &mut String, a: &Audit) {
         let _ = writeln!(o, "- none\n");
     } else {
         for r in marginal {
-            let _ = writeln!(o, "- [{}](#{}): {}, flips at {}", r.id, r.id.to_lowercase(), r.verdict.as_str(), md(&margin_text(r)));
+            let _ = writeln!(
+                o,
+                "- [{}](#{}): {}, flips at {}",
+                r.id,
+                r.id.to_lowercase(),
+                r.verdict.as_str(),
+                md(&margin_text(r))
+            );
         }
         o.push('\n');
     }
@@ -256,14 +264,22 @@ fn summary(o: &mut String, a: &Audit) {
                     md(&claimed_text(r)),
                     n.reference
                 ),
-                (None, Some(_)) => format!(" — measured {} against {}", md(&measured_text(r)), md(&claimed_text(r))),
+                (None, Some(_)) => {
+                    format!(" — measured {} against {}", md(&measured_text(r)), md(&claimed_text(r)))
+                }
                 (None, None) => String::new(),
             };
             let how = match r.verdict_text() {
                 t if t == r.verdict.as_str() => String::new(),
                 t => format!(" — {}", md(&t)),
             };
-            let _ = writeln!(o, "- [{}](#{}): “{}”{figure}{on}{how}", r.id, r.id.to_lowercase(), md(&r.statement));
+            let _ = writeln!(
+                o,
+                "- [{}](#{}): “{}”{figure}{on}{how}",
+                r.id,
+                r.id.to_lowercase(),
+                md(&r.statement)
+            );
         }
         o.push('\n');
     }
@@ -278,12 +294,23 @@ fn summary(o: &mut String, a: &Audit) {
     }
     if a.runs.len() > 1 {
         let split: Vec<&ClaimResult> = a.results.iter().filter(|r| !r.disagreeing_runs.is_empty()).collect();
-        let _ = writeln!(o, "**Runs that disagree with the verdict** ({} claim(s), each run judged alone):\n", split.len());
+        let _ = writeln!(
+            o,
+            "**Runs that disagree with the verdict** ({} claim(s), each run judged alone):\n",
+            split.len()
+        );
         if split.is_empty() {
             let _ = writeln!(o, "- none\n");
         } else {
             for r in split {
-                let _ = writeln!(o, "- [{}](#{}): {} on all runs; {}", r.id, r.id.to_lowercase(), r.verdict.as_str(), md(&disagreeing_text(r)));
+                let _ = writeln!(
+                    o,
+                    "- [{}](#{}): {} on all runs; {}",
+                    r.id,
+                    r.id.to_lowercase(),
+                    r.verdict.as_str(),
+                    md(&disagreeing_text(r))
+                );
             }
             o.push('\n');
         }
@@ -376,6 +403,14 @@ pub fn markdown(a: &Audit) -> String {
     }
     o.push('\n');
     deviations(&mut o, a);
+    every_claim(&mut o, a);
+    o
+}
+
+/// Every claim explained: its source, statement, verdict and why, where it would flip, its
+/// normalised figures, stand-ins, the runs that disagree, the self-test, evidence, cells and
+/// environment.
+fn every_claim(o: &mut String, a: &Audit) {
     let _ = writeln!(o, "## Every claim\n");
     for r in &a.results {
         let _ = writeln!(o, "### {}\n", r.id);
@@ -435,5 +470,4 @@ pub fn markdown(a: &Audit) -> String {
         }
         o.push('\n');
     }
-    o
 }

@@ -119,7 +119,8 @@ pub(super) fn disagreements(
         for (r, a) in results.iter_mut().zip(alone) {
             // A run that did not measure a claim's cells has nothing to disagree with, and one
             // that alone decides nothing (a single soak, say) is what pooling is for.
-            let measured = !matches!(a.verdict, Verdict::NotMeasured | Verdict::Finding | Verdict::Inconclusive);
+            let measured =
+                !matches!(a.verdict, Verdict::NotMeasured | Verdict::Finding | Verdict::Inconclusive);
             if measured && a.verdict != r.verdict {
                 r.disagreeing_runs.push(RunVerdict {
                     run_id: run.run_id.clone(),

@@ -351,7 +351,10 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
     let (ca, cb, cz) = (claim("a"), claim("b"), claim("z"));
     // One run of a soak is one reading: no verdict, whatever it shows.
     let single = run(&[("none", ca.as_str()), ("leak", &cb)], &once);
-    assert_eq!((verdict(&single, "none"), verdict(&single, "leak")), (Verdict::Inconclusive, Verdict::Inconclusive));
+    assert_eq!(
+        (verdict(&single, "none"), verdict(&single, "leak")),
+        (Verdict::Inconclusive, Verdict::Inconclusive)
+    );
     let why = &single.results[0].explanation;
     assert!(why.contains("one run's slope is one reading") && why.contains("in this run alone"), "{why}");
     let a = run(&[("none", ca.as_str()), ("leak", &cb), ("open", &cz)], &records);
@@ -441,7 +444,11 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
     let md = render::markdown(&a);
     assert!(md.contains("98.0% [94.3–102]"), "{md}");
     let kept = a.results.iter().find(|r| r.id == "kept").unwrap();
-    assert!(kept.explanation.contains("ran once: its 5 disconnections are of one server process"), "{}", kept.explanation);
+    assert!(
+        kept.explanation.contains("ran once: its 5 disconnections are of one server process"),
+        "{}",
+        kept.explanation
+    );
     // A cycle whose load grew nothing (peak at the idle level) is left out, not counted as 0.
     let flat = soak_run("a", &[50, 51, 50, 52, 50, 50], 80);
     let mut flat = flat;
@@ -534,7 +541,8 @@ fn a_steps_latency_and_the_http_request_rate_are_selected_from_the_load() {
 
 #[test]
 fn an_absolute_figure_from_other_hardware_is_judged_normalised_and_says_so() {
-    let elsewhere = r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "elsewhere", cpus = 64 } }"#;
+    let elsewhere =
+        r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "elsewhere", cpus = 64 } }"#;
     let fig = format!("{}\nrelative_to = \"ref\"", abs("b", 100.0));
     let (reference, fig) = (abs("a", 50.0), fig);
     let a = run_in(SCENARIO, elsewhere, &[("ref", reference.as_str()), ("fig", &fig)], &base_records());
@@ -583,7 +591,10 @@ fn every_run_counts_and_the_runs_that_disagree_are_named() {
     assert_eq!(verdict(&run(&[("c", claim.as_str())], &second), "c"), Verdict::Contradicted);
     let all: Vec<Record> = first.iter().chain(&second).cloned().collect();
     let runs = runs::RunRead::split("dir", &all);
-    assert_eq!(runs.iter().map(|r| (r.run_id.as_str(), r.records)).collect::<Vec<_>>(), [("run", 9), ("run2", 6)]);
+    assert_eq!(
+        runs.iter().map(|r| (r.run_id.as_str(), r.records)).collect::<Vec<_>>(),
+        [("run", 9), ("run2", 6)]
+    );
     let text = format!("{SCENARIO}\n[[claim]]\nid = \"c\"\n{SRC}\nstatement = \"c\"\n{claim}\n");
     let scenario = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap();
     let ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
@@ -591,7 +602,8 @@ fn every_run_counts_and_the_runs_that_disagree_are_named() {
     let a = verify_runs(&scenario, &parsed, &all, runs, vec![Gate::CannotFail], Some("dir".into()));
     let r = &a.results[0];
     assert_eq!((r.verdict, r.repeats), (Verdict::Inconclusive, Some(6)), "{}", r.explanation);
-    let named: Vec<(&str, Verdict)> = r.disagreeing_runs.iter().map(|d| (d.run_id.as_str(), d.verdict)).collect();
+    let named: Vec<(&str, Verdict)> =
+        r.disagreeing_runs.iter().map(|d| (d.run_id.as_str(), d.verdict)).collect();
     assert_eq!(named, [("run", Verdict::Reproduced), ("run2", Verdict::Contradicted)]);
     let md = render::markdown(&a);
     assert!(md.contains("2 runs judged together") && md.contains("run2 alone: contradicted"), "{md}");
@@ -608,17 +620,23 @@ fn an_outcome_compares_the_failures_message_and_a_stand_in_says_so() {
     let mut records = base_records();
     for r in records.iter_mut().filter(|r| r.cell.server.id == "b") {
         r.status = crate::record::Status::Failed;
-        r.failure = Some(Failure::new(FailureReason::Crash, "Traceback\nModuleNotFoundError: No module named 'x'"));
+        r.failure =
+            Some(Failure::new(FailureReason::Crash, "Traceback\nModuleNotFoundError: No module named 'x'"));
     }
-    let with = |detail: &str| format!("{}\nreason = \"crash\"\ndetail = \"{detail}\"", outcome("b", "failure"));
+    let with =
+        |detail: &str| format!("{}\nreason = \"crash\"\ndetail = \"{detail}\"", outcome("b", "failure"));
     let (same, other) = (with("ModuleNotFoundError: No module"), with("ExceptionGroup: unhandled errors"));
-    let scenario = SCENARIO.replace("id = \"b\"\n", "id = \"b\"\nstand_in = \"the source's unpublished server\"\n");
+    let scenario =
+        SCENARIO.replace("id = \"b\"\n", "id = \"b\"\nstand_in = \"the source's unpublished server\"\n");
     let a = run_in(&scenario, SRC, &[("same", same.as_str()), ("other", &other)], &records);
     assert_eq!(verdict(&a, "same"), Verdict::Reproduced);
     let r = a.results.iter().find(|r| r.id == "other").unwrap();
     assert_eq!(r.verdict, Verdict::Contradicted, "the category matches, the message does not");
     assert!(r.explanation.contains("another failure"), "{}", r.explanation);
-    assert_eq!(r.stand_in, ["b: the lab's `weekly` suite server, standing in for the source's unpublished server"]);
+    assert_eq!(
+        r.stand_in,
+        ["b: the lab's `weekly` suite server, standing in for the source's unpublished server"]
+    );
     assert_eq!(r.verdict_text(), "contradicted (on a stand-in)");
     assert!(r.environment.iter().any(|e| e.contains("this cell ran a stand-in")), "{:?}", r.environment);
     // A message pattern is a failure's, and a regular expression.
@@ -627,7 +645,12 @@ fn an_outcome_compares_the_failures_message_and_a_stand_in_says_so() {
         (format!("{}\ndetail = \"(\"", outcome("b", "failure")), "not a regular expression"),
     ] {
         let text = format!("{SCENARIO}\n[[claim]]\nid = \"c\"\n{SRC}\nstatement = \"c\"\n{body}\n");
-        let ids: Vec<String> = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap().cells().iter().map(|c| c.id()).collect();
+        let ids: Vec<String> = Scenario::parse(Path::new("t.toml"), text.clone())
+            .unwrap()
+            .cells()
+            .iter()
+            .map(|c| c.id())
+            .collect();
         let e = parse_claims(Path::new("t.toml"), &text, &ids).unwrap_err().to_string();
         assert!(e.contains(want), "{e}");
     }

@@ -125,10 +125,11 @@ fn runs_of(results: &Path, name: &str) -> Vec<PathBuf> {
 /// 2, naming the first problem) unless `allow_damaged`, when the damage is carried into the audit.
 fn read_run(dir: &Path, allow_damaged: bool) -> Result<(Vec<Record>, Option<String>), Exit> {
     let path = super::records_path(dir);
-    let (records, report) = crate::record::store::read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
-    let damage = report.first_problem().map(|p| {
-        format!("{}: {} problem(s); the first is {p}", path.display(), report.problems.len())
-    });
+    let (records, report) =
+        crate::record::store::read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
+    let damage = report
+        .first_problem()
+        .map(|p| format!("{}: {} problem(s); the first is {p}", path.display(), report.problems.len()));
     if let (Some(d), false) = (&damage, allow_damaged) {
         return Err(Exit::input(format!(
             "{d}\nthe store does not audit clean (see `benchlab audit {}`): its records are not judged; --allow-damaged judges them anyway and says so in the audit",
@@ -191,7 +192,12 @@ fn read_runs(
     Ok((records, runs))
 }
 
-fn verify_cmd(scenario: &Path, read: Reading, mirrors: &crate::source::Mirrors, out: Output) -> Result<i32, Exit> {
+fn verify_cmd(
+    scenario: &Path,
+    read: Reading,
+    mirrors: &crate::source::Mirrors,
+    out: Output,
+) -> Result<i32, Exit> {
     let Output { json, markdown } = out;
     let scenario = Scenario::load(scenario).map_err(|e| Exit::input(e.to_string()))?;
     let (records, runs) = read_runs(read.runs, read.results, &scenario.name, read.allow_damaged)?;

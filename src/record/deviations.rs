@@ -97,7 +97,14 @@ mod tests {
     }
 
     fn ran<'a>(env: &'a Environment, program: Option<&'a str>) -> CellRan<'a> {
-        CellRan { env, source_runtime: Some("3.12.3"), stand_in: None, program, suite: "tax", null_server: false }
+        CellRan {
+            env,
+            source_runtime: Some("3.12.3"),
+            stand_in: None,
+            program,
+            suite: "tax",
+            null_server: false,
+        }
     }
 
     #[test]
