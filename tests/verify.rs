@@ -296,6 +296,19 @@ fn runs_named_together_are_judged_together_and_those_that_disagree_named() {
         "{r}"
     );
     assert!(r["margin"]["flips_at"].is_number(), "{r}");
+    // Without --run: the newest run under results/ and the older one, whose cells ran the same
+    // image on a host of the same CPU.
+    let results = f.run.parent().unwrap().parent().unwrap();
+    let out = Command::new(BIN)
+        .arg("verify")
+        .arg(&f.scenario)
+        .args(["--results", results.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> =
+        json["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["20990101T000000Z-fixture-1", "20990102T000000Z-fixture-2"], "{json}");
     assert_eq!(json["gate"], serde_json::json!(["cannot-fail"]));
 }
 

@@ -121,22 +121,27 @@ fn runs_of(results: &Path, name: &str) -> Vec<PathBuf> {
     runs
 }
 
-/// One run folder's records, audited first: a store that does not audit clean is refused (exit
-/// 2, naming the first problem) unless `allow_damaged`, when the damage is carried into the audit.
-fn read_run(dir: &Path, allow_damaged: bool) -> Result<(Vec<Record>, Option<String>), Exit> {
+/// One run folder's records and, when its store does not audit clean, the first problem.
+fn read_run(dir: &Path) -> Result<(Vec<Record>, Option<String>), Exit> {
     let path = super::records_path(dir);
     let (records, report) =
         crate::record::store::read_audited(&path).map_err(|e| Exit::input(e.to_string()))?;
     let damage = report
         .first_problem()
         .map(|p| format!("{}: {} problem(s); the first is {p}", path.display(), report.problems.len()));
-    if let (Some(d), false) = (&damage, allow_damaged) {
-        return Err(Exit::input(format!(
+    Ok((records, damage))
+}
+
+/// A damaged store whose records would be judged is refused (exit 2, naming the first problem)
+/// unless `allow_damaged`, when the damage is carried into the audit.
+fn refuse_damaged(dir: &Path, damage: Option<&String>, allow_damaged: bool) -> Result<(), Exit> {
+    match (damage, allow_damaged) {
+        (Some(d), false) => Err(Exit::input(format!(
             "{d}\nthe store does not audit clean (see `benchlab audit {}`): its records are not judged; --allow-damaged judges them anyway and says so in the audit",
             dir.display()
-        )));
+        ))),
+        _ => Ok(()),
     }
-    Ok((records, damage))
 }
 
 /// The runs to judge: those named, else the newest under results/ and, of every older one, the
@@ -153,14 +158,17 @@ fn read_runs(
     if named.is_empty() {
         let mut runs = runs_of(results, scenario);
         let Some(newest) = runs.pop() else { return Ok((Vec::new(), Vec::new())) };
-        let (records, damage) = read_run(&newest, allow_damaged)?;
+        let (records, damage) = read_run(&newest)?;
+        refuse_damaged(&newest, damage.as_ref(), allow_damaged)?;
         let key = crate::claims::runs::EnvKey::of(&records);
         for dir in runs {
-            // Every older run is audited; its records count where they share the environment.
-            let (other, damage) = read_run(&dir, allow_damaged)?;
+            // An older run's records count where they share the environment, and then its
+            // store must audit clean too.
+            let (other, damage) = read_run(&dir)?;
             let stored = other.len();
             let shared: Vec<Record> = other.into_iter().filter(|r| key.shares(r)).collect();
             if !shared.is_empty() {
+                refuse_damaged(&dir, damage.as_ref(), allow_damaged)?;
                 all.push((dir, shared, stored, damage));
             }
         }
@@ -168,7 +176,8 @@ fn read_runs(
         all.push((newest, records, stored, damage));
     } else {
         for dir in named {
-            let (records, damage) = read_run(dir, allow_damaged)?;
+            let (records, damage) = read_run(dir)?;
+            refuse_damaged(dir, damage.as_ref(), allow_damaged)?;
             let stored = records.len();
             all.push((dir.clone(), records, stored, damage));
         }
