@@ -233,7 +233,7 @@ fn summary(o: &mut String, a: &Audit) {
                 r.id,
                 r.id.to_lowercase(),
                 r.verdict.as_str(),
-                md(&margin_text(r))
+                md(margin_text(r).trim_end_matches(", marginal"))
             );
         }
         o.push('\n');
