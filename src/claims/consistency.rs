@@ -161,6 +161,10 @@ mod tests {
             cells: Vec::new(),
             evidence: None,
             self_test: None,
+            margin: None,
+            normalised: None,
+            stand_in: Vec::new(),
+            disagreeing_runs: Vec::new(),
         }
     }
 

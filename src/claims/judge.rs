@@ -7,9 +7,8 @@ use super::measure::{measure, ratio, Measure, Measured, RatioMethod};
 use super::parse::{Body, Claim, Dim, Selector};
 use super::selftest::Perturb;
 use super::{judge_band, judge_points, num, show, ClaimResult, Verdict};
-use crate::record::{Record, Status};
+use crate::record::Record;
 use crate::scenario::Scenario;
-use crate::spec::FailureReason;
 use crate::stats::{Interval, NOISY_CV};
 
 /// The evidence key of a ratio of two figures: the same for a/b and b/a, so mirrored claims
@@ -118,6 +117,7 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
             &crate::record::deviations::CellRan {
                 env: &r.environment,
                 source_runtime: entry.and_then(|e| e.source_runtime.as_deref()),
+                stand_in: entry.and_then(|e| e.stand_in.as_deref()),
                 program: entry.and_then(|e| e.program.as_ref()).map(|p| p.get_ref().as_str()),
                 suite: &r.cell.suite,
                 null_server: s.source.is_none(),
@@ -129,6 +129,35 @@ fn environment_notes(scenario: &Scenario, claim: &Claim, recs: &[&Record]) -> Ve
     }
     if let Some(line) = hosts_line(recs) {
         push(line);
+    }
+    out
+}
+
+/// The servers behind these records that ran a stand-in for the source's program: declared
+/// (`stand_in = "…"` on the server entry), or the lab's suite server where the `[source]` names
+/// a program of its own. Each once, as `server: what it stands in for`.
+fn stand_ins(scenario: &Scenario, recs: &[&Record]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in recs {
+        let s = &r.cell.server;
+        let entry = scenario.servers.iter().find(|e| e.id.get_ref() == &s.id);
+        let declared = entry.and_then(|e| e.stand_in.clone());
+        let program = entry.and_then(|e| e.program.as_ref()).map(|p| p.get_ref().clone());
+        let line = match (declared, &scenario.stated.program) {
+            (Some(what), _) => {
+                format!("{}: the lab's `{}` suite server, standing in for {what}", s.id, r.cell.suite)
+            }
+            (None, Some(p)) if program.as_deref() != Some(p.as_str()) && s.source.is_some() => {
+                format!(
+                    "{}: the lab's `{}` suite server, standing in for the source's program ({p})",
+                    s.id, r.cell.suite
+                )
+            }
+            _ => continue,
+        };
+        if !out.contains(&line) {
+            out.push(line);
+        }
     }
     out
 }
@@ -202,6 +231,10 @@ fn base(claim: &Claim) -> ClaimResult {
         cells: Vec::new(),
         evidence: None,
         self_test: None,
+        margin: None,
+        normalised: None,
+        stand_in: Vec::new(),
+        disagreeing_runs: Vec::new(),
     }
 }
 
@@ -363,6 +396,7 @@ impl Ctx<'_> {
             let below =
                 if points { judged_i.upper < claimed - tol } else { judged_i.upper < claimed / (1.0 + tol) };
             text.push_str(&format!(": {}.", where_text(v, below)));
+            r.margin = super::margin::of(v, &judged_i, claimed, tol, points);
             (v, text)
         };
         r.verdict = v;
@@ -378,6 +412,35 @@ impl Ctx<'_> {
         r.explanation = text + &suffix;
         r.cells = ms.iter().flat_map(|m| m.cells.clone()).collect();
         r
+    }
+}
+
+/// An absolute figure carried to the source's scale through its reference: the lab's ratio
+/// (interval `i`) times the reference's claimed value, beside the raw figures.
+fn normalised(
+    reference: &str,
+    unit: &str,
+    (m, value): (&Measured, f64),
+    (om, ovalue): (&Measured, f64),
+    i: Interval,
+) -> super::Normalised {
+    let normalised = i.estimate * ovalue;
+    super::Normalised {
+        reference: reference.to_string(),
+        unit: unit.to_string(),
+        raw_measured: m.estimate,
+        raw_claimed: value,
+        reference_measured: om.estimate,
+        reference_claimed: ovalue,
+        ratio_measured: i.estimate,
+        ratio_claimed: value / ovalue,
+        normalised,
+        normalised_interval: (i.lower < i.upper).then_some(Interval {
+            estimate: normalised,
+            lower: i.lower * ovalue,
+            upper: i.upper * ovalue,
+            ..i
+        }),
     }
 }
 
@@ -404,6 +467,7 @@ impl Ctx<'_> {
         }
         let recs = records_of(self.records, &r.cells);
         r.environment = environment_notes(self.scenario, claim, &recs);
+        r.stand_in = stand_ins(self.scenario, &recs);
         r
     }
 
@@ -478,8 +542,8 @@ impl Ctx<'_> {
             Body::SoakSlope { measure: sel, value, unit, duration } => {
                 self.soak_slope(r, sel, *value, unit, duration)
             }
-            Body::Outcome { cell, expect_failure, reason } => {
-                self.outcome(r, cell, *expect_failure, reason.as_deref())
+            Body::Outcome { cell, expect_failure, reason, detail } => {
+                self.outcome(r, cell, *expect_failure, (reason.as_deref(), detail.as_deref()))
             }
             Body::Finding { figures, check, expected, explanation } => {
                 let mut r = r;
@@ -581,7 +645,7 @@ impl Ctx<'_> {
         let Some((i, how)) = ratio(&m, &om, &sel.stat, &claim.id) else {
             return not_measured(r, "the reference figure is zero".into());
         };
-        r.judged_as = format!("ratio to {} (other hardware)", other.id);
+        r.judged_as = format!("normalised: ratio to {} (other hardware)", other.id);
         let prefix = format!(
             "On other hardware (source {src}; lab {lab}) the figure is judged by the ratio it implies to {}: claimed {} / {} = {}; as absolutes, {} measured against {} claimed. ",
             other.id,
@@ -592,7 +656,17 @@ impl Ctx<'_> {
             show(value, unit)
         );
         r.evidence = Some(pair_key(sel, osel));
-        let suffix = method_text(how).into();
+        let n = normalised(&other.id, unit, (&m, value), (&om, *ovalue), i);
+        let normalised = n.normalised;
+        r.normalised = Some(n);
+        let suffix = format!(
+            "{} Normalised to the source's scale (the lab's ratio × the source's {} for {}), the lab's figure is {} against the claimed {}.",
+            method_text(how),
+            show(*ovalue, unit),
+            other.id,
+            show(normalised, unit),
+            show(value, unit)
+        );
         self.judged(
             r,
             Judging {
@@ -684,84 +758,6 @@ impl Ctx<'_> {
             "Measured order (smallest first): {}. {what}: {}. A noisy figure's ratio interval is widened by its CV on each side.",
             order.join(" < "),
             pairs.join("; ")
-        );
-        r
-    }
-
-    fn outcome(
-        &self,
-        mut r: ClaimResult,
-        cell: &str,
-        expect_failure: bool,
-        reason: Option<&str>,
-    ) -> ClaimResult {
-        let runs = super::measure::repeats_of(self.records, cell);
-        if runs.is_empty() {
-            return not_measured(r, format!("no record of cell {cell} in the run"));
-        }
-        r.cells = vec![cell.to_string()];
-        r.evidence = Some(format!("outcome of {cell}"));
-        r.judged_as = "outcome".into();
-        r.repeats = Some(runs.len() as u32);
-        // A failure of the lab (engine, node) says nothing of the server.
-        let lab_failed = |x: &&Record| {
-            x.failure
-                .as_ref()
-                .is_some_and(|f| matches!(f.reason, FailureReason::EngineError | FailureReason::NodeFail))
-        };
-        let (lab, server): (Vec<&Record>, Vec<&Record>) = runs.iter().copied().partition(lab_failed);
-        // The self-test's counterpart of a scaled figure: the opposite outcome.
-        let flip = self.perturb.flips();
-        let failed: Vec<bool> = server.iter().map(|x| (x.status == Status::Failed) != flip).collect();
-        let ended = |x: &Record, failed: bool| {
-            let got = if failed {
-                x.failure.as_ref().map_or("failed".into(), |f| f.reason.as_str().to_string())
-            } else {
-                "ok".into()
-            };
-            let detail = x
-                .failure
-                .as_ref()
-                .map(|f| f.detail.lines().last().unwrap_or("").to_string())
-                .unwrap_or_default();
-            (got, detail)
-        };
-        let want = if expect_failure {
-            format!("a failure{}", reason.map_or(String::new(), |w| format!(" ({w})")))
-        } else {
-            "success".into()
-        };
-        if server.is_empty() || failed.iter().any(|f| *f != failed[0]) {
-            r.verdict = Verdict::Inconclusive;
-            let why = if server.is_empty() {
-                let (got, detail) = ended(lab[0], true);
-                format!("every run of the cell failed by the lab's fault ({got}: {detail}), which says nothing of the server")
-            } else {
-                format!(
-                    "its {} runs disagree ({} failed)",
-                    failed.len(),
-                    failed.iter().filter(|f| **f).count()
-                )
-            };
-            r.explanation =
-                format!("The source reports {want}; the lab's cell {cell} gives no verdict: {why}.");
-            return r;
-        }
-        let last = server[server.len() - 1];
-        let (got, detail) = ended(last, failed[0]);
-        let reasons_match = server.iter().all(|x| ended(x, failed[0]).0 == got);
-        let failed = failed[0];
-        r.verdict =
-            if failed == expect_failure && (!failed || reason.is_none_or(|w| w == got && reasons_match)) {
-                Verdict::Reproduced
-            } else {
-                Verdict::Contradicted
-            };
-        r.explanation = format!(
-            "The source reports {want}; the lab's cell {cell} ended {}{} ({} run(s) alike).",
-            if failed { format!("failed ({got})") } else { "ok".into() },
-            if detail.is_empty() { String::new() } else { format!(": {detail}") },
-            server.len()
         );
         r
     }

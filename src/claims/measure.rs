@@ -407,11 +407,12 @@ fn from_histogram(cell: &str, hm: &HistogramMetric, sel: &Selector) -> Measure {
     })
 }
 
-/// The records of one cell id: the latest of each repeat index.
+/// The records of one cell id: the latest of each repeat index of each run (the runs judged
+/// together each count).
 pub(super) fn repeats_of<'a>(records: &'a [Record], id: &str) -> Vec<&'a Record> {
-    let mut by_index: std::collections::BTreeMap<u32, &Record> = Default::default();
+    let mut by_index: std::collections::BTreeMap<(&str, u32), &Record> = Default::default();
     for r in records.iter().filter(|r| r.cell.id == id) {
-        by_index.insert(r.cell.repeat.map_or(0, |p| p.index), r);
+        by_index.insert((r.run_id.as_str(), r.cell.repeat.map_or(0, |p| p.index)), r);
     }
     by_index.into_values().collect()
 }
@@ -434,7 +435,17 @@ fn from_cell(records: &[Record], id: &str, sel: &Selector) -> Measure {
         return Err(format!("cell {id} failed: {}", why.lines().next().unwrap_or("")));
     }
     if ok.len() == 1 {
-        return from_record(ok[0], sel);
+        // A soak's disconnections are of one server process: one run's spread, not between runs.
+        return from_record(ok[0], sel).map(|m| match m.basis {
+            Basis::Cycles if m.undecidable.is_none() => Measured {
+                undecidable: Some(format!(
+                    "{id} ran once: its {} disconnections are of one server process, and the spread between runs is unknown (judge two or more runs)",
+                    m.n
+                )),
+                ..m
+            },
+            _ => m,
+        });
     }
     let figures: Vec<Measured> = ok.iter().map(|r| from_record(r, sel)).collect::<Result<_, _>>()?;
     let values: Vec<f64> = figures.iter().map(|f| f.estimate).collect();

@@ -35,9 +35,12 @@
 mod consistency;
 pub mod evidence;
 mod judge;
+pub mod margin;
 pub mod measure;
+mod outcome;
 pub mod parse;
 pub mod render;
+pub mod runs;
 pub mod selftest;
 mod soak;
 
@@ -130,6 +133,109 @@ pub struct ClaimResult {
     pub evidence: Option<String>,
     /// The verdicts with the figure perturbed, and whether the claim can fail.
     pub self_test: Option<selftest::SelfTest>,
+    /// How near the verdict is to flipping: the tolerance at which it would, and the interval's
+    /// distance to the band's nearest edge (figures judged against a band only).
+    pub margin: Option<margin::Margin>,
+    /// An absolute figure judged through the ratio to a reference: the raw figures, the
+    /// reference and the lab's figure normalised to the source's scale, side by side.
+    pub normalised: Option<Normalised>,
+    /// The cells behind the verdict that ran a stand-in instead of the source's program, each
+    /// as `server: what it stands in for`.
+    pub stand_in: Vec<String>,
+    /// The runs read whose own records, judged alone, give another verdict.
+    pub disagreeing_runs: Vec<runs::RunVerdict>,
+}
+
+impl ClaimResult {
+    /// The verdict as AUDIT.md says it: `reproduced (normalised, on a stand-in, marginal)`.
+    pub fn verdict_text(&self) -> String {
+        let mut q: Vec<&str> = Vec::new();
+        if self.normalised.is_some() {
+            q.push("normalised");
+        }
+        if !self.stand_in.is_empty() {
+            q.push("on a stand-in");
+        }
+        if self.margin.as_ref().is_some_and(|m| m.marginal) {
+            q.push("marginal");
+        }
+        if self.noisy {
+            q.push("noisy");
+        }
+        match q.is_empty() {
+            true => self.verdict.as_str().to_string(),
+            false => format!("{} ({})", self.verdict.as_str(), q.join(", ")),
+        }
+    }
+
+    pub fn is_marginal(&self) -> bool {
+        self.margin.as_ref().is_some_and(|m| m.marginal)
+    }
+}
+
+/// An absolute figure from other hardware judged by the ratio it implies to a reference claim:
+/// what was measured and claimed, as absolutes and as ratios, and the lab's figure carried to the
+/// source's scale (the lab's ratio times the reference's claimed value).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Normalised {
+    /// The reference claim's id.
+    pub reference: String,
+    /// The unit of the absolute figures.
+    pub unit: String,
+    /// The lab's absolute figure and the source's, as measured and as claimed.
+    pub raw_measured: f64,
+    pub raw_claimed: f64,
+    /// The reference figure as the lab measured it and as the source claims it.
+    pub reference_measured: f64,
+    pub reference_claimed: f64,
+    /// The ratio as measured (with its interval) and as claimed.
+    pub ratio_measured: f64,
+    pub ratio_claimed: f64,
+    /// The lab's ratio times the reference's claimed value: the figure the verdict compares
+    /// with `raw_claimed`, and its interval.
+    pub normalised: f64,
+    pub normalised_interval: Option<Interval>,
+}
+
+/// What makes `verify` exit 1 (`--fail-on`): a method defect (a claim that cannot fail), a
+/// finding (a contradicted claim), or a claim left undecided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gate {
+    CannotFail,
+    Contradicted,
+    Inconclusive,
+}
+
+impl Gate {
+    pub const ALL: [Gate; 3] = [Gate::CannotFail, Gate::Contradicted, Gate::Inconclusive];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::CannotFail => "cannot-fail",
+            Gate::Contradicted => "contradicted",
+            Gate::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// How many of an audit's claims this gate catches.
+    pub fn caught(self, a: &Audit) -> usize {
+        match self {
+            Gate::CannotFail => a.cannot_fail().len(),
+            Gate::Contradicted => a.count(Verdict::Contradicted),
+            Gate::Inconclusive => a.count(Verdict::Inconclusive),
+        }
+    }
+}
+
+impl std::str::FromStr for Gate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Gate::ALL.into_iter().find(|g| g.as_str() == s).ok_or_else(|| {
+            let all: Vec<&str> = Gate::ALL.iter().map(|g| g.as_str()).collect();
+            format!("unknown gate `{s}`: expected one of {}", all.join(", "))
+        })
+    }
 }
 
 /// Every claim of a scenario judged against one run.
@@ -148,6 +254,11 @@ pub struct Audit {
     pub results: Vec<ClaimResult>,
     /// The distinct measurements the verdicts rest on.
     pub evidence: Vec<evidence::Evidence>,
+    /// Every run read, with its records and whether its store audits clean; more than one when
+    /// the scenario's runs that share an environment are judged together.
+    pub runs: Vec<runs::RunRead>,
+    /// What makes `verify` exit 1 (by default a claim that cannot fail: a method defect).
+    pub gate: Vec<Gate>,
 }
 
 impl Audit {
@@ -163,10 +274,14 @@ impl Audit {
             .collect()
     }
 
-    /// 1 when any claim is contradicted or cannot fail, else 0 (not measured and inconclusive do
-    /// not fail).
+    /// 1 when the gate catches a claim (by default: one that cannot fail), else 0.
     pub fn exit_code(&self) -> i32 {
-        i32::from(self.count(Verdict::Contradicted) > 0 || !self.cannot_fail().is_empty())
+        i32::from(self.gate.iter().any(|g| g.caught(self) > 0))
+    }
+
+    /// Whether any run read does not audit clean (judged anyway with `--allow-damaged`).
+    pub fn damaged(&self) -> bool {
+        self.runs.iter().any(|r| r.damage.is_some())
     }
 }
 
@@ -211,16 +326,33 @@ pub fn show(v: f64, unit: &str) -> String {
     }
 }
 
-/// Judges every claim against a run's records (empty when the scenario has not been run).
+/// Judges every claim against one run's records (empty when the scenario has not been run),
+/// the gate the default (claims that cannot fail).
 pub fn verify(scenario: &Scenario, claims: &[Claim], records: &[Record], run: Option<String>) -> Audit {
+    let runs = runs::RunRead::split(run.as_deref().unwrap_or(""), records);
+    verify_runs(scenario, claims, records, runs, vec![Gate::CannotFail], run)
+}
+
+/// Judges every claim against the records of several runs together (`records` holds each run's
+/// records in one contiguous stretch, as `runs` says), then each run alone: the runs whose own
+/// verdict differs are named on the claim.
+pub fn verify_runs(
+    scenario: &Scenario,
+    claims: &[Claim],
+    records: &[Record],
+    runs: Vec<runs::RunRead>,
+    gate: Vec<Gate>,
+    run: Option<String>,
+) -> Audit {
     let measured = judge::Figures::default();
     let ctx = judge::Ctx { scenario, claims, records, perturb: selftest::Perturb::None, measured: &measured };
     // Each claim (and its self-test) on its own, on every CPU, in the claims' order.
-    let results: Vec<ClaimResult> = crate::par::par_map(claims, |c| {
+    let mut results: Vec<ClaimResult> = crate::par::par_map(claims, |c| {
         let mut r = ctx.judge(c);
         r.self_test = selftest::self_test(&ctx, c, r.verdict);
         r
     });
+    runs::disagreements(scenario, claims, records, &runs, &mut results);
     let mut run_ids: Vec<String> = Vec::new();
     for r in records {
         if !run_ids.contains(&r.run_id) {
@@ -238,6 +370,8 @@ pub fn verify(scenario: &Scenario, claims: &[Claim], records: &[Record], run: Op
         noisy_cv: NOISY_CV,
         evidence: evidence::group(&results),
         results,
+        runs,
+        gate,
     }
 }
 

@@ -1,7 +1,8 @@
 //! The verdict on a `soak_slope` claim ("no leak over 24 h"): the RSS slope a soak's record
 //! carries (Theil–Sen over its steady phase, with its interval), per run, against the larger of
 //! the claimed slope and the floor the workload states. Reproduced when every run's interval
-//! lies at or below it, contradicted when every run's lies above it, else inconclusive; the
+//! lies at or below it, contradicted when every run's lies above it, else inconclusive, and
+//! inconclusive from one run whatever it shows (one soak is one reading); the
 //! steady phase's length is in the verdict beside the length the source claims.
 
 use super::judge::{not_measured, Ctx};
@@ -110,7 +111,10 @@ impl Ctx<'_> {
         let slopes: Vec<Slope> = runs.iter().map(|x| perturbed(self.perturb, x.slope, threshold)).collect();
         let above = slopes.iter().filter(|s| s.lower > threshold).count();
         let below = slopes.iter().filter(|s| s.upper <= threshold).count();
-        r.verdict = if below == slopes.len() {
+        r.verdict = if slopes.len() < 2 {
+            // One soak is one reading: its slope's interval is within the run.
+            Verdict::Inconclusive
+        } else if below == slopes.len() {
             Verdict::Reproduced
         } else if above == slopes.len() {
             Verdict::Contradicted
@@ -129,7 +133,15 @@ impl Ctx<'_> {
         let each: Vec<String> = runs
             .iter()
             .zip(&slopes)
-            .map(|(run, s)| {
+            .zip(&done)
+            .map(|((run, s), rec)| {
+                let alone = if s.lower > threshold {
+                    "above the threshold: a leak, in this run alone"
+                } else if s.upper <= threshold {
+                    "at or below the threshold: no leak, in this run alone"
+                } else {
+                    "straddling the threshold"
+                };
                 let level = |l: Option<crate::spec::MemoryLevel>| {
                     l.map_or("—".to_string(), |l| format!("{} MiB", num(l.estimate as f64 / MIB)))
                 };
@@ -139,7 +151,8 @@ impl Ctx<'_> {
                     level(run.after)
                 );
                 format!(
-                    "{} {unit} (95% CI {}–{}, Theil–Sen over {} points, {} effective) over {} of steady load{levels}",
+                    "run {}: {} {unit} (95% CI {}–{}, {alone}; Theil–Sen over {} points, {} effective) over {} of steady load{levels}",
+                    rec.run_id,
                     num(s.estimate),
                     num(s.lower),
                     num(s.upper),
@@ -156,6 +169,9 @@ impl Ctx<'_> {
             num(floor)
         );
         let verdict = match r.verdict {
+            _ if slopes.len() < 2 => {
+                "no verdict: one run's slope is one reading, and the spread between runs is unknown (judge two or more runs)"
+            }
             Verdict::Reproduced => "no leak: every run's interval lies at or below it",
             Verdict::Contradicted => "a leak: every run's interval lies above it",
             _ => "not decided: an interval straddles it, or the runs disagree",

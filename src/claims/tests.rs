@@ -52,9 +52,14 @@ fn repeats(id: &str, levels: &[f64]) -> Vec<Record> {
 }
 
 fn run(claims: &[(&str, &str)], records: &[Record]) -> Audit {
-    let mut text = SCENARIO.to_string();
+    run_in(SCENARIO, SRC, claims, records)
+}
+
+/// `run` on another scenario text, the claims' source line `src`.
+fn run_in(scenario: &str, src: &str, claims: &[(&str, &str)], records: &[Record]) -> Audit {
+    let mut text = scenario.to_string();
     for (id, body) in claims {
-        text.push_str(&format!("\n[[claim]]\nid = \"{id}\"\n{SRC}\nstatement = \"{id}\"\n{body}\n"));
+        text.push_str(&format!("\n[[claim]]\nid = \"{id}\"\n{src}\nstatement = \"{id}\"\n{body}\n"));
     }
     let scenario = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap();
     let ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
@@ -333,11 +338,25 @@ fn a_soak_slope_is_judged_against_the_larger_of_the_claim_and_the_floor() {
         }));
         r
     };
-    let records = [soak_run("a", -0.2, 0.4), soak_run("b", 3.0, 5.0), soak_run("z", 0.5, 2.0)];
+    let once = [soak_run("a", -0.2, 0.4), soak_run("b", 3.0, 5.0), soak_run("z", 0.5, 2.0)];
+    // Each soaked twice: a second run of the same cells.
+    let mut records = once.to_vec();
+    records.extend(once.iter().cloned().map(|mut r| {
+        r.run_id = "run2".into();
+        r
+    }));
     let claim = |cell: &str| {
         format!("kind = \"soak_slope\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"rss_slope\" }}\nvalue = 0\nunit = \"MiB/h\"\nduration = \"24h\"")
     };
     let (ca, cb, cz) = (claim("a"), claim("b"), claim("z"));
+    // One run of a soak is one reading: no verdict, whatever it shows.
+    let single = run(&[("none", ca.as_str()), ("leak", &cb)], &once);
+    assert_eq!(
+        (verdict(&single, "none"), verdict(&single, "leak")),
+        (Verdict::Inconclusive, Verdict::Inconclusive)
+    );
+    let why = &single.results[0].explanation;
+    assert!(why.contains("one run's slope is one reading") && why.contains("in this run alone"), "{why}");
     let a = run(&[("none", ca.as_str()), ("leak", &cb), ("open", &cz)], &records);
     assert_eq!(verdict(&a, "none"), Verdict::Reproduced);
     assert_eq!(verdict(&a, "leak"), Verdict::Contradicted);
@@ -401,10 +420,19 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
         format!("kind = \"absolute\"\nmeasure = {{ cell = \"{cell}/cold_start\", metric = \"rss_released\" }}\nvalue = 100\nunit = \"%\"")
     };
     let (ca, cb, cz) = (claim("a"), claim("b"), claim("z"));
+    // One run: the disconnections are one server process's, so no verdict either way.
     let a = run(&[("clean", ca.as_str()), ("kept", &cb), ("once", &cz)], &records);
-    assert_eq!(verdict(&a, "clean"), Verdict::Reproduced);
-    assert_eq!(verdict(&a, "kept"), Verdict::Contradicted);
+    assert_eq!(verdict(&a, "clean"), Verdict::Inconclusive);
+    assert_eq!(verdict(&a, "kept"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "once"), Verdict::Inconclusive, "one disconnection is one reading");
+    // Two runs of each: judged between them.
+    let mut twice = records.to_vec();
+    twice.extend(records.iter().cloned().map(|mut r| {
+        r.run_id = "run2".into();
+        r
+    }));
+    let two = run(&[("clean", ca.as_str()), ("kept", &cb)], &twice);
+    assert_eq!((verdict(&two, "clean"), verdict(&two, "kept")), (Verdict::Reproduced, Verdict::Contradicted));
     let clean = a.results.iter().find(|r| r.id == "clean").unwrap();
     assert_eq!(clean.n, Some(5));
     let i = clean.interval.unwrap();
@@ -416,7 +444,11 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
     let md = render::markdown(&a);
     assert!(md.contains("98.0% [94.3–102]"), "{md}");
     let kept = a.results.iter().find(|r| r.id == "kept").unwrap();
-    assert!(!kept.explanation.contains("one reading"), "{}", kept.explanation);
+    assert!(
+        kept.explanation.contains("ran once: its 5 disconnections are of one server process"),
+        "{}",
+        kept.explanation
+    );
     // A cycle whose load grew nothing (peak at the idle level) is left out, not counted as 0.
     let flat = soak_run("a", &[50, 51, 50, 52, 50, 50], 80);
     let mut flat = flat;
@@ -425,7 +457,7 @@ fn memory_released_over_a_soaks_cycles_has_an_interval_and_one_disconnection_has
     }
     let a = run(&[("clean", ca.as_str())], &[flat, records[1].clone(), records[2].clone()]);
     let clean = a.results.iter().find(|r| r.id == "clean").unwrap();
-    assert_eq!((clean.verdict, clean.n), (Verdict::Reproduced, Some(5)));
+    assert_eq!((clean.verdict, clean.n), (Verdict::Inconclusive, Some(5)));
 }
 
 /// Three repeats of cell `<id>/cold_start` with a load: this error rate, HTTP request rate, and
@@ -505,4 +537,121 @@ fn a_steps_latency_and_the_http_request_rate_are_selected_from_the_load() {
     assert_eq!(m.verdict, Verdict::NotMeasured);
     assert!(m.explanation.contains("no step \"tools/list\" (its steps: echo)"), "{}", m.explanation);
     assert_eq!(verdict(&a, "faster"), Verdict::Reproduced);
+}
+
+#[test]
+fn an_absolute_figure_from_other_hardware_is_judged_normalised_and_says_so() {
+    let elsewhere =
+        r#"source = { file = "seed.txt", section = "S", hardware = { cpu_model = "elsewhere", cpus = 64 } }"#;
+    let fig = format!("{}\nrelative_to = \"ref\"", abs("b", 100.0));
+    let (reference, fig) = (abs("a", 50.0), fig);
+    let a = run_in(SCENARIO, elsewhere, &[("ref", reference.as_str()), ("fig", &fig)], &base_records());
+    let r = a.results.iter().find(|r| r.id == "fig").unwrap();
+    assert_eq!(r.verdict, Verdict::Reproduced, "{}", r.explanation);
+    let n = r.normalised.as_ref().expect("judged through the reference");
+    assert_eq!(n.reference, "ref");
+    // b is about 200 ms, a about 100 ms: the ratio 2 times the source's 50 ms is 100 ms.
+    assert!((n.raw_measured - 200.0).abs() < 10.0 && (n.reference_measured - 100.0).abs() < 5.0, "{n:?}");
+    assert!((n.ratio_claimed - 2.0).abs() < 1e-12 && (n.normalised - 100.0).abs() < 5.0, "{n:?}");
+    assert_eq!(r.verdict_text(), "reproduced (normalised)");
+    let md = render::markdown(&a);
+    assert!(md.contains("- **Normalised:** raw: lab 2"), "{md}");
+    assert!(md.contains("normalised 1") && md.contains("against 100 ms (raw: lab 2"), "{md}");
+    // A margin on every band verdict: where the tolerance would flip it.
+    let m = r.margin.expect("a band verdict has a margin");
+    assert!(m.flips_at.is_some_and(|f| f < 0.15) && m.edge_distance.is_some_and(|d| d > 0.0), "{m:?}");
+}
+
+#[test]
+fn the_exit_gate_separates_findings_from_method_defects() {
+    let con = ratio("b", "a", 1.0);
+    let mut a = run(&[("ratio-con", con.as_str())], &base_records());
+    assert_eq!(a.gate, vec![Gate::CannotFail]);
+    assert_eq!(a.exit_code(), 0, "a contradicted claim is a finding, not a defect, by default");
+    a.gate = vec![Gate::Contradicted];
+    assert_eq!(a.exit_code(), 1);
+    a.gate = vec![Gate::Inconclusive];
+    assert_eq!(a.exit_code(), 0);
+    assert!(render::markdown(&a).contains("**Exit gate:** --fail-on inconclusive (0 caught) → exit 0."));
+    assert_eq!("contradicted".parse::<Gate>(), Ok(Gate::Contradicted));
+    assert!("everything".parse::<Gate>().unwrap_err().contains("cannot-fail, contradicted, inconclusive"));
+}
+
+#[test]
+fn every_run_counts_and_the_runs_that_disagree_are_named() {
+    let claim = ratio("b", "a", 2.0);
+    let first = base_records();
+    // A second run in which b is as fast as a.
+    let mut second = repeats("a", &[100.0, 101.0, 99.0]);
+    second.extend(repeats("b", &[100.0, 102.0, 99.0]));
+    for r in &mut second {
+        r.run_id = "run2".into();
+    }
+    assert_eq!(verdict(&run(&[("c", claim.as_str())], &first), "c"), Verdict::Reproduced);
+    assert_eq!(verdict(&run(&[("c", claim.as_str())], &second), "c"), Verdict::Contradicted);
+    let all: Vec<Record> = first.iter().chain(&second).cloned().collect();
+    let runs = runs::RunRead::split("dir", &all);
+    assert_eq!(
+        runs.iter().map(|r| (r.run_id.as_str(), r.records)).collect::<Vec<_>>(),
+        [("run", 9), ("run2", 6)]
+    );
+    let text = format!("{SCENARIO}\n[[claim]]\nid = \"c\"\n{SRC}\nstatement = \"c\"\n{claim}\n");
+    let scenario = Scenario::parse(Path::new("t.toml"), text.clone()).unwrap();
+    let ids: Vec<String> = scenario.cells().iter().map(|c| c.id()).collect();
+    let parsed = parse_claims(Path::new("t.toml"), &text, &ids).unwrap();
+    let a = verify_runs(&scenario, &parsed, &all, runs, vec![Gate::CannotFail], Some("dir".into()));
+    let r = &a.results[0];
+    assert_eq!((r.verdict, r.repeats), (Verdict::Inconclusive, Some(6)), "{}", r.explanation);
+    let named: Vec<(&str, Verdict)> =
+        r.disagreeing_runs.iter().map(|d| (d.run_id.as_str(), d.verdict)).collect();
+    assert_eq!(named, [("run", Verdict::Reproduced), ("run2", Verdict::Contradicted)]);
+    let md = render::markdown(&a);
+    assert!(md.contains("2 runs judged together") && md.contains("run2 alone: contradicted"), "{md}");
+    // A run's records share a cell's environment only with the same image on the same CPU.
+    let key = runs::EnvKey::of(&first);
+    let mut moved = second[0].clone();
+    assert!(key.shares(&moved));
+    moved.environment.image.image_id = "sha256:other".into();
+    assert!(!key.shares(&moved));
+}
+
+#[test]
+fn an_outcome_compares_the_failures_message_and_a_stand_in_says_so() {
+    let mut records = base_records();
+    for r in records.iter_mut().filter(|r| r.cell.server.id == "b") {
+        r.status = crate::record::Status::Failed;
+        r.failure =
+            Some(Failure::new(FailureReason::Crash, "Traceback\nModuleNotFoundError: No module named 'x'"));
+    }
+    let with =
+        |detail: &str| format!("{}\nreason = \"crash\"\ndetail = \"{detail}\"", outcome("b", "failure"));
+    let (same, other) = (with("ModuleNotFoundError: No module"), with("ExceptionGroup: unhandled errors"));
+    let scenario =
+        SCENARIO.replace("id = \"b\"\n", "id = \"b\"\nstand_in = \"the source's unpublished server\"\n");
+    let a = run_in(&scenario, SRC, &[("same", same.as_str()), ("other", &other)], &records);
+    assert_eq!(verdict(&a, "same"), Verdict::Reproduced);
+    let r = a.results.iter().find(|r| r.id == "other").unwrap();
+    assert_eq!(r.verdict, Verdict::Contradicted, "the category matches, the message does not");
+    assert!(r.explanation.contains("another failure"), "{}", r.explanation);
+    assert_eq!(
+        r.stand_in,
+        ["b: the lab's `weekly` suite server, standing in for the source's unpublished server"]
+    );
+    assert_eq!(r.verdict_text(), "contradicted (on a stand-in)");
+    assert!(r.environment.iter().any(|e| e.contains("this cell ran a stand-in")), "{:?}", r.environment);
+    // A message pattern is a failure's, and a regular expression.
+    for (body, want) in [
+        (format!("{}\ndetail = \"x\"", outcome("b", "success")), "only with expect = \"failure\""),
+        (format!("{}\ndetail = \"(\"", outcome("b", "failure")), "not a regular expression"),
+    ] {
+        let text = format!("{SCENARIO}\n[[claim]]\nid = \"c\"\n{SRC}\nstatement = \"c\"\n{body}\n");
+        let ids: Vec<String> = Scenario::parse(Path::new("t.toml"), text.clone())
+            .unwrap()
+            .cells()
+            .iter()
+            .map(|c| c.id())
+            .collect();
+        let e = parse_claims(Path::new("t.toml"), &text, &ids).unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+    }
 }

@@ -29,6 +29,8 @@ pub struct PlannedCell {
     pub sandbox: Sandbox,
     /// The runtime version the reproduced source used, if the scenario says.
     pub source_runtime: Option<String>,
+    /// What the server stands in for, when the scenario says it is a stand-in.
+    pub stand_in: Option<String>,
     /// What the reproduced source states (the scenario's `[source]`), for the derived deviations.
     pub stated: crate::scenario::SourceStatement,
     /// The scenario's extra environment for the server.
@@ -260,6 +262,7 @@ pub fn plan(scenario: &Scenario, recipes: &RecipeBook, cpus: &[u32]) -> Result<V
             expect: s.expect,
             sandbox: sandbox_for(s.source.is_some(), want.no_bytecode),
             source_runtime: s.source_runtime.clone(),
+            stand_in: s.stand_in.clone(),
             stated: scenario.stated.clone(),
             env: s.env.clone(),
             repeat: (spec.repeats > 1).then_some(crate::spec::Repeat {

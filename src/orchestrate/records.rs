@@ -85,6 +85,7 @@ fn derived_deviations(cell: &PlannedCell, environment: &Environment) -> Vec<Stri
         &crate::record::deviations::CellRan {
             env: environment,
             source_runtime: cell.source_runtime.as_deref(),
+            stand_in: cell.stand_in.as_deref(),
             program: cell.want.program.as_deref(),
             suite: &cell.suite,
             null_server: cell.want.family == crate::recipe::NULL_FAMILY,

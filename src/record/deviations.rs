@@ -12,6 +12,8 @@ pub struct CellRan<'a> {
     pub env: &'a Environment,
     /// The runtime version the source used, as the server entry states it.
     pub source_runtime: Option<&'a str>,
+    /// What the server stands in for, when its entry declares it a stand-in (`stand_in`).
+    pub stand_in: Option<&'a str>,
     /// The source's program the cell ran (`program` of its server entry), if any.
     pub program: Option<&'a str>,
     /// The suite of the lab's server the cell ran otherwise.
@@ -21,7 +23,7 @@ pub struct CellRan<'a> {
 }
 
 /// Every difference between the statement and what the cell ran, one sentence each, in a fixed
-/// order: runtime, packages, program, hardware, kernel, client.
+/// order: runtime, packages, program (or the stand-in), hardware, kernel, client.
 pub fn derive(stated: &SourceStatement, ran: &CellRan<'_>) -> Vec<String> {
     let env = ran.env;
     let mut out = Vec::new();
@@ -33,7 +35,9 @@ pub fn derive(stated: &SourceStatement, ran: &CellRan<'_>) -> Vec<String> {
             out.push(format!("this cell ran {name} {} where the source states {name} {version}", p.version));
         }
     }
-    if let Some(p) = &stated.program {
+    if let Some(what) = ran.stand_in {
+        out.push(format!("this cell ran a stand-in: the lab's own `{}` suite server for {what}", ran.suite));
+    } else if let Some(p) = &stated.program {
         if ran.program != Some(p.as_str()) && !ran.null_server {
             out.push(format!(
                 "this cell ran the lab's own `{}` suite server, not the source's program ({p})",
@@ -93,7 +97,14 @@ mod tests {
     }
 
     fn ran<'a>(env: &'a Environment, program: Option<&'a str>) -> CellRan<'a> {
-        CellRan { env, source_runtime: Some("3.12.3"), program, suite: "tax", null_server: false }
+        CellRan {
+            env,
+            source_runtime: Some("3.12.3"),
+            stand_in: None,
+            program,
+            suite: "tax",
+            null_server: false,
+        }
     }
 
     #[test]

@@ -225,6 +225,7 @@ impl RawMatrix {
             reply: self.reply.clone(),
             session: self.session.clone(),
             source_runtime: None,
+            stand_in: None,
             placement: placement.map(|p| Spanned::new(self.placements.as_ref().expect("listed").span(), p)),
             engine: engine.map(|e| Spanned::new(self.engines.as_ref().expect("listed").span(), e)),
             program: None,

@@ -46,6 +46,10 @@ pub struct ServerEntry {
     /// The runtime version the source being reproduced used (e.g. "3.12.3"); when the cell runs
     /// another, the record's environment lists the deviation.
     pub source_runtime: Option<String>,
+    /// What the source ran that this server stands in for, in words (e.g. "the seed's
+    /// unpublished arithmetic hashing server"): the lab's suite server runs in its place, which
+    /// every record and verdict of its cells says.
+    pub stand_in: Option<String>,
     /// `split` or `shared`: this server's placement mode instead of the scenario's (a matrix's
     /// `placements` axis sets it).
     pub placement: Option<Spanned<PlacementMode>>,

@@ -89,7 +89,7 @@ fn keys_of(kind: Kind) -> &'static [&'static str] {
         Kind::Ratio => &["numerator", "denominator", "value", "tolerance"],
         Kind::Ordering => &["items", "tolerance"],
         Kind::SoakSlope => &["measure", "value", "unit", "duration"],
-        Kind::Outcome => &["cell", "expect", "reason"],
+        Kind::Outcome => &["cell", "expect", "reason", "detail"],
         Kind::Finding => &["figures", "check", "expected", "explanation"],
         Kind::Consistency => &["figures", "check", "tolerance"],
     }
@@ -124,7 +124,7 @@ impl<'a> Fields<'a> {
     fn refuse_foreign_keys(&self) -> Result<(), SpanErr> {
         let (c, kspan) = (self.c, &self.kspan);
         let allowed = keys_of(self.kind);
-        let present: [(&str, Option<Range<usize>>); 14] = [
+        let present: [(&str, Option<Range<usize>>); 15] = [
             ("measure", c.measure.as_ref().map(|x| x.span())),
             ("numerator", c.numerator.as_ref().map(|x| x.span())),
             ("denominator", c.denominator.as_ref().map(|x| x.span())),
@@ -137,6 +137,7 @@ impl<'a> Fields<'a> {
             ("cell", c.cell.as_ref().map(|x| x.span())),
             ("expect", c.expect.as_ref().map(|x| x.span())),
             ("reason", c.reason.as_ref().map(|_| kspan.clone())),
+            ("detail", c.detail.as_ref().map(|x| x.span())),
             ("figures", c.figures.as_ref().map(|x| x.span())),
             ("check", c.check.as_ref().map(|x| x.span())),
         ];
@@ -455,7 +456,17 @@ fn outcome(f: &Fields) -> Result<Body, SpanErr> {
         "success" => false,
         _ => return Err((e.span(), "`expect` is \"failure\" or \"success\"".into())),
     };
-    Ok(Body::Outcome { cell: cell.get_ref().clone(), expect_failure, reason: f.c.reason.clone() })
+    let detail = match &f.c.detail {
+        Some(d) if !expect_failure => {
+            return Err((d.span(), "`detail` describes a failure: only with expect = \"failure\"".into()))
+        }
+        Some(d) => match regex::Regex::new(d.get_ref()) {
+            Ok(_) => Some(d.get_ref().clone()),
+            Err(e) => return Err((d.span(), format!("`detail` is not a regular expression: {e}"))),
+        },
+        None => None,
+    };
+    Ok(Body::Outcome { cell: cell.get_ref().clone(), expect_failure, reason: f.c.reason.clone(), detail })
 }
 
 fn figures(f: &Fields) -> Result<Vec<Figure>, SpanErr> {

@@ -33,7 +33,8 @@
 //! - `soak_slope`: `measure` (metric `rss_slope`), `value` (the slope claimed, e.g. 0) and `unit`
 //!   (`MiB/h`), `duration` (e.g. "24h"). No workload of the lab runs that long: not measured.
 //! - `outcome`: `cell` and `expect = "failure" | "success"`, optional `reason` (a record failure
-//!   reason such as `crash`): whether the cell did what the source says.
+//!   reason such as `crash`) and `detail` (a regular expression the failure's message must
+//!   match, e.g. the error class the source printed): whether the cell did what the source says.
 //! - `finding`: an inconsistency inside the source. `figures` (a list of `{ label, value }` as the
 //!   source prints them), `check` and `explanation`. `check = "differ"`: figures that should agree
 //!   and do not; `"identical"`: figures of different things that are identical; `"arithmetic"`:

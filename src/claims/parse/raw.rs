@@ -49,6 +49,8 @@ pub(super) struct RawClaim {
     pub cell: Option<Spanned<String>>,
     pub expect: Option<Spanned<String>>,
     pub reason: Option<String>,
+    /// Outcome: a regular expression the failure's detail (its message) must match.
+    pub detail: Option<Spanned<String>>,
     pub figures: Option<Spanned<Vec<RawFigure>>>,
     pub check: Option<Spanned<String>>,
     pub expected: Option<f64>,

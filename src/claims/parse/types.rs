@@ -234,6 +234,8 @@ pub enum Body {
         cell: String,
         expect_failure: bool,
         reason: Option<String>,
+        /// A regular expression the failure's detail must match (checked when parsed).
+        detail: Option<String>,
     },
     Finding {
         figures: Vec<Figure>,
