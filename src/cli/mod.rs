@@ -243,6 +243,9 @@ pub enum Command {
     /// (in a cell's program service container) one readiness probe: tcp or http.
     #[command(hide = true)]
     ServiceProbe(service_probe::ServiceProbeArgs),
+    /// (in a cell's service container) one of the lab's own services readied and seeded.
+    #[command(hide = true)]
+    ServiceReady(service_probe::ServiceReadyArgs),
 }
 
 /// Runs a command; returns the process exit code.
@@ -274,6 +277,7 @@ pub fn main_with(cli: Cli) -> Result<i32, Exit> {
         Command::Worker(args) => worker::run(args),
         Command::ServiceMock(args) => service_mock::run(args),
         Command::ServiceProbe(args) => service_probe::run(args),
+        Command::ServiceReady(args) => service_probe::ready(args),
     }
 }
 

@@ -1,6 +1,8 @@
-//! `benchlab service-probe` (hidden): one readiness probe of a program service, run by the backend
-//! inside the service's container (its loopback is the cell's): a TCP connection to an address,
-//! or an HTTP GET that must answer 2xx. Exit 0 when ready, 1 (saying why) when not yet.
+//! `benchlab service-probe` and `benchlab service-ready` (hidden), run by the backend inside a
+//! service's container (its loopback is the cell's). `service-probe`: one readiness probe of a
+//! program service, a TCP connection or an HTTP GET that must answer 2xx; exit 0 when ready, 1
+//! (saying why) when not yet. `service-ready`: one of the lab's own services readied and seeded
+//! (`driver::services::ready_one`); what it did as one JSON line, or why not and exit 1.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -15,6 +17,31 @@ pub struct ServiceProbeArgs {
     probe: String,
     /// host:port for tcp; http://host:port/path for http.
     target: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServiceReadyArgs {
+    /// The service, as the cell's job has it (JSON of `spec::ServiceSpec`).
+    #[arg(long)]
+    spec: String,
+    /// How long it may take to become ready, in milliseconds.
+    #[arg(long)]
+    startup_ms: u64,
+}
+
+pub(super) fn ready(args: ServiceReadyArgs) -> Result<i32, Exit> {
+    let spec: crate::spec::ServiceSpec =
+        serde_json::from_str(&args.spec).map_err(|e| Exit::input(format!("--spec: {e}")))?;
+    match crate::driver::services::ready_one(&spec, Duration::from_millis(args.startup_ms)) {
+        Ok(ready) => {
+            println!("{}", serde_json::to_string(&ready).expect("serialises"));
+            Ok(OK)
+        }
+        Err(failure) => {
+            eprintln!("{}", failure.detail);
+            Ok(1)
+        }
+    }
 }
 
 const WAIT: Duration = Duration::from_secs(1);

@@ -1,8 +1,9 @@
-//! Before the server starts: each backing service of the spec is waited for (its own probe, up
-//! to the start-up limit), emptied and seeded with the data set of its seed, so every server
-//! meets the same pristine data; a mock must say it serves the scenario's expectations. A service
-//! that is not ready or refuses its seed fails the cell as `service`, naming it. A program
-//! service is not the driver's: the backend readies and seeds it in its container.
+//! Before the server starts: each of the lab's own backing services is waited for (its own
+//! probe, up to the start-up limit), emptied and seeded with the data set of its seed, so every
+//! server meets the same pristine data; a mock must say it serves the scenario's expectations.
+//! This runs inside the service's own container (`benchlab service-ready`, executed there by the
+//! backend, as a program service's probe and seed command are), before the driver starts. A
+//! service that is not ready or refuses its seed fails the cell as `service`, naming it.
 
 use std::time::{Duration, Instant};
 
@@ -10,38 +11,37 @@ use crate::mcp::shop;
 use crate::services::{http1, pg, resp};
 use serde_json::Value;
 
-use crate::spec::{DriverSpec, Failure, FailureReason, ServiceKind, ServiceReady, ServiceSpec};
+use crate::spec::{Failure, FailureReason, ServiceKind, ServiceReady, ServiceSpec};
 
-/// Readies and seeds every service, in the spec's order.
-pub fn ready_all(spec: &DriverSpec) -> Result<Vec<ServiceReady>, Failure> {
-    let mut out = Vec::new();
-    for s in &spec.services {
-        let fail = |what: &str, e: String| {
-            Failure::new(
-                FailureReason::Service,
-                format!("service {:?} ({}) {what}: {e}", s.name, s.kind.as_str()),
-            )
-        };
-        let port = s.port();
-        let started = Instant::now();
-        let deadline = started + spec.timeouts.startup();
-        // Readiness: the service's own probe (the API's health answer names its data set, the
-        // mock's status its expectations).
-        let health = match s.kind {
-            ServiceKind::Redis => resp::redis_ready(port, deadline).map(|()| None),
-            ServiceKind::Postgres => pg::postgres_ready(port, deadline).map(|()| None),
-            ServiceKind::Api => http1::api_ready(port, deadline).map(Some),
-            ServiceKind::Mock => http1::mock_ready(port, deadline).map(Some),
-            // A program service was readied and seeded in its container by the backend, before
-            // this driver started (its probe and seed may be commands run there).
-            ServiceKind::Program => continue,
+/// Readies and seeds one of the lab's own services (`benchlab service-ready`, run by the backend
+/// in the service's container): its own probe up to `startup`, then its data set or, for a mock,
+/// the check that it serves the scenario's expectations. A program service is readied by its own
+/// probe and seed command instead (`backend::containers::services::prepare`).
+pub fn ready_one(s: &ServiceSpec, startup: Duration) -> Result<ServiceReady, Failure> {
+    let fail = |what: &str, e: String| {
+        Failure::new(
+            FailureReason::Service,
+            format!("service {:?} ({}) {what}: {e}", s.name, s.kind.as_str()),
+        )
+    };
+    let port = s.port();
+    let started = Instant::now();
+    let deadline = started + startup;
+    // Readiness: the service's own probe (the API's health answer names its data set, the
+    // mock's status its expectations).
+    let health = match s.kind {
+        ServiceKind::Redis => resp::redis_ready(port, deadline).map(|()| None),
+        ServiceKind::Postgres => pg::postgres_ready(port, deadline).map(|()| None),
+        ServiceKind::Api => http1::api_ready(port, deadline).map(Some),
+        ServiceKind::Mock => http1::mock_ready(port, deadline).map(Some),
+        ServiceKind::Program => {
+            return Err(fail("is not the lab's own", "its own probe and seed command ready it".into()))
         }
-        .map_err(|e| fail("was not ready", e))?;
-        let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (seed_sha256, items) = seed(s, port, health.as_ref()).map_err(|(what, e)| fail(what, e))?;
-        out.push(ServiceReady { name: s.name.clone(), ready_ms, seed_sha256, items });
     }
-    Ok(out)
+    .map_err(|e| fail("was not ready", e))?;
+    let ready_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (seed_sha256, items) = seed(s, port, health.as_ref()).map_err(|(what, e)| fail(what, e))?;
+    Ok(ServiceReady { name: s.name.clone(), ready_ms, seed_sha256, items })
 }
 
 /// Seeds a ready service with the data set of its seed (a mock is checked instead); the hash of

@@ -35,8 +35,8 @@ pub fn run(spec: &DriverSpec, progress: &mut Progress) -> DriverOutcome {
             ),
         };
         let mut shim = ShimClient::connect(&spec.lab_dir, Duration::from_secs(30))?;
-        // Services first: a server may connect to them as it starts.
-        out.services = crate::driver::services::ready_all(spec)?;
+        // The services were readied and seeded in their containers before this driver started
+        // (the backend's `services::prepare`): a server may connect to them as it starts.
         let suite = match (suite, spec.services.first()) {
             (Some(AnySuite::Builtin(s)), Some(service)) => Some(AnySuite::Builtin(s.with_seed(service.seed))),
             (s, _) => s,

@@ -158,8 +158,8 @@ impl<E: Engine> Cell<'_, E> {
         let services =
             services::start(engine, &job.services, self.name, &server, &labels, &job.benchlab_exe, created)
                 .await?;
-        // Program services are readied and seeded in their containers before the driver starts;
-        // one that is not fails the cell here, with what each service was until then.
+        // Every service is readied and seeded in its own container before the driver starts; one
+        // that is not fails the cell here, with what each service was until then.
         let readied =
             match services::prepare(engine, &services, &job.services, job.driver.timeouts.startup()).await {
                 Ok(readied) => readied,

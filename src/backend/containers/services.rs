@@ -1,9 +1,9 @@
 //! A cell's backing services in containers: each in its own container on the services' cpuset,
 //! memory-limited and sandboxed, joined to the server's network namespace (the cell's loopback,
 //! no egress), a mock given its expectations; what it is (image id, its program's installed
-//! version); its CPU time and memory from its cgroup over the driver's window; and whether it
-//! was still running at the end. The driver readies and seeds them; removing them is the cell's
-//! business (they are in `created`).
+//! version); readied and seeded in their containers before the driver starts (`prepare`); its
+//! CPU time and memory from its cgroup over the driver's window; and whether it was still
+//! running at the end. Removing them is the cell's business (they are in `created`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -134,10 +134,10 @@ async fn program_version<E: Engine>(
     Ok(named.join(", "))
 }
 
-/// Readies and seeds each program service in its own container, in order, before the driver
-/// starts: its probe (a TCP connection or an HTTP GET made by the lab's binary there, or its own
-/// command) is tried until it passes or the start-up limit passes, then its seed command runs
-/// once and must exit 0. A service that never becomes ready, exits first, or whose seed fails,
+/// Readies and seeds every service in its own container, in order, before the driver starts:
+/// the lab's own kinds by the lab's binary there (`ready_own`); a program service by its probe
+/// (a TCP connection or an HTTP GET made by the lab's binary there, or its own command), tried
+/// until it passes or the start-up limit passes, then its seed command, once, which must exit 0. A service that never becomes ready, exits first, or whose seed fails,
 /// fails the cell as `service`, with what it said.
 pub async fn prepare<E: Engine>(
     engine: &E,
@@ -147,7 +147,10 @@ pub async fn prepare<E: Engine>(
 ) -> Result<Vec<ServiceReady>, Failure> {
     let mut out = Vec::new();
     for (service, job) in started.iter().zip(jobs) {
-        let Some(program) = &job.spec.program else { continue };
+        let Some(program) = &job.spec.program else {
+            out.push(ready_own(engine, service, job, startup).await?);
+            continue;
+        };
         let name = &job.spec.name;
         let fail =
             |what: String| Failure::new(FailureReason::Service, format!("service {name:?} (program) {what}"));
@@ -209,6 +212,36 @@ pub async fn prepare<E: Engine>(
         });
     }
     Ok(out)
+}
+
+/// One of the lab's own services readied and seeded in its container by the lab's binary there
+/// (`benchlab service-ready`): what it did, or the failure it names.
+async fn ready_own<E: Engine>(
+    engine: &E,
+    service: &Started,
+    job: &ServiceJob,
+    startup: Duration,
+) -> Result<ServiceReady, Failure> {
+    let spec = serde_json::to_string(&job.spec).expect("specs serialise");
+    let argv =
+        [LAB_BINARY, "service-ready", "--spec", &spec, "--startup-ms", &startup.as_millis().to_string()]
+            .map(String::from);
+    let fail = |what: String| Failure::new(FailureReason::Service, what);
+    let (code, said) = match engine.exec(&service.id, &argv, &[]).await {
+        Ok(r) => r,
+        Err(e) => {
+            let why = gone_or(engine, &service.id, e).await;
+            return Err(fail(format!("service {:?} ({}) {why}", job.spec.name, job.spec.kind.as_str())));
+        }
+    };
+    let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match (code, serde_json::from_str::<ServiceReady>(last)) {
+        (0, Ok(ready)) => Ok(ready),
+        (0, Err(e)) => {
+            Err(fail(format!("service {:?}: its readiness check answered {last:?} ({e})", job.spec.name)))
+        }
+        _ => Err(fail(tail(&said))),
+    }
 }
 
 /// How often a program service's probe is tried.
