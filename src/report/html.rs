@@ -113,10 +113,7 @@ fn summary_table(o: &mut String, records: &[Record]) {
          <th>LOC</th><th>status</th></tr>\n",
     );
     for r in summary_rows(records) {
-        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
-            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
-            _ => "—".into(),
-        };
+        let cold = super::rows::cold_start_text(&r);
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
@@ -131,7 +128,7 @@ fn summary_table(o: &mut String, records: &[Record]) {
             esc(&r.driver_cpus),
             esc(&cold),
             esc(&ms(r.tools_list_p50_ms)),
-            esc(&ms(r.call_p50_ms)),
+            esc(&super::rows::call_p50_text(&r)),
             esc(&ms(r.call_p95_ms)),
             esc(&ms(r.call_p99_ms)),
             esc(&mib(r.rss_after_initialize_bytes)),

@@ -29,10 +29,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
         "status",
     ]);
     for r in rows {
-        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
-            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
-            _ => "—".into(),
-        };
+        let cold = super::rows::cold_start_text(r);
         t.add_row(vec![
             TCell::new(&r.server),
             TCell::new(format!("{} {}", r.family, r.sdk_version)),
@@ -40,7 +37,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
             TCell::new(format!("{}/{}", r.server_cpus, r.driver_cpus)),
             TCell::new(cold).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.tools_list_p50_ms)).set_alignment(CellAlignment::Right),
-            TCell::new(ms(r.call_p50_ms)).set_alignment(CellAlignment::Right),
+            TCell::new(super::rows::call_p50_text(r)).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.call_p95_ms)).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.call_p99_ms)).set_alignment(CellAlignment::Right),
             TCell::new(mib(r.rss_after_initialize_bytes)).set_alignment(CellAlignment::Right),
