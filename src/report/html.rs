@@ -116,12 +116,11 @@ fn summary_table(o: &mut String, records: &[Record]) {
         let cold = super::rows::cold_start_text(&r);
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td{}>{}</td></tr>",
             esc(&r.server),
-            esc(&r.family),
-            esc(&r.sdk_version),
+            esc(&super::labels::sdk_label(&r.family, &r.sdk_version)),
             esc(&r.runtime),
             esc(&r.runtime_version),
             esc(&r.server_cpus),
@@ -265,6 +264,19 @@ pub fn html(records: &[Record]) -> String {
         }
     }
     super::services::html_table(&mut o, records);
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2>{}</h2>\n<p class=\"note\">{}</p>\n<ul>",
+            super::labels::CLAIMS_HEADING,
+            esc(super::labels::CLAIMS_NOTE)
+        );
+        for c in &claims {
+            let _ = writeln!(o, "<li>{}: {}</li>", esc(&c.server), esc(&super::labels::claim_line(c)));
+        }
+        o.push_str("</ul>\n");
+    }
     if stdio {
         stdio_charts(&mut o, records, &rows);
     }

@@ -157,6 +157,14 @@ pub fn markdown(records: &[Record]) -> String {
     for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
         let _ = writeln!(o, "{}\n", cell(&l));
     }
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        let _ = writeln!(o, "## {}\n\n{}\n", super::labels::CLAIMS_HEADING, super::labels::CLAIMS_NOTE);
+        for c in &claims {
+            let _ = writeln!(o, "- {}: {}", cell(&c.server), cell(&super::labels::claim_line(c)));
+        }
+        o.push('\n');
+    }
     history_section(&mut o, records);
     per_cell_and_rest(&mut o, records);
     o
@@ -244,10 +252,9 @@ fn summary_section(o: &mut String, summary: &[SummaryRow]) {
         let cold = super::rows::cold_start_text(r);
         let _ = writeln!(
             o,
-            "| {} | {} {} | {} {} | {}/{} | {cold} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} {} | {}/{} | {cold} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&r.server),
-            cell(&r.family),
-            cell(&r.sdk_version),
+            cell(&super::labels::sdk_label(&r.family, &r.sdk_version)),
             cell(&r.runtime),
             cell(&r.runtime_version),
             cell(&r.server_cpus),

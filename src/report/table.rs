@@ -32,7 +32,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
         let cold = super::rows::cold_start_text(r);
         t.add_row(vec![
             TCell::new(&r.server),
-            TCell::new(format!("{} {}", r.family, r.sdk_version)),
+            TCell::new(super::labels::sdk_label(&r.family, &r.sdk_version)),
             TCell::new(format!("{} {}", r.runtime, r.runtime_version)),
             TCell::new(format!("{}/{}", r.server_cpus, r.driver_cpus)),
             TCell::new(cold).set_alignment(CellAlignment::Right),
@@ -103,6 +103,13 @@ pub fn tables(records: &[Record]) -> String {
     for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
         out.push_str(&l);
         out.push('\n');
+    }
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        out.push_str(&format!("\n{}: {}\n", super::labels::CLAIMS_HEADING, super::labels::CLAIMS_NOTE));
+        for c in &claims {
+            out.push_str(&format!("  {}: {}\n", c.server, super::labels::claim_line(c)));
+        }
     }
     if let Some(h) = history_table(records) {
         out.push('\n');
