@@ -178,7 +178,8 @@ const LAB_KEYIDS: [&str; 5] = [
 ];
 
 /// Every committed run that carries an attestation verifies with the lab's `verify-attestation`
-/// against the committed keyring (`results/keyring/`, whose keyids are pinned above) and the
+/// against the committed keyring (`results/keyring/`, whose keyids are pinned above; a file named
+/// by a keyid must hold that key, or the keyring is refused) and the
 /// attestation log, and with the independent implementation, on the committed files themselves.
 /// The `attestation.pub` kept beside a run is never what is trusted.
 #[test]

@@ -113,8 +113,15 @@ impl Keyring {
         let mut keys = Vec::new();
         for file in files {
             refuse_inside_run(&file, run_dir)?;
+            let named = file.file_stem().and_then(|n| n.to_str()).filter(|n| is_keyid(n));
             for key in read_public_keys(&file)? {
                 let keyid = super::dsse::keyid(&key);
+                if let Some(named) = named.filter(|n| *n != keyid) {
+                    return Err(key_error(
+                        &file,
+                        format!("its name says keyid {named}, but it holds key {keyid}"),
+                    ));
+                }
                 if !keys.iter().any(|k: &TrustedKey| k.keyid == keyid) {
                     keys.push(TrustedKey { keyid, key, file: file.clone() });
                 }
@@ -138,6 +145,11 @@ impl Keyring {
     pub fn verifying_keys(&self) -> Vec<VerifyingKey> {
         self.keys.iter().map(|k| k.key).collect()
     }
+}
+
+/// A file name that is a keyid (64 lowercase hex digits), as `results/keyring/` names its files.
+fn is_keyid(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A key file inside the run folder being checked is never a trust root.
@@ -254,6 +266,12 @@ mod tests {
         let e = Keyring::read(&run.join("../run/attestation.pub"), &run).unwrap_err();
         assert!(matches!(e, AttestError::KeyInRun { .. }), "{e}");
         assert!(matches!(Keyring::read(&run, &run), Err(AttestError::KeyInRun { .. })));
+        // A file named by a keyid must hold that key.
+        let named = dir.path().join("named");
+        std::fs::create_dir(&named).unwrap();
+        std::fs::copy(&a.public, named.join(format!("{}.pub", k.keyids()[1]))).unwrap();
+        let e = Keyring::read(&named, &run).unwrap_err();
+        assert!(e.to_string().contains("its name says keyid"), "{e}");
         // Nothing that is a key: refused.
         let empty = dir.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
