@@ -161,6 +161,7 @@ fn record(i: usize) -> Record {
             services: Vec::new(),
         }),
         observed: Observed {
+            server_info_truncated: None,
             protocol_version: Some("2025-06-18".into()),
             server_info: Some(std::sync::Arc::new(
                 serde_json::json!({"name": "echo", "version": "1.0", "x": -1.5e-7}),

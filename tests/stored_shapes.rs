@@ -375,6 +375,7 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             services: Vec::new(),
         }),
         observed: Observed {
+            server_info_truncated: None,
             protocol_version: Some("2025-06-18".into()),
             server_info: Some(std::sync::Arc::new(
                 json!({"name": "shapes", "version": "1.2.3", "ratio": 1.5e-7}),
@@ -670,6 +671,31 @@ fn a_record_from_a_cluster_names_its_node_and_job() {
     assert_eq!(schema_errors(&serde_json::to_value(&r).unwrap()), Vec::<String>::new());
     pin_eq("record_dispatch", &r.dispatch);
     pin_eq("record_node_fail", &r.failure);
+}
+
+/// A server's serverInfo over the limit: kept as its cut name and version, with its size; the
+/// record meets the schema and reads back the same. Without a cut, the field is absent.
+#[test]
+fn a_cut_server_info_is_recorded_as_cut() {
+    let mut r = record(3, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 });
+    let claim = json!({"name": "n".repeat(300), "version": "9", "blob": "x".repeat(8000)});
+    let (info, cut) = benchlab::record::claimed::bound_server_info(Some(claim));
+    r.observed.server_info = info.map(std::sync::Arc::new);
+    r.observed.server_info_truncated = cut;
+    r.hash = r.compute_hash();
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert!(v["observed"]["server_info_truncated"].as_u64().unwrap() > 8000, "{}", v["observed"]);
+    assert_eq!(v["observed"]["server_info"]["name"].as_str().unwrap().len(), 256);
+    let back: Record = serde_json::from_value(v).unwrap();
+    assert_eq!(back, r);
+    let plain = record(4, Status::Ok, Expect::Success, Workload::ColdStart { spawns: 5 });
+    let v = serde_json::to_value(&plain).unwrap();
+    assert!(v["observed"].get("server_info_truncated").is_none(), "{}", v["observed"]);
+    // The schema refuses a cut size that is no cut.
+    let mut bad = serde_json::to_value(&r).unwrap();
+    bad["observed"]["server_info_truncated"] = json!(10);
+    assert!(!schema_errors(&bad).is_empty());
 }
 
 #[test]

@@ -25,10 +25,10 @@ pub struct Verified {
 pub(super) fn verify(
     run_dir: &Path,
     envelope: &Envelope,
-    key: &VerifyingKey,
+    keys: &[VerifyingKey],
     lockfiles: &Path,
 ) -> Result<Verified, AttestError> {
-    let (keyid, payload) = envelope.verify(key)?;
+    let (keyid, payload) = envelope.verify_any(keys)?;
     let mut checked = vec![format!("signature: Ed25519 over the DSSE PAE verifies with key {keyid}")];
     let statement = read_statement(envelope, &payload)?;
     let p = &statement.predicate;

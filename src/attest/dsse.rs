@@ -57,6 +57,11 @@ pub enum DsseError {
          key signed it"
     )]
     BadSignature { keyid: String, signatures: usize, candidates: usize },
+    #[error(
+        "the envelope is signed by key {signed_by}, which the keyring does not hold (it trusts {trusted}): \
+         another key signed it; trust a key only after checking its keyid out of band"
+    )]
+    NotTrusted { signed_by: String, trusted: String },
 }
 
 impl Envelope {
@@ -83,25 +88,40 @@ impl Envelope {
     }
 
     /// The verified payload: some signature whose keyid is `key`'s (or empty) verifies over the
-    /// PAE of this envelope's payload type and payload. Ed25519 is checked strictly (no weak keys,
-    /// no malleable signatures). Returns the keyid that verified and the payload.
+    /// PAE of this envelope's payload type and payload. Returns the keyid that verified and the
+    /// payload.
     pub fn verify(&self, key: &VerifyingKey) -> Result<(String, Vec<u8>), DsseError> {
+        self.verify_any(std::slice::from_ref(key))
+    }
+
+    /// The verified payload under any of the trusted `keys`: a signature naming a trusted key's
+    /// keyid is checked with that key, one without a keyid with each key. Ed25519 is checked
+    /// strictly (no weak keys, no malleable signatures). Signatures that name only keys outside
+    /// `keys` give `NotTrusted`, naming both sides. Returns the keyid that verified and the
+    /// payload.
+    pub fn verify_any(&self, keys: &[VerifyingKey]) -> Result<(String, Vec<u8>), DsseError> {
         let payload = self.payload_bytes()?;
         let message = pae(&self.payload_type, &payload);
-        let id = keyid(key);
+        let ids: Vec<String> = keys.iter().map(keyid).collect();
         let mut candidates = 0;
         for s in &self.signatures {
-            if !(s.keyid.is_empty() || s.keyid == id) {
-                continue;
-            }
-            candidates += 1;
-            let bytes = decode("sig", &s.sig)?;
-            let Ok(sig) = Signature::from_slice(&bytes) else { continue };
-            if key.verify_strict(&message, &sig).is_ok() {
-                return Ok((id, payload));
+            for (key, id) in keys.iter().zip(&ids) {
+                if !(s.keyid.is_empty() || &s.keyid == id) {
+                    continue;
+                }
+                candidates += 1;
+                let bytes = decode("sig", &s.sig)?;
+                let Ok(sig) = Signature::from_slice(&bytes) else { continue };
+                if key.verify_strict(&message, &sig).is_ok() {
+                    return Ok((id.clone(), payload));
+                }
             }
         }
-        Err(DsseError::BadSignature { keyid: id, signatures: self.signatures.len(), candidates })
+        if candidates == 0 && !self.signatures.is_empty() {
+            let signed_by: Vec<&str> = self.signatures.iter().map(|s| s.keyid.as_str()).collect();
+            return Err(DsseError::NotTrusted { signed_by: signed_by.join(", "), trusted: ids.join(", ") });
+        }
+        Err(DsseError::BadSignature { keyid: ids.join(", "), signatures: self.signatures.len(), candidates })
     }
 }
 
@@ -174,8 +194,11 @@ mod tests {
     fn a_wrong_key_fails() {
         let env = Envelope::sign(PAYLOAD_TYPE, b"x", &key(3));
         let other = key(4).verifying_key();
-        // Its keyid differs, so no signature is even tried...
-        assert!(matches!(env.verify(&other), Err(DsseError::BadSignature { candidates: 0, .. })));
+        // Its keyid differs, so no signature is even tried, and both keyids are named...
+        let e = env.verify(&other).unwrap_err();
+        assert!(matches!(e, DsseError::NotTrusted { .. }), "{e}");
+        let text = e.to_string();
+        assert!(text.contains(&keyid(&key(3).verifying_key())) && text.contains(&keyid(&other)), "{text}");
         // ...and with the keyid removed the signature itself does not verify.
         let mut anonymous = env.clone();
         anonymous.signatures[0].keyid.clear();

@@ -1,6 +1,7 @@
 //! Ed25519 key files for attestations: generating a pair (the private key as PKCS#8 PEM at mode
 //! 0600, the public key as SubjectPublicKeyInfo PEM beside it as `<file>.pub`), reading either
-//! back, and refusing a private key that group or others can read. Signing is `dsse`'s.
+//! back, refusing a private key that group or others can read, and the keyring a verifier trusts
+//! (never a key from inside the run folder it checks). Signing is `dsse`'s.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -70,6 +71,124 @@ pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey, AttestError> {
         .map_err(|e| key_error(path, format!("not an Ed25519 SubjectPublicKeyInfo PEM public key: {e}")))
 }
 
+/// The public keys a verifier trusts, each with its keyid and the file it came from. Read from a
+/// file holding one or more `PUBLIC KEY` PEM blocks, or from a folder's `*.pub` files (not its
+/// sub-folders). It is the trust root: a key found in the run folder being checked is refused,
+/// since whoever can rewrite a run can replace a key kept beside it.
+#[derive(Debug, Clone)]
+pub struct Keyring {
+    /// The file or folder named by the user.
+    pub source: PathBuf,
+    pub keys: Vec<TrustedKey>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TrustedKey {
+    pub keyid: String,
+    pub key: VerifyingKey,
+    pub file: PathBuf,
+}
+
+impl Keyring {
+    /// Reads the keyring at `path` (a file or a folder) for checking the run in `run_dir`:
+    /// refused when it lies inside `run_dir`, holds no key, or holds something that is not an
+    /// Ed25519 public key.
+    pub fn read(path: &Path, run_dir: &Path) -> Result<Keyring, AttestError> {
+        let meta =
+            std::fs::metadata(path).map_err(|source| AttestError::Read { path: path.into(), source })?;
+        let files = match meta.is_dir() {
+            false => vec![path.to_path_buf()],
+            true => {
+                let entries = std::fs::read_dir(path)
+                    .map_err(|source| AttestError::Read { path: path.into(), source })?;
+                let mut files: Vec<PathBuf> = entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "pub"))
+                    .collect();
+                files.sort();
+                files
+            }
+        };
+        let mut keys = Vec::new();
+        for file in files {
+            refuse_inside_run(&file, run_dir)?;
+            let named = file.file_stem().and_then(|n| n.to_str()).filter(|n| is_keyid(n));
+            for key in read_public_keys(&file)? {
+                let keyid = super::dsse::keyid(&key);
+                if let Some(named) = named.filter(|n| *n != keyid) {
+                    return Err(key_error(
+                        &file,
+                        format!("its name says keyid {named}, but it holds key {keyid}"),
+                    ));
+                }
+                if !keys.iter().any(|k: &TrustedKey| k.keyid == keyid) {
+                    keys.push(TrustedKey { keyid, key, file: file.clone() });
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Err(key_error(
+                path,
+                "the keyring holds no public key (a folder's keys are its *.pub files)",
+            ));
+        }
+        Ok(Keyring { source: path.to_path_buf(), keys })
+    }
+
+    /// The keyids of its keys, in keyring order.
+    pub fn keyids(&self) -> Vec<String> {
+        self.keys.iter().map(|k| k.keyid.clone()).collect()
+    }
+
+    /// The verifying keys, in keyring order.
+    pub fn verifying_keys(&self) -> Vec<VerifyingKey> {
+        self.keys.iter().map(|k| k.key).collect()
+    }
+}
+
+/// A file name that is a keyid (64 lowercase hex digits), as `results/keyring/` names its files.
+fn is_keyid(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A key file inside the run folder being checked is never a trust root.
+fn refuse_inside_run(file: &Path, run_dir: &Path) -> Result<(), AttestError> {
+    let (Ok(file_c), Ok(run_c)) = (file.canonicalize(), run_dir.canonicalize()) else {
+        // An unreadable path is reported when it is read.
+        return Ok(());
+    };
+    if file_c.starts_with(&run_c) {
+        return Err(AttestError::KeyInRun { path: file.into(), run: run_dir.into() });
+    }
+    Ok(())
+}
+
+/// Every `PUBLIC KEY` PEM block of a file, each an Ed25519 SubjectPublicKeyInfo.
+fn read_public_keys(path: &Path) -> Result<Vec<VerifyingKey>, AttestError> {
+    const END: &str = "-----END PUBLIC KEY-----";
+    let text = read_text(path)?;
+    let mut keys = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("-----BEGIN PUBLIC KEY-----") {
+        let Some(end) = rest[start..].find(END) else {
+            return Err(key_error(path, "a PUBLIC KEY PEM block has no END line"));
+        };
+        let block = &rest[start..start + end + END.len()];
+        keys.push(VerifyingKey::from_public_key_pem(block).map_err(|e| {
+            key_error(path, format!("not an Ed25519 SubjectPublicKeyInfo PEM public key: {e}"))
+        })?);
+        rest = &rest[start + end + END.len()..];
+    }
+    if keys.is_empty() {
+        return Err(key_error(
+            path,
+            "no -----BEGIN PUBLIC KEY----- block (a keyring file holds PEM public keys)",
+        ));
+    }
+    Ok(keys)
+}
+
 fn read_text(path: &Path) -> Result<String, AttestError> {
     std::fs::read_to_string(path).map_err(|source| AttestError::Read { path: path.into(), source })
 }
@@ -120,6 +239,44 @@ mod tests {
         let e = read_signing_key(&k).unwrap_err();
         assert!(matches!(e, AttestError::KeyPermissions { mode: 0o640, .. }));
         assert!(e.to_string().contains("chmod 600"), "{e}");
+    }
+
+    #[test]
+    fn a_keyring_reads_a_folder_or_a_file_of_blocks_but_never_from_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("ring");
+        std::fs::create_dir(&ring).unwrap();
+        let a = generate(&ring.join("a")).unwrap();
+        let b = generate(&ring.join("b")).unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        // A folder: its *.pub files (the private keys beside them are not read).
+        let k = Keyring::read(&ring, &run).unwrap();
+        assert_eq!(k.keyids(), vec![a.keyid.clone(), b.keyid.clone()]);
+        // A file of two blocks.
+        let both = dir.path().join("both.pem");
+        let text = std::fs::read_to_string(&a.public).unwrap() + &std::fs::read_to_string(&b.public).unwrap();
+        std::fs::write(&both, text).unwrap();
+        assert_eq!(Keyring::read(&both, &run).unwrap().keyids(), vec![a.keyid.clone(), b.keyid]);
+        // A key inside the run folder is refused, whether named itself or through a path.
+        std::fs::copy(&a.public, run.join("attestation.pub")).unwrap();
+        let e = Keyring::read(&run.join("attestation.pub"), &run).unwrap_err();
+        assert!(matches!(e, AttestError::KeyInRun { .. }), "{e}");
+        assert!(e.to_string().contains("--keyring"), "{e}");
+        let e = Keyring::read(&run.join("../run/attestation.pub"), &run).unwrap_err();
+        assert!(matches!(e, AttestError::KeyInRun { .. }), "{e}");
+        assert!(matches!(Keyring::read(&run, &run), Err(AttestError::KeyInRun { .. })));
+        // A file named by a keyid must hold that key.
+        let named = dir.path().join("named");
+        std::fs::create_dir(&named).unwrap();
+        std::fs::copy(&a.public, named.join(format!("{}.pub", k.keyids()[1]))).unwrap();
+        let e = Keyring::read(&named, &run).unwrap_err();
+        assert!(e.to_string().contains("its name says keyid"), "{e}");
+        // Nothing that is a key: refused.
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert!(matches!(Keyring::read(&empty, &run), Err(AttestError::Key { .. })));
+        assert!(matches!(Keyring::read(&ring.join("a"), &run), Err(AttestError::Key { .. })));
     }
 
     #[test]

@@ -52,8 +52,11 @@
 //! | `lab_binary` | `{"recorded_sha256": [..], "attester_sha256": hex, "attester_version": ".."}`: the records' distinct `environment.benchlab.binary_sha256` (the frozen binary that measured), sorted, and the sha256 and version of the `benchlab` executable that made the attestation |
 //! | `made_at` | when the attestation was made, RFC 3339 UTC |
 //!
-//! Verifying (`verify`) checks, stopping at the first failure: a signature by the given public
-//! key verifies (keyid equal to it or empty); `payloadType`, `_type` and `predicateType` are the
+//! Verifying (`verify`) checks, stopping at the first failure: a signature by one of the trusted
+//! public keys verifies (its keyid names that key, or is empty; a signature naming only keys the
+//! keyring does not hold fails, naming both keyids). The trusted keys are a keyring the verifier
+//! names (`keys::Keyring`), never a key from the run folder: a run re-signed with a fresh key
+//! whose public half replaced the one beside it fails; `payloadType`, `_type` and `predicateType` are the
 //! ones above; the files' sha256 now equal their subjects'; the run audits clean now; the image
 //! subjects are exactly those the records name now; and `scenario`, `run_ids`, `records`,
 //! `last_record_hash`, `env_hashes`, `lab_binary.recorded_sha256` and `verdicts` (a fresh
@@ -67,6 +70,7 @@ mod check;
 pub mod dsse;
 mod facts;
 pub mod keys;
+pub mod log;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -175,6 +179,12 @@ pub enum AttestError {
     Key { path: PathBuf, reason: String },
     #[error("key {path} can be read by group or others (mode {mode:04o}); run `chmod 600 {path}`")]
     KeyPermissions { path: PathBuf, mode: u32 },
+    #[error(
+        "key {path} lies inside the run folder {run}: a key kept beside a run is never trusted (whoever \
+         can rewrite the run can replace it); pass a keyring from outside the run (--keyring FILE|DIR \
+         or --pub K.pub), holding the lab's public key whose keyid you checked out of band"
+    )]
+    KeyInRun { path: PathBuf, run: PathBuf },
     #[error("{path} exists already; not overwriting a key (remove it or choose another name)")]
     KeyExists { path: PathBuf },
     #[error(transparent)]
@@ -215,6 +225,18 @@ pub enum AttestError {
          `benchlab audit {path}`)"
     )]
     NotClean { path: PathBuf, problems: usize, first: String },
+    #[error("attestation log {path} line {line}: {reason}")]
+    Log { path: PathBuf, line: usize, reason: String },
+    #[error(
+        "the attestation log {log} has no line for {run}: an attestation made by `benchlab attest` \
+         is logged; this one was not, or its log line was removed"
+    )]
+    NotLogged { log: PathBuf, run: String },
+    #[error(
+        "the attestation log {log} names {logged} as this run's newest attestation (line {line}), but \
+         the envelope checked is {found}: the attestation was replaced since (see the log's history)"
+    )]
+    Replaced { log: PathBuf, line: usize, logged: String, found: String },
     #[error("predicate.{field}: the attestation says {attested}, the run gives {now} now")]
     Predicate { field: &'static str, attested: String, now: String },
     #[error(
@@ -229,12 +251,16 @@ impl AttestError {
     pub fn class(&self) -> ErrorClass {
         use AttestError::*;
         match self {
-            Read { .. } | NotARun { .. } | Key { .. } | KeyPermissions { .. } | KeyExists { .. } => {
-                ErrorClass::Input
-            }
-            Envelope(DsseError::BadSignature { .. }) => ErrorClass::Mismatch,
+            Read { .. }
+            | NotARun { .. }
+            | Key { .. }
+            | KeyPermissions { .. }
+            | KeyExists { .. }
+            | KeyInRun { .. } => ErrorClass::Input,
+            Envelope(DsseError::BadSignature { .. } | DsseError::NotTrusted { .. }) => ErrorClass::Mismatch,
             Envelope(_) | Statement(_) | Scenario(_) | Claims(_) | Records(_) => ErrorClass::Input,
-            BeingWritten { .. } | Damaged { .. } => ErrorClass::Input,
+            BeingWritten { .. } | Damaged { .. } | Log { .. } => ErrorClass::Input,
+            NotLogged { .. } | Replaced { .. } => ErrorClass::Mismatch,
             Write { .. } => ErrorClass::Environment,
             PayloadType { .. }
             | StatementType { .. }
@@ -282,15 +308,15 @@ pub fn attest(
     Ok((Envelope::sign(PAYLOAD_TYPE, &payload, key), statement))
 }
 
-/// Verifies `envelope` with `key` and checks its statement against `run_dir` as it is now (the
+/// Verifies `envelope` with one of the trusted `keys` (a keyring from outside the run) and checks its statement against `run_dir` as it is now (the
 /// module doc lists the checks, in order). The first failure is the error.
 pub fn verify(
     run_dir: &Path,
     envelope: &Envelope,
-    key: &VerifyingKey,
+    keys: &[VerifyingKey],
     lockfiles: &Path,
 ) -> Result<Verified, AttestError> {
-    check::verify(run_dir, envelope, key, lockfiles)
+    check::verify(run_dir, envelope, keys, lockfiles)
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ fn an_attestation_verifies_against_its_run() {
     assert!(verdicts.values().sum::<u64>() > 0);
     assert_eq!(p.lab_binary.attester_sha256, "a".repeat(64));
 
-    let verified = verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap();
+    let verified = verify(run.path(), &envelope, &[key().verifying_key()], &lockfiles()).unwrap();
     assert_eq!(verified.statement, statement);
     assert_eq!(verified.keyid, dsse::keyid(&key().verifying_key()));
     assert!(
@@ -79,7 +79,7 @@ fn a_changed_file_is_named() {
     let mut text = std::fs::read_to_string(&scenario).unwrap();
     text.push_str("\n# edited\n");
     std::fs::write(&scenario, text).unwrap();
-    let e = verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap_err();
+    let e = verify(run.path(), &envelope, &[key().verifying_key()], &lockfiles()).unwrap_err();
     assert!(matches!(&e, AttestError::SubjectDigest { name, .. } if name == "scenario.toml"), "{e}");
     assert_eq!(e.class(), ErrorClass::Mismatch);
 }
@@ -89,7 +89,7 @@ fn a_signed_statement_that_lies_is_caught() {
     let run = run_copy();
     let (_, statement) = attest(run.path(), &key(), &lockfiles(), &attester()).unwrap();
     let check =
-        |s: &Statement| verify(run.path(), &resign(s), &key().verifying_key(), &lockfiles()).unwrap_err();
+        |s: &Statement| verify(run.path(), &resign(s), &[key().verifying_key()], &lockfiles()).unwrap_err();
 
     let mut s = statement.clone();
     *s.predicate.verdicts.as_mut().unwrap().get_mut("reproduced").unwrap() += 1;
@@ -124,20 +124,24 @@ fn a_wrong_key_or_payload_type_is_refused() {
     let run = run_copy();
     let (envelope, statement) = attest(run.path(), &key(), &lockfiles(), &attester()).unwrap();
     let other = SigningKey::from_bytes(&[10; 32]).verifying_key();
-    let e = verify(run.path(), &envelope, &other, &lockfiles()).unwrap_err();
-    assert!(matches!(e, AttestError::Envelope(DsseError::BadSignature { .. })), "{e}");
+    let e = verify(run.path(), &envelope, &[other], &lockfiles()).unwrap_err();
+    assert!(matches!(e, AttestError::Envelope(DsseError::NotTrusted { .. })), "{e}");
     assert_eq!(e.class(), ErrorClass::Mismatch);
+    // Both keyids are named: the one that signed and the one trusted.
+    let text = e.to_string();
+    assert!(text.contains(&dsse::keyid(&key().verifying_key())), "{text}");
+    assert!(text.contains(&dsse::keyid(&other)), "{text}");
 
     let payload = serde_json::to_vec(&statement).unwrap();
     let json = Envelope::sign("application/json", &payload, &key());
-    let e = verify(run.path(), &json, &key().verifying_key(), &lockfiles()).unwrap_err();
+    let e = verify(run.path(), &json, &[key().verifying_key()], &lockfiles()).unwrap_err();
     assert!(matches!(e, AttestError::PayloadType { .. }), "{e}");
 
     let mut flipped = envelope.clone();
     let mut bytes = STANDARD.decode(&flipped.payload).unwrap();
     bytes[10] ^= 0x20;
     flipped.payload = STANDARD.encode(bytes);
-    let e = verify(run.path(), &flipped, &key().verifying_key(), &lockfiles()).unwrap_err();
+    let e = verify(run.path(), &flipped, &[key().verifying_key()], &lockfiles()).unwrap_err();
     assert!(matches!(e, AttestError::Envelope(DsseError::BadSignature { .. })), "{e}");
 }
 
@@ -152,7 +156,7 @@ fn a_damaged_run_is_not_attested_and_does_not_verify() {
     let e = attest(run.path(), &key(), &lockfiles(), &attester()).unwrap_err();
     assert!(matches!(e, AttestError::Damaged { .. }), "{e}");
     assert_eq!(e.class(), ErrorClass::Input);
-    let e = verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap_err();
+    let e = verify(run.path(), &envelope, &[key().verifying_key()], &lockfiles()).unwrap_err();
     assert!(matches!(e, AttestError::NotClean { .. }), "{e}");
 }
 
@@ -183,10 +187,10 @@ fn a_runs_kept_result_files_are_a_subject_and_a_changed_one_is_named() {
     let (envelope, statement) = attest(run.path(), &key(), &lockfiles(), &attester()).unwrap();
     let names: Vec<&str> = statement.subject.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names[..3], ["records.jsonl", "scenario.toml", "published.json"]);
-    verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap();
+    verify(run.path(), &envelope, &[key().verifying_key()], &lockfiles()).unwrap();
     let list = run.path().join("published.json");
     let text = std::fs::read_to_string(&list).unwrap().replace("example.invalid", "example.test");
     std::fs::write(&list, text).unwrap();
-    let e = verify(run.path(), &envelope, &key().verifying_key(), &lockfiles()).unwrap_err();
+    let e = verify(run.path(), &envelope, &[key().verifying_key()], &lockfiles()).unwrap_err();
     assert!(matches!(&e, AttestError::SubjectDigest { name, .. } if name == "published.json"), "{e}");
 }

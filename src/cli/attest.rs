@@ -28,6 +28,10 @@ pub struct AttestArgs {
     /// The checkout whose lockfiles/ list the release ranges of the scenario's matrices.
     #[arg(long, default_value = ".")]
     root: PathBuf,
+    /// The append-only attestation log to add a line to (default: an ATTESTATIONS.log in the
+    /// run's parent or grandparent folder, when one exists; created when named here).
+    #[arg(long, value_name = "FILE", conflicts_with = "generate_key")]
+    log: Option<PathBuf>,
     /// Print the envelope (or the generated key's paths and keyid) as JSON.
     #[arg(long)]
     json: bool,
@@ -37,9 +41,15 @@ pub struct AttestArgs {
 pub struct VerifyAttestationArgs {
     /// The run folder the attestation is about.
     run: PathBuf,
-    /// The public key: Ed25519, SubjectPublicKeyInfo PEM (the K.pub of `attest --generate-key K`).
-    #[arg(long = "pub", value_name = "K.pub")]
-    public: PathBuf,
+    /// The trusted public keys: a file of Ed25519 SubjectPublicKeyInfo PEM blocks (the K.pub of
+    /// `attest --generate-key K`) or a folder of *.pub files. Never a key inside the run folder:
+    /// pin the lab's key by checking its keyid out of band. `--pub K.pub` is the same option.
+    #[arg(long, visible_alias = "pub", value_name = "FILE|DIR")]
+    keyring: Option<PathBuf>,
+    /// The attestation log to check the envelope against (default: an ATTESTATIONS.log in the
+    /// run's parent or grandparent folder, when one exists).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
     /// The DSSE envelope (default: <run>/attestation.dsse.json).
     #[arg(long, value_name = "F")]
     envelope: Option<PathBuf>,
@@ -67,23 +77,63 @@ pub(super) fn run(args: AttestArgs) -> Result<i32, Exit> {
     let mut text = serde_json::to_string_pretty(&envelope).expect("envelopes serialise");
     text.push('\n');
     std::fs::write(&out, &text).map_err(|e| Exit::environment(format!("write {}: {e}", out.display())))?;
+    let log = args.log.or_else(|| attest::log::find(&run));
+    if let Some(log) = &log {
+        let keyid = envelope.signatures.first().map_or("", |s| s.keyid.as_str());
+        let digest = crate::hash::sha256_hex(text.as_bytes());
+        attest::log::append(log, &run, &digest, keyid, &statement.predicate.made_at).map_err(exit)?;
+    }
     if args.json {
         print!("{text}");
     } else {
         print_attested(&out, &envelope, &statement);
+        if let Some(log) = &log {
+            println!("logged in {}", log.display());
+        }
     }
     Ok(OK)
+}
+
+/// Without a keyring: refused, saying how to pin the lab's key.
+const NO_KEYRING: &str = "verify-attestation trusts no key found in the run folder (whoever can \
+rewrite a run can replace the key beside it): name the lab's public key with --keyring FILE|DIR \
+(or --pub K.pub), kept outside the run. Pin it first: its keyid (sha256 of the raw key) must equal \
+the one the lab publishes, e.g. `openssl pkey -pubin -in K.pub -outform DER | tail -c 32 | sha256sum`";
+
+/// Verifies the envelope with the keyring, then checks it against the attestation log.
+fn verify_with_log(
+    run: &Path,
+    path: &Path,
+    keyring: &Path,
+    log: Option<PathBuf>,
+    lockfiles: &Path,
+) -> Result<attest::Verified, AttestError> {
+    let keyring = keys::Keyring::read(keyring, run)?;
+    let bytes = std::fs::read(path).map_err(|source| AttestError::Read { path: path.into(), source })?;
+    let mut v = attest::verify(run, &Envelope::parse(&bytes)?, &keyring.verifying_keys(), lockfiles)?;
+    let file = keyring.keys.iter().find(|k| k.keyid == v.keyid).map(|k| k.file.display().to_string());
+    v.checked[0].push_str(&format!(" (from the keyring, {})", file.unwrap_or_default()));
+    match log.or_else(|| attest::log::find(run)) {
+        Some(log) => {
+            let line = attest::log::check(&log, run, &crate::hash::sha256_hex(&bytes), &v.keyid)?;
+            v.checked.push(line);
+        }
+        None => v.checked.push(format!(
+            "log: no {} in the run's parent or grandparent folder (not checked)",
+            attest::log::LOG_FILE
+        )),
+    }
+    Ok(v)
 }
 
 pub(super) fn verify(args: VerifyAttestationArgs) -> Result<i32, Exit> {
     let run = run_dir(&args.run);
     let path = args.envelope.unwrap_or_else(|| run.join(ENVELOPE_FILE));
     let lockfiles = args.root.join(DEFAULT_LOCKFILES);
-    let result = keys::read_verifying_key(&args.public).and_then(|key| {
-        let bytes =
-            std::fs::read(&path).map_err(|source| AttestError::Read { path: path.clone(), source })?;
-        attest::verify(&run, &Envelope::parse(&bytes)?, &key, &lockfiles)
-    });
+    let Some(keyring) = &args.keyring else {
+        return Err(Exit::input(NO_KEYRING));
+    };
+    let result = verify_with_log(&run, &path, keyring, args.log, &lockfiles);
     match (result, args.json) {
         (Ok(v), true) => {
             let mut value = serde_json::to_value(&v).expect("results serialise");

@@ -137,21 +137,11 @@ pub fn render(r: &MeasureResult) -> String {
         ]);
     }
     let mut out = format!("{t}\n");
-    let server = r
-        .server_info
-        .as_ref()
-        .map(|s| {
-            format!(
-                "{} {}",
-                s.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
-                s.get("version").and_then(|v| v.as_str()).unwrap_or("")
-            )
-        })
-        .unwrap_or_default();
+    let server = r.server_info.as_ref().and_then(crate::record::claimed::claim_text).unwrap_or_default();
     out.push_str(&format!(
         "server: {} — {}protocol {}\n",
         r.command.join(" "),
-        if server.trim().is_empty() { String::new() } else { format!("{}, ", server.trim()) },
+        if server.is_empty() { String::new() } else { format!("serverInfo claims \"{server}\", ") },
         r.protocol_version.as_deref().unwrap_or("?")
     ));
     out.push_str(&format!(
@@ -235,12 +225,8 @@ pub fn render_url(r: &UrlResult) -> String {
     let server = r
         .server_info
         .as_ref()
-        .map(|s| {
-            let field = |k: &str| s.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-            format!("{} {}", field("name"), field("version")).trim().to_string()
-        })
-        .filter(|s| !s.is_empty())
-        .map(|s| format!("{s}, "))
+        .and_then(crate::record::claimed::claim_text)
+        .map(|s| format!("serverInfo claims \"{s}\", "))
         .unwrap_or_default();
     out.push_str(&format!("server: {} ({}) — {server}protocol {}\n", r.url, r.transport, r.protocol_version));
     let threads = match r.driver_threads {

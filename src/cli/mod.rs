@@ -126,9 +126,12 @@ pub enum Command {
     ///
     /// The run must audit clean, every subject's sha256 match the files and the records' images,
     /// and the predicate (run ids, record count, env hashes, verdicts of a fresh verify) match.
-    /// Exit codes: 0 it holds; 1 a bad signature or a mismatch (named); 2 bad input.
+    /// The key comes from a keyring named by the user, never from the run folder; the envelope
+    /// must be the run's newest line in an ATTESTATIONS.log beside the runs, when there is one.
+    /// Exit codes: 0 it holds; 1 a bad signature, an untrusted key or a mismatch (named); 2 bad
+    /// input (no keyring, a key inside the run).
     ///
-    /// Example: benchlab verify-attestation results/seed-000-sse/20261130T122735Z-seed-000-sse-5513 --pub lab.key.pub
+    /// Example: benchlab verify-attestation results/seed-000-sse/20261130T122735Z-seed-000-sse-5513 --keyring results/keyring
     VerifyAttestation(attest::VerifyAttestationArgs),
     /// Bootstrap a base image from a Debian suite (debootstrap, then import); does nothing when
     /// the same base exists already.

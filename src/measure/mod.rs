@@ -133,7 +133,12 @@ pub struct MeasureResult {
     /// The tool called (None: the first one the server listed).
     pub tool: Option<String>,
     pub protocol_version: Option<String>,
+    /// The server's `serverInfo`: its claim, bounded as a record bounds it
+    /// (`record::claimed::bound_server_info`).
     pub server_info: Option<serde_json::Value>,
+    /// Its size in bytes when it was cut to its name and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info_truncated: Option<u64>,
     pub cold_start: Option<LatencySummary>,
     pub tools_list: Option<LatencySummary>,
     pub calls: Option<LatencySummary>,
@@ -465,12 +470,14 @@ fn summarize(
         .and_then(|h| crate::stats::summarize(&h));
     let tools_list: Vec<u64> =
         [cold, serial].iter().flatten().flat_map(|r| r.outcome.tools_list_ns.clone()).collect();
+    let info = crate::record::claimed::bound_server_info(any.and_then(|o| o.server_info.clone()));
     MeasureResult {
         command: args.command.clone(),
         suite: args.suite.clone(),
         tool,
         protocol_version: any.and_then(|o| o.protocol_version.clone()),
-        server_info: any.and_then(|o| o.server_info.clone()),
+        server_info: info.0,
+        server_info_truncated: info.1,
         cold_start: cold.and_then(|r| crate::stats::summarize_samples(&r.outcome.cold_start_ns)),
         tools_list: crate::stats::summarize_samples(&tools_list),
         throughput_per_s: calls.as_ref().filter(|c| c.mean_ms > 0.0).map(|c| 1000.0 / c.mean_ms),

@@ -28,7 +28,11 @@ pub struct UrlResult {
     /// The call's arguments when no suite gave them.
     pub args: Option<serde_json::Value>,
     pub protocol_version: String,
+    /// The server's `serverInfo`: its claim, bounded as a record bounds it.
     pub server_info: Option<serde_json::Value>,
+    /// Its size in bytes when it was cut to its name and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info_truncated: Option<u64>,
     /// The CPUs this client ran on.
     pub driver_cpus: String,
     /// Its threads: one per CPU of `driver_cpus`, no more than the connections.
@@ -221,6 +225,7 @@ pub fn measure_url(
             format!("the load failed: {f}{example}{hint}"),
         ));
     }
+    let info = crate::record::claimed::bound_server_info(hello.server_info);
     Ok(UrlResult {
         url: url.to_string(),
         transport: transport.as_str().to_string(),
@@ -229,7 +234,8 @@ pub fn measure_url(
         tool: plan.tool.clone(),
         args: ungated,
         protocol_version: hello.protocol_version,
-        server_info: hello.server_info,
+        server_info: info.0,
+        server_info_truncated: info.1,
         driver_cpus: crate::placement::format_cpu_list(&driver),
         driver_threads: m.driver_threads.unwrap_or(1),
         load: m,

@@ -285,11 +285,7 @@ pub fn build_record(
             load: outcome.load.map(Box::new),
             services: service_metrics(cell, &outcome.services, &services),
         }),
-        observed: Observed {
-            protocol_version: outcome.protocol_version,
-            server_info: outcome.server_info.map(std::sync::Arc::new),
-            exits: outcome.exits,
-        },
+        observed: observed(outcome.protocol_version, outcome.server_info, outcome.exits),
         environment: environment.into(),
         env_hash: String::new(),
         prev_hash: None,
@@ -297,6 +293,21 @@ pub fn build_record(
         schedule: cell.schedule.clone(),
         host_check: host_check.map(Box::new),
         hash: String::new(),
+    }
+}
+
+/// What the server said about itself, its `serverInfo` bounded (a claim, cut when too large).
+fn observed(
+    protocol_version: Option<String>,
+    server_info: Option<serde_json::Value>,
+    exits: Vec<crate::spec::ExitInfo>,
+) -> Observed {
+    let (info, truncated) = crate::record::claimed::bound_server_info(server_info);
+    Observed {
+        protocol_version,
+        server_info: info.map(std::sync::Arc::new),
+        server_info_truncated: truncated,
+        exits,
     }
 }
 

@@ -6,6 +6,7 @@ use crate::spec::{CellTransport, Failure, HistogramMetric, LoadMemory, LoadMetri
 pub use crate::spec::{ControlAt, Order, Schedule};
 
 pub mod audit;
+pub mod claimed;
 pub mod deviations;
 pub mod diffenv;
 pub mod files;
@@ -174,9 +175,16 @@ pub struct ServiceMetrics {
 #[serde(deny_unknown_fields)]
 pub struct Observed {
     pub protocol_version: Option<String>,
-    /// One copy for the records of a reading that have the same text (see `reading::part`).
+    /// The server's `serverInfo`: its claim about itself, never the lab's fact (reports show it
+    /// as claimed). Kept as written up to `claimed::SERVER_INFO_MAX_BYTES`; beyond that only its
+    /// name and version, cut (`server_info_truncated`). One copy for the records of a reading
+    /// that have the same text (see `reading::part`).
     #[serde(default, deserialize_with = "crate::reading::part")]
     pub server_info: Option<Arc<Value>>,
+    /// The size in bytes of a `serverInfo` over the limit, when it was cut to its name and
+    /// version; absent when it was kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info_truncated: Option<u64>,
     pub exits: Vec<ExitInfo>,
 }
 
@@ -353,6 +361,7 @@ pub(crate) mod tests {
                 services: vec![],
             }),
             observed: Observed {
+                server_info_truncated: None,
                 protocol_version: Some("2025-11-25".into()),
                 server_info: Some(Arc::new(json!({"name": "x", "v": 1.5e-7}))),
                 exits: vec![],

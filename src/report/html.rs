@@ -113,25 +113,21 @@ fn summary_table(o: &mut String, records: &[Record]) {
          <th>LOC</th><th>status</th></tr>\n",
     );
     for r in summary_rows(records) {
-        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
-            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
-            _ => "—".into(),
-        };
+        let cold = super::rows::cold_start_text(&r);
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td{}>{}</td></tr>",
             esc(&r.server),
-            esc(&r.family),
-            esc(&r.sdk_version),
+            esc(&super::labels::sdk_label(&r.family, &r.sdk_version)),
             esc(&r.runtime),
             esc(&r.runtime_version),
             esc(&r.server_cpus),
             esc(&r.driver_cpus),
             esc(&cold),
             esc(&ms(r.tools_list_p50_ms)),
-            esc(&ms(r.call_p50_ms)),
+            esc(&super::rows::call_p50_text(&r)),
             esc(&ms(r.call_p95_ms)),
             esc(&ms(r.call_p99_ms)),
             esc(&mib(r.rss_after_initialize_bytes)),
@@ -268,6 +264,19 @@ pub fn html(records: &[Record]) -> String {
         }
     }
     super::services::html_table(&mut o, records);
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2>{}</h2>\n<p class=\"note\">{}</p>\n<ul>",
+            super::labels::CLAIMS_HEADING,
+            esc(super::labels::CLAIMS_NOTE)
+        );
+        for c in &claims {
+            let _ = writeln!(o, "<li>{}: {}</li>", esc(&c.server), esc(&super::labels::claim_line(c)));
+        }
+        o.push_str("</ul>\n");
+    }
     if stdio {
         stdio_charts(&mut o, records, &rows);
     }

@@ -503,7 +503,7 @@ pub fn load_cells(r: &LoadRow) -> Vec<String> {
     }
     vec![
         r.server.clone(),
-        format!("{} {}", r.family, r.sdk_version),
+        super::labels::sdk_label(&r.family, &r.sdk_version),
         format!("{} {}", r.runtime, r.runtime_version),
         r.transport.clone(),
         r.tool.clone(),

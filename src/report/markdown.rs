@@ -157,6 +157,14 @@ pub fn markdown(records: &[Record]) -> String {
     for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
         let _ = writeln!(o, "{}\n", cell(&l));
     }
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        let _ = writeln!(o, "## {}\n\n{}\n", super::labels::CLAIMS_HEADING, super::labels::CLAIMS_NOTE);
+        for c in &claims {
+            let _ = writeln!(o, "- {}: {}", cell(&c.server), cell(&super::labels::claim_line(c)));
+        }
+        o.push('\n');
+    }
     history_section(&mut o, records);
     per_cell_and_rest(&mut o, records);
     o
@@ -233,26 +241,26 @@ pub fn history_markdown(records: &[Record]) -> Option<String> {
 fn summary_section(o: &mut String, summary: &[SummaryRow]) {
     o.push_str("## Summary\n\n");
     o.push_str(
+        "Each figure is the median over the runs (a cell's repeats) that measured it; in brackets the \
+         95 % between-run interval (Student t on the logarithms), when there are two runs or more.\n\n",
+    );
+    o.push_str(
         "| server | sdk | runtime | cpus s/d | cold start p50 | tools/list p50 | call p50 | call p95 | call p99 | RSS after init | LOC | status |\n",
     );
     o.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for r in summary {
-        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
-            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
-            _ => "—".into(),
-        };
+        let cold = super::rows::cold_start_text(r);
         let _ = writeln!(
             o,
-            "| {} | {} {} | {} {} | {}/{} | {cold} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} {} | {}/{} | {cold} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&r.server),
-            cell(&r.family),
-            cell(&r.sdk_version),
+            cell(&super::labels::sdk_label(&r.family, &r.sdk_version)),
             cell(&r.runtime),
             cell(&r.runtime_version),
             cell(&r.server_cpus),
             cell(&r.driver_cpus),
             ms(r.tools_list_p50_ms),
-            ms(r.call_p50_ms),
+            super::rows::call_p50_text(r),
             ms(r.call_p95_ms),
             ms(r.call_p99_ms),
             mib(r.rss_after_initialize_bytes),

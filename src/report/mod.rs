@@ -13,6 +13,7 @@ mod csv;
 pub mod history;
 pub mod hlog;
 mod html;
+mod labels;
 mod load;
 mod markdown;
 mod rows;

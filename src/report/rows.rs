@@ -5,10 +5,12 @@
 
 use serde::Serialize;
 
+use super::units::ms;
 use crate::record::{Record, Status};
 use crate::stats::{self, Interval};
 
-/// One server's figures across its cells.
+/// One server's figures across its cells: each the median over the records that measured it (a
+/// cell's repeats, and the server's other cells of that workload), never the last record's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryRow {
     pub server: String,
@@ -20,29 +22,115 @@ pub struct SummaryRow {
     pub source_loc: Option<u32>,
     pub server_cpus: String,
     pub driver_cpus: String,
+    /// The median over records of each record's cold-start p50.
     pub cold_start_p50_ms: Option<f64>,
+    /// Cold-start samples over all those records.
     pub cold_start_n: Option<u64>,
+    /// How many records (runs) the cold-start median is over.
+    pub cold_start_runs: u64,
+    /// The between-run 95 % interval of the cold-start p50 (two runs or more).
+    pub cold_start_p50_ci_ms: Option<Interval>,
     pub tools_list_p50_ms: Option<f64>,
     pub call_p50_ms: Option<f64>,
     pub call_p95_ms: Option<f64>,
     pub call_p99_ms: Option<f64>,
+    /// Calls over all the records with calls.
     pub calls: Option<u64>,
+    /// How many records (runs) the call medians are over.
+    pub call_runs: u64,
+    /// The between-run 95 % interval of the call p50 (two runs or more).
+    pub call_p50_ci_ms: Option<Interval>,
     pub rss_after_initialize_bytes: Option<u64>,
     pub rss_end_bytes: Option<u64>,
     /// `ok`, or the failed cells with their reasons.
     pub status: String,
 }
 
-/// Merges stdio records into one row per server, in the order servers first appear. HTTP load
-/// cells have their own rows (`load::load_summary_rows`).
+/// One server's readings, one per record, before the medians.
+#[derive(Default)]
+struct Readings {
+    /// Whether `cold`/`tools` come from a cold_start workload (preferred over the cold start
+    /// other workloads measure on the way).
+    cold_from_cold_workload: bool,
+    cold: Vec<f64>,
+    cold_n: u64,
+    tools: Vec<f64>,
+    p50: Vec<f64>,
+    p95: Vec<f64>,
+    p99: Vec<f64>,
+    calls: u64,
+    rss_from_serial: bool,
+    rss_init: Vec<f64>,
+    rss_end: Vec<f64>,
+}
+
+impl Readings {
+    fn add(&mut self, r: &Record) {
+        let m = &r.metrics;
+        let kind = r.cell.workload.kind();
+        if kind == "cold_start" && !self.cold_from_cold_workload {
+            // The first cold_start record: what other workloads measured on the way is dropped.
+            (self.cold, self.cold_n, self.tools) = (Vec::new(), 0, Vec::new());
+            self.cold_from_cold_workload = true;
+        }
+        if kind == "cold_start" || !self.cold_from_cold_workload {
+            if let Some(c) = &m.cold_start {
+                self.cold.push(c.summary.p50_ms);
+                self.cold_n += c.summary.count;
+            }
+            if let Some(t) = &m.tools_list {
+                self.tools.push(t.summary.p50_ms);
+            }
+        }
+        if let Some(c) = &m.calls {
+            self.p50.push(c.summary.p50_ms);
+            self.p95.push(c.summary.p95_ms);
+            self.p99.push(c.summary.p99_ms);
+            self.calls += c.summary.count;
+        }
+        if kind == "serial_calls" && !self.rss_from_serial {
+            (self.rss_init, self.rss_end) = (Vec::new(), Vec::new());
+            self.rss_from_serial = true;
+        }
+        if kind == "serial_calls" || !self.rss_from_serial {
+            if let Some(mem) = &m.memory.after_initialize {
+                self.rss_init.push(mem.rss_bytes as f64);
+            }
+            if let Some(mem) = &m.memory.end {
+                self.rss_end.push(mem.rss_bytes as f64);
+            }
+        }
+    }
+
+    fn fill(self, row: &mut SummaryRow) {
+        let med = |v: &[f64]| (!v.is_empty()).then(|| stats::median(&mut v.to_vec()));
+        row.cold_start_p50_ms = med(&self.cold);
+        row.cold_start_n = (!self.cold.is_empty()).then_some(self.cold_n);
+        row.cold_start_runs = self.cold.len() as u64;
+        row.cold_start_p50_ci_ms = stats::between_runs(&self.cold);
+        row.tools_list_p50_ms = med(&self.tools);
+        row.call_p50_ms = med(&self.p50);
+        row.call_p95_ms = med(&self.p95);
+        row.call_p99_ms = med(&self.p99);
+        row.calls = (!self.p50.is_empty()).then_some(self.calls);
+        row.call_runs = self.p50.len() as u64;
+        row.call_p50_ci_ms = stats::between_runs(&self.p50);
+        row.rss_after_initialize_bytes = med(&self.rss_init).map(|b| b.round() as u64);
+        row.rss_end_bytes = med(&self.rss_end).map(|b| b.round() as u64);
+    }
+}
+
+/// Merges stdio records into one row per server, in the order servers first appear: every
+/// figure the median over the records that measured it, with the between-run interval of the
+/// cold start and call p50. HTTP load cells have their own rows (`load::load_summary_rows`).
 pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
-    let mut rows: Vec<SummaryRow> = Vec::new();
+    let mut rows: Vec<(SummaryRow, Readings)> = Vec::new();
     for r in records.iter().filter(|r| !is_load(r)) {
         let s = &r.cell.server;
-        let idx = match rows.iter().position(|row| row.server == s.id) {
+        let idx = match rows.iter().position(|(row, _)| row.server == s.id) {
             Some(i) => i,
             None => {
-                rows.push(SummaryRow {
+                let row = SummaryRow {
                     server: s.id.clone(),
                     family: s.family.clone(),
                     sdk_version: s.sdk_version.clone(),
@@ -53,46 +141,27 @@ pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
                     driver_cpus: r.cell.placement.driver_cpus.clone(),
                     cold_start_p50_ms: None,
                     cold_start_n: None,
+                    cold_start_runs: 0,
+                    cold_start_p50_ci_ms: None,
                     tools_list_p50_ms: None,
                     call_p50_ms: None,
                     call_p95_ms: None,
                     call_p99_ms: None,
                     calls: None,
+                    call_runs: 0,
+                    call_p50_ci_ms: None,
                     rss_after_initialize_bytes: None,
                     rss_end_bytes: None,
                     status: "ok".into(),
-                });
+                };
+                rows.push((row, Readings::default()));
                 rows.len() - 1
             }
         };
-        let row = &mut rows[idx];
-        let m = &r.metrics;
-        let kind = r.cell.workload.kind();
-        // Cold start and tools/list come from the cold_start workload when there is one.
-        if kind == "cold_start" || row.cold_start_p50_ms.is_none() {
-            if let Some(c) = &m.cold_start {
-                row.cold_start_p50_ms = Some(c.summary.p50_ms);
-                row.cold_start_n = Some(c.summary.count);
-            }
-            if let Some(t) = &m.tools_list {
-                row.tools_list_p50_ms = Some(t.summary.p50_ms);
-            }
-        }
-        if let Some(c) = &m.calls {
-            row.call_p50_ms = Some(c.summary.p50_ms);
-            row.call_p95_ms = Some(c.summary.p95_ms);
-            row.call_p99_ms = Some(c.summary.p99_ms);
-            row.calls = Some(c.summary.count);
-        }
-        if kind == "serial_calls" || row.rss_after_initialize_bytes.is_none() {
-            if let Some(mem) = &m.memory.after_initialize {
-                row.rss_after_initialize_bytes = Some(mem.rss_bytes);
-            }
-            if let Some(mem) = &m.memory.end {
-                row.rss_end_bytes = Some(mem.rss_bytes);
-            }
-        }
+        let (row, readings) = &mut rows[idx];
+        readings.add(r);
         if r.status == Status::Failed {
+            let kind = r.cell.workload.kind();
             let reason = r.failure.as_ref().map_or("failed", |f| f.reason.as_str());
             let workload = r.cell.id.rsplit('/').next().unwrap_or(kind);
             let note = if r.as_expected() {
@@ -103,7 +172,35 @@ pub fn summary_rows(records: &[Record]) -> Vec<SummaryRow> {
             row.status = if row.status == "ok" { note } else { format!("{}; {note}", row.status) };
         }
     }
-    rows
+    rows.into_iter()
+        .map(|(mut row, readings)| {
+            readings.fill(&mut row);
+            row
+        })
+        .collect()
+}
+
+/// A summary row's cold start as the reports show it: the median over runs, its between-run
+/// interval when there are two runs or more, the samples and runs it is over.
+pub fn cold_start_text(r: &SummaryRow) -> String {
+    let (Some(v), Some(n)) = (r.cold_start_p50_ms, r.cold_start_n) else {
+        return "—".into();
+    };
+    match (&r.cold_start_p50_ci_ms, r.cold_start_runs) {
+        (Some(i), runs) => {
+            format!("{} [{}–{}] (n={n}, {runs} runs)", ms(Some(v)), ms(Some(i.lower)), ms(Some(i.upper)))
+        }
+        (None, _) => format!("{} (n={n})", ms(Some(v))),
+    }
+}
+
+/// A summary row's call p50: the median over runs, with its between-run interval when there are
+/// two runs or more.
+pub fn call_p50_text(r: &SummaryRow) -> String {
+    match (r.call_p50_ms, &r.call_p50_ci_ms) {
+        (Some(v), Some(i)) => format!("{} [{}–{}]", ms(Some(v)), ms(Some(i.lower)), ms(Some(i.upper))),
+        (v, _) => ms(v),
+    }
 }
 
 /// The confidence of every interval in the reports.
@@ -473,5 +570,32 @@ mod tests {
         assert_eq!(rows[0].status, "failed: crash");
         let summary = summary_rows(&[serial_calls("b")]);
         assert_eq!(summary[0].call_p50_ms, Some(0.500223));
+    }
+
+    #[test]
+    fn the_summary_is_the_median_of_the_repeats_with_its_interval_never_the_last() {
+        // Issue 47: the floor's three repeats, the last at 1.52 ms; the summary says 1.464.
+        let repeats: Vec<Record> = [1.40, 1.464, 1.52]
+            .iter()
+            .map(|p50| {
+                let mut r = sample_record("floor");
+                r.metrics.cold_start.as_mut().unwrap().summary.p50_ms = *p50;
+                r
+            })
+            .collect();
+        let rows = summary_rows(&repeats);
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!((row.cold_start_p50_ms, row.cold_start_runs), (Some(1.464), 3));
+        let n = repeats[0].metrics.cold_start.as_ref().unwrap().summary.count;
+        assert_eq!(row.cold_start_n, Some(3 * n));
+        let ci = row.cold_start_p50_ci_ms.expect("three runs get a between-run interval");
+        assert!(ci.lower <= 1.40 && 1.52 <= ci.upper, "{ci:?}");
+        let text = cold_start_text(row);
+        assert!(text.starts_with("1.46 ms [") && text.ends_with("3 runs)"), "{text}");
+        // One run: no interval, and the figure is that run's.
+        let one = summary_rows(&repeats[2..]);
+        assert_eq!((one[0].cold_start_p50_ms, one[0].cold_start_p50_ci_ms), (Some(1.52), None));
+        assert!(!cold_start_text(&one[0]).contains('['));
     }
 }

@@ -29,18 +29,15 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
         "status",
     ]);
     for r in rows {
-        let cold = match (r.cold_start_p50_ms, r.cold_start_n) {
-            (Some(v), Some(n)) => format!("{} (n={n})", ms(Some(v))),
-            _ => "—".into(),
-        };
+        let cold = super::rows::cold_start_text(r);
         t.add_row(vec![
             TCell::new(&r.server),
-            TCell::new(format!("{} {}", r.family, r.sdk_version)),
+            TCell::new(super::labels::sdk_label(&r.family, &r.sdk_version)),
             TCell::new(format!("{} {}", r.runtime, r.runtime_version)),
             TCell::new(format!("{}/{}", r.server_cpus, r.driver_cpus)),
             TCell::new(cold).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.tools_list_p50_ms)).set_alignment(CellAlignment::Right),
-            TCell::new(ms(r.call_p50_ms)).set_alignment(CellAlignment::Right),
+            TCell::new(super::rows::call_p50_text(r)).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.call_p95_ms)).set_alignment(CellAlignment::Right),
             TCell::new(ms(r.call_p99_ms)).set_alignment(CellAlignment::Right),
             TCell::new(mib(r.rss_after_initialize_bytes)).set_alignment(CellAlignment::Right),
@@ -106,6 +103,13 @@ pub fn tables(records: &[Record]) -> String {
     for l in super::steps::step_lines(records).into_iter().chain(super::services::service_lines(records)) {
         out.push_str(&l);
         out.push('\n');
+    }
+    let claims = super::labels::claims(records);
+    if !claims.is_empty() {
+        out.push_str(&format!("\n{}: {}\n", super::labels::CLAIMS_HEADING, super::labels::CLAIMS_NOTE));
+        for c in &claims {
+            out.push_str(&format!("  {}: {}\n", c.server, super::labels::claim_line(c)));
+        }
     }
     if let Some(h) = history_table(records) {
         out.push('\n');
