@@ -74,6 +74,7 @@ fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
         scratch: s.scratch.iter().map(|(p, b)| format!("{p}:{b}")).collect(),
         pids_limit: s.pids_limit,
         network: "none".into(),
+        lab_user: s.lab_user.map(|(u, g)| format!("{u}:{g}")),
     }
 }
 
@@ -252,6 +253,12 @@ pub fn build_record(
                 after_initialize: outcome.memory_after_initialize,
                 end: outcome.memory_end,
                 under_load: outcome.load_memory,
+                outside_tree: MemoryMetrics::outside_tree_of(
+                    outcome.cgroup_after_initialize.as_ref(),
+                    outcome.cgroup_end.as_ref(),
+                ),
+                cgroup_after_initialize: outcome.cgroup_after_initialize,
+                cgroup_end: outcome.cgroup_end,
             },
             load: outcome.load.map(Box::new),
             services: service_metrics(cell, &outcome.services, &services),
@@ -259,6 +266,7 @@ pub fn build_record(
         observed: Observed {
             protocol_version: outcome.protocol_version,
             server_info: outcome.server_info.map(std::sync::Arc::new),
+            left_behind: crate::record::LeftBehind::of(&outcome.exits),
             exits: outcome.exits,
         },
         environment: environment.into(),

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::mcp::transport::HttpTarget;
 use crate::spec::SourceInfo;
 use crate::spec::Timeouts;
-use crate::spec::{ExitInfo, TreeMemory};
+use crate::spec::{CgroupMemory, ExitInfo, TreeMemory};
 use crate::spec::{Expect, Workload};
 use crate::stats::LatencySummary;
 use std::collections::BTreeMap;
@@ -117,7 +117,9 @@ pub struct SampleMetric {
     pub summary: LatencySummary,
 }
 
-/// Memory of the server's process tree (from /proc inside its container).
+/// Memory of the server's process tree (from /proc inside its container), and of its container's
+/// cgroup at the same points: the tree is the figure reports and claims read; the cgroup is where
+/// memory held outside the tree (a detached child) cannot hide.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryMetrics {
@@ -127,6 +129,48 @@ pub struct MemoryMetrics {
     /// container's cgroup memory peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadMemory>,
+    /// The container's cgroup memory when `after_initialize` was read (absent in records written
+    /// before it existed, and where the shim could not read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_after_initialize: Option<CgroupMemory>,
+    /// The container's cgroup memory when `end` was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_end: Option<CgroupMemory>,
+    /// Set when the cgroup held more anonymous memory outside the server's tree than
+    /// [`OUTSIDE_TREE_THRESHOLD`] at either point: the tree's figures understate the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_tree: Option<OutsideTree>,
+}
+
+/// Anonymous memory the container's cgroup holds outside the server's tree and the shim beyond
+/// which a record is flagged: well above the kernel's per-CPU charge batches and the shim's
+/// stderr pumps, well below any process that holds memory to hide it.
+pub const OUTSIDE_TREE_THRESHOLD: u64 = 32 << 20;
+
+/// Memory outside the server's process tree, found in its container's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideTree {
+    /// The larger of the two readings' `outside_tree_bytes`.
+    pub bytes: u64,
+    /// Where it was read: `after_initialize` or `end`.
+    pub at: String,
+    pub threshold_bytes: u64,
+}
+
+impl MemoryMetrics {
+    /// The flag from the two cgroup readings: the larger gap, when above the threshold.
+    pub fn outside_tree_of(
+        after_initialize: Option<&CgroupMemory>,
+        end: Option<&CgroupMemory>,
+    ) -> Option<OutsideTree> {
+        [("after_initialize", after_initialize), ("end", end)]
+            .into_iter()
+            .filter_map(|(at, m)| Some((at, m?.outside_tree_bytes?)))
+            .filter(|(_, bytes)| *bytes > OUTSIDE_TREE_THRESHOLD)
+            .max_by_key(|(_, bytes)| *bytes)
+            .map(|(at, bytes)| OutsideTree { bytes, at: at.into(), threshold_bytes: OUTSIDE_TREE_THRESHOLD })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -178,6 +222,32 @@ pub struct Observed {
     #[serde(default, deserialize_with = "crate::reading::part")]
     pub server_info: Option<Arc<Value>>,
     pub exits: Vec<ExitInfo>,
+    /// Set when a spawn left processes behind (each exit's `left_behind`, summed): the shim
+    /// killed them before the next spawn, and the cell's figures may owe them something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_behind: Option<LeftBehind>,
+}
+
+/// The processes a cell's server spawns left behind, over all its spawns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeftBehind {
+    /// How many spawns left any.
+    pub spawns: u32,
+    pub processes: u32,
+    /// Their summed RSS when the shim found them, bytes.
+    pub rss_bytes: u64,
+}
+
+impl LeftBehind {
+    pub fn of(exits: &[ExitInfo]) -> Option<LeftBehind> {
+        let left: Vec<_> = exits.iter().filter_map(|e| e.left_behind).collect();
+        (!left.is_empty()).then(|| LeftBehind {
+            spawns: left.len() as u32,
+            processes: left.iter().map(|l| l.processes).sum(),
+            rss_bytes: left.iter().map(|l| l.rss_bytes).sum(),
+        })
+    }
 }
 
 /// Where a cluster backend ran one cell.
@@ -348,6 +418,7 @@ pub(crate) mod tests {
                     after_initialize: Some(TreeMemory { rss_bytes: 4096, hwm_bytes: 8192, processes: 1 }),
                     end: None,
                     under_load: None,
+                    ..Default::default()
                 },
                 load: None,
                 services: vec![],
@@ -356,6 +427,7 @@ pub(crate) mod tests {
                 protocol_version: Some("2025-11-25".into()),
                 server_info: Some(Arc::new(json!({"name": "x", "v": 1.5e-7}))),
                 exits: vec![],
+                left_behind: None,
             },
             environment: Environment {
                 image: ImageManifest {

@@ -291,6 +291,7 @@ fn run_spawned(
     // Idle memory (a soak samples a whole idle phase), then the load with the sampler beside it.
     let idle = shim.memory(pid)?;
     out.memory_after_initialize = Some(idle.clone());
+    out.cgroup_after_initialize = shim.cgroup_memory(pid)?;
     let soak_before = soak::idle_before(spec, shim, pid, progress)?;
     let (result, sampled, closed_at) = load_with_sampler(&plan, suite, shim, pid, progress)?;
     let mut m = result?;
@@ -319,6 +320,7 @@ fn run_spawned(
         load.soak = Some(soak::figures(&spec.workload, load, before));
     }
     out.memory_end = mem.after.clone();
+    out.cgroup_end = shim.cgroup_memory(pid)?;
     out.load_memory = Some(mem);
     if !sampled.died && died_idle.is_none() && no_success.is_none() {
         if let Some(soak) = out.load.as_mut().and_then(|l| l.soak.as_mut()) {
