@@ -15,6 +15,10 @@ pub struct ShimArgs {
     /// that user.
     #[arg(long, value_parser = parse_user)]
     server_user: Option<(u32, u32)>,
+    /// The memory cgroup folder that holds the server side alone (a native cell's lab cgroup);
+    /// PID 1 of a container reads its container's own without it.
+    #[arg(long)]
+    memory_cgroup: Option<PathBuf>,
 }
 
 fn parse_user(text: &str) -> Result<(u32, u32), String> {
@@ -25,7 +29,7 @@ fn parse_user(text: &str) -> Result<(u32, u32), String> {
 }
 
 pub(super) fn run(args: ShimArgs) -> Result<i32, Exit> {
-    crate::shim::run(&args.dir, &args.proc_root, args.server_user)
+    crate::shim::run(&args.dir, &args.proc_root, args.server_user, args.memory_cgroup)
         .map_err(|e| Exit::environment(format!("shim: {e:#}")))?;
     Ok(OK)
 }

@@ -154,6 +154,8 @@ struct Shim {
     server_user: Option<(u32, u32)>,
     /// Where leftovers are looked for.
     scope: Scope,
+    /// The memory cgroup folder that holds the server side alone, when there is one.
+    memory_cgroup: Option<PathBuf>,
     /// The seccomp program each server gets before its exec.
     filter: Vec<libc::sock_filter>,
     /// Each live server's stderr pump (pipe to log) and what was swept before its spawn.
@@ -200,9 +202,18 @@ impl Shim {
                 let tree = tree_pids(&self.proc_root, pid).unwrap_or_default();
                 let tree_anon = sweep::anon_of(&self.proc_root, &tree);
                 let shim_anon = sweep::anon_of(&self.proc_root, &[std::process::id()]);
-                let (memory, source) =
-                    sweep::cgroup_memory(Path::new("/sys/fs/cgroup"), tree_anon, shim_anon);
-                Reply::CgroupMemory { memory, source }
+                match &self.memory_cgroup {
+                    Some(dir) => {
+                        let (memory, source) = sweep::cgroup_memory(dir, tree_anon, shim_anon);
+                        Reply::CgroupMemory { memory, source }
+                    }
+                    None => Reply::CgroupMemory {
+                        memory: None,
+                        source:
+                            "no memory cgroup of the server's own (a shim outside a container, given none)"
+                                .into(),
+                    },
+                }
             }
             Request::Stop { pid, grace_ms, term_ms } => {
                 let memory_before_stop = tree_memory(&self.proc_root, pid).ok().filter(|m| m.processes > 0);
@@ -406,8 +417,14 @@ fn reap_orphans() {
 
 /// Runs the shim: serves the control socket in `dir` until a `shutdown` request. With a
 /// `server_user`, servers run as that user and `dir` is closed to it (mode 0750, the shim's
-/// group: the driver's).
-pub fn run(dir: &Path, proc_root: &Path, server_user: Option<(u32, u32)>) -> anyhow::Result<()> {
+/// group: the driver's). `memory_cgroup` is the memory cgroup folder of the server side (its
+/// container's own when the shim is PID 1 and given none).
+pub fn run(
+    dir: &Path,
+    proc_root: &Path,
+    server_user: Option<(u32, u32)>,
+    memory_cgroup: Option<PathBuf>,
+) -> anyhow::Result<()> {
     guard::make_non_dumpable().map_err(|e| anyhow::anyhow!("make the shim non-dumpable: {e}"))?;
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes no pointers. Orphans of the server come to
     // the shim (it reaps what it kills) when it is not PID 1 already.
@@ -433,6 +450,8 @@ pub fn run(dir: &Path, proc_root: &Path, server_user: Option<(u32, u32)>) -> any
         children: HashMap::new(),
         server_user,
         scope,
+        memory_cgroup: memory_cgroup
+            .or_else(|| sweep::default_memory_cgroup(Path::new("/sys/fs/cgroup"), std::process::id() == 1)),
         filter: guard::tracing_filter(),
         pumps: HashMap::new(),
         swept_at_spawn: HashMap::new(),

@@ -110,42 +110,40 @@ fn read_number(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The server container's cgroup memory under `cgroup_root` (v1 `memory/` first: what this lab's
-/// hosts mount; then v2, untested), with `tree_anon` and `shim_anon` (bytes of RssAnon) taken
-/// off its anonymous memory for `outside_tree_bytes`. None, and what was tried, when no usage
-/// file could be read.
-pub fn cgroup_memory(cgroup_root: &Path, tree_anon: u64, shim_anon: u64) -> (Option<CgroupMemory>, String) {
+/// The memory cgroup folder of a shim that was given none: PID 1 of a container reads its
+/// container's own (v1 `memory/` under `cgroup_root`, what this lab's hosts mount; else the v2
+/// root, untested); a shim on the host reads none, since its cgroup is not the server's alone.
+pub fn default_memory_cgroup(cgroup_root: &Path, pid_one: bool) -> Option<std::path::PathBuf> {
+    if !pid_one {
+        return None;
+    }
     let v1 = cgroup_root.join("memory");
-    let (usage, peak, stat, anon_key, source) = match read_number(&v1.join("memory.usage_in_bytes")) {
-        Some(usage) => (
-            usage,
-            read_number(&v1.join("memory.max_usage_in_bytes")),
-            std::fs::read_to_string(v1.join("memory.stat")).ok(),
-            "total_rss",
-            v1.display().to_string(),
-        ),
-        None => match read_number(&cgroup_root.join("memory.current")) {
-            Some(usage) => (
-                usage,
-                read_number(&cgroup_root.join("memory.peak")),
-                std::fs::read_to_string(cgroup_root.join("memory.stat")).ok(),
-                "anon",
-                cgroup_root.display().to_string(),
-            ),
+    Some(if v1.join("memory.usage_in_bytes").exists() { v1 } else { cgroup_root.to_path_buf() })
+}
+
+/// The server's cgroup memory from its memory cgroup folder `dir` (v1 `memory.usage_in_bytes`,
+/// `memory.max_usage_in_bytes`, `memory.stat` `total_rss`; else v2 `memory.current`,
+/// `memory.peak`, `anon`, untested), with `tree_anon` and `shim_anon` (bytes of RssAnon) taken off
+/// its anonymous memory for `outside_tree_bytes`. None, and what was tried, when no usage file
+/// could be read.
+pub fn cgroup_memory(dir: &Path, tree_anon: u64, shim_anon: u64) -> (Option<CgroupMemory>, String) {
+    let (usage, peak, anon_key) = match read_number(&dir.join("memory.usage_in_bytes")) {
+        Some(usage) => (usage, read_number(&dir.join("memory.max_usage_in_bytes")), "total_rss"),
+        None => match read_number(&dir.join("memory.current")) {
+            Some(usage) => (usage, read_number(&dir.join("memory.peak")), "anon"),
             None => {
-                let tried = format!(
-                    "no memory/memory.usage_in_bytes or memory.current readable under {}",
-                    cgroup_root.display()
-                );
+                let tried =
+                    format!("no memory.usage_in_bytes or memory.current readable in {}", dir.display());
                 return (None, tried);
             }
         },
     };
+    let stat = std::fs::read_to_string(dir.join("memory.stat")).ok();
     let anon = stat.as_deref().and_then(|s| stat_value(s, anon_key));
     let outside = anon.map(|a| a.saturating_sub(tree_anon + shim_anon));
     let memory =
         CgroupMemory { usage_bytes: usage, peak_bytes: peak, anon_bytes: anon, outside_tree_bytes: outside };
-    (Some(memory), source)
+    (Some(memory), dir.display().to_string())
 }
 
 /// The summed RssAnon of `pids` (bytes).
@@ -199,16 +197,17 @@ mod tests {
     #[test]
     fn cgroup_memory_reads_v1_and_takes_the_tree_off_its_anonymous_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let r = dir.path();
+        let root = dir.path();
+        assert_eq!(default_memory_cgroup(root, false), None);
+        assert_eq!(default_memory_cgroup(root, true).as_deref(), Some(root));
+        let r = &root.join("memory");
         assert_eq!(cgroup_memory(r, 0, 0).0, None);
-        std::fs::create_dir_all(r.join("memory")).unwrap();
-        std::fs::write(r.join("memory/memory.usage_in_bytes"), "400000000\n").unwrap();
-        std::fs::write(r.join("memory/memory.max_usage_in_bytes"), "450000000\n").unwrap();
-        std::fs::write(
-            r.join("memory/memory.stat"),
-            "cache 10\nrss 5\ntotal_cache 60000000\ntotal_rss 340000000\n",
-        )
-        .unwrap();
+        std::fs::create_dir_all(r).unwrap();
+        std::fs::write(r.join("memory.usage_in_bytes"), "400000000\n").unwrap();
+        std::fs::write(r.join("memory.max_usage_in_bytes"), "450000000\n").unwrap();
+        std::fs::write(r.join("memory.stat"), "cache 10\nrss 5\ntotal_cache 60000000\ntotal_rss 340000000\n")
+            .unwrap();
+        assert_eq!(default_memory_cgroup(root, true).as_deref(), Some(r.as_path()));
         let (m, source) = cgroup_memory(r, 20_000_000, 1_000_000);
         assert!(source.ends_with("memory"), "{source}");
         assert_eq!(
