@@ -173,8 +173,19 @@ impl Shim {
     fn handle(&mut self, req: Request) -> (Reply, Vec<OwnedFd>) {
         let reply = match req {
             Request::Spawn { argv, env, cwd, stderr_log, output_to_log } => {
+                // Nothing of an earlier spawn may still run when this one starts.
+                let keep: Vec<u32> = self.children.keys().copied().collect();
+                let swept = match sweep::sweep(&self.proc_root, self.scope, &keep, SWEEP_LIMIT) {
+                    Ok(swept) => swept,
+                    Err(message) => return (Reply::Error { message }, Vec::new()),
+                };
                 return match self.spawn(&argv, &env, cwd.as_deref(), &stderr_log, output_to_log) {
-                    Ok((pid, ends)) => (Reply::Spawned { pid }, ends),
+                    Ok((pid, ends)) => {
+                        if swept.processes > 0 {
+                            self.swept_at_spawn.insert(pid, swept);
+                        }
+                        (Reply::Spawned { pid }, ends)
+                    }
                     Err(e) => (Reply::Error { message: format!("spawn {argv:?}: {e}") }, Vec::new()),
                 };
             }
@@ -240,10 +251,6 @@ impl Shim {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
-        // Nothing of an earlier spawn may still run when this one starts.
-        let keep: Vec<u32> = self.children.keys().copied().collect();
-        let swept = sweep::sweep(&self.proc_root, self.scope, &keep, SWEEP_LIMIT)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::Other, e))?;
         // The server writes its stderr into a pipe; the shim copies it into the log, which the
         // server never holds (it cannot rewrite or append to another spawn's log).
         let log = File::create(stderr_log)?;
@@ -290,9 +297,6 @@ impl Shim {
         });
         self.children.insert(pid, child);
         self.pumps.insert(pid, pump);
-        if swept.processes > 0 {
-            self.swept_at_spawn.insert(pid, swept);
-        }
         Ok((pid, ends))
     }
 
@@ -326,7 +330,7 @@ impl Shim {
         };
         let _ = killpg(group, Signal::SIGKILL);
         reap_orphans();
-        let left = now.add(self.swept_at_spawn.remove(&pid).unwrap_or_default());
+        let left = now.plus(self.swept_at_spawn.remove(&pid).unwrap_or_default());
         self.finish_pump(pid);
         Ok(ExitInfo {
             how: how.into(),
@@ -363,7 +367,7 @@ impl Shim {
             if is_dead(&status) || kept.contains(&pid) || parse_pgrp(&stat) != Some(pgid) {
                 continue;
             }
-            left = left.add(Leftovers { processes: 1, rss_bytes: status_kib(&status, "VmRSS:") * 1024 });
+            left = left.plus(Leftovers { processes: 1, rss_bytes: status_kib(&status, "VmRSS:") * 1024 });
         }
         left
     }

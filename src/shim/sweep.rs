@@ -71,7 +71,7 @@ pub fn sweep(proc_root: &Path, scope: Scope, keep: &[u32], limit: Duration) -> R
         for (pid, rss) in &now {
             if !seen.contains(pid) {
                 seen.push(*pid);
-                found = found.add(Leftovers { processes: 1, rss_bytes: *rss });
+                found = found.plus(Leftovers { processes: 1, rss_bytes: *rss });
             }
             // SAFETY: kill(2) with a pid and a signal number; no memory is passed.
             unsafe { libc::kill(*pid as i32, libc::SIGKILL) };

@@ -165,7 +165,7 @@ pub struct Leftovers {
 }
 
 impl Leftovers {
-    pub fn add(self, other: Leftovers) -> Leftovers {
+    pub fn plus(self, other: Leftovers) -> Leftovers {
         Leftovers { processes: self.processes + other.processes, rss_bytes: self.rss_bytes + other.rss_bytes }
     }
 }
