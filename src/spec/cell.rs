@@ -205,11 +205,11 @@ pub struct Repeat {
     pub fresh_container: bool,
 }
 
-/// The user every sandboxed lab container runs as: `nobody:nogroup` (65534:65534). Every Debian
-/// (and Node, Bun) image knows it by name, so runtimes that look their user up in /etc/passwd
-/// still work, it owns no file of the image, and server and sidecar share it: the sidecar can
-/// connect to the shim's socket and read the logs in /lab (the volume is mode 1777) without
-/// either side being root.
+/// The user every sandboxed server (and backing service) runs as: `nobody:nogroup`
+/// (65534:65534). Every Debian (and Node, Bun) image knows it by name, so runtimes that look their
+/// user up in /etc/passwd still work, and it owns no file of the image. The lab's own processes
+/// run apart from it ([`LAB_UID`], [`Sandbox::lab_user`]), so the server reaches neither the
+/// shim nor /lab.
 pub const SANDBOX_UID: u32 = 65534;
 
 pub const SANDBOX_GID: u32 = 65534;
