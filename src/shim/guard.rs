@@ -123,9 +123,16 @@ mod tests {
                     install_filter(&prog).ok()?;
                     // SAFETY: plain system calls with no pointers the kernel writes through.
                     let traced = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
-                    let errno = std::io::Error::last_os_error().raw_os_error();
+                    let traced_errno = std::io::Error::last_os_error().raw_os_error();
+                    // Zero iovecs: without the filter this reads nothing and returns 0.
+                    let read = unsafe {
+                        libc::process_vm_readv(libc::getppid(), std::ptr::null(), 0, std::ptr::null(), 0, 0)
+                    };
+                    let read_errno = std::io::Error::last_os_error().raw_os_error();
                     let pid = unsafe { libc::getpid() };
-                    (traced == -1 && errno == Some(libc::EPERM) && pid > 0).then_some(0)
+                    let refused = |rc: i64, errno| rc == -1 && errno == Some(libc::EPERM);
+                    (refused(traced, traced_errno) && refused(read as i64, read_errno) && pid > 0)
+                        .then_some(0)
                 })()
                 .unwrap_or(1);
                 // SAFETY: ends the child at once, as after a fork.
