@@ -384,11 +384,18 @@ impl Shim {
         }
     }
 
+    /// Kills every server and whatever they left (a driver gone without stopping them, or the
+    /// end of the cell): nothing of this driver's cell waits for the next.
     fn kill_all(&mut self) {
         for (pid, mut child) in self.children.drain() {
             let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
             let _ = child.wait();
         }
+        // No one to answer: what was left is in the stops already answered, or goes unrecorded
+        // with a driver that left without asking.
+        let _ = sweep::sweep(&self.proc_root, self.scope, &[], SWEEP_LIMIT);
+        self.pumps.clear();
+        self.swept_at_spawn.clear();
     }
 }
 

@@ -91,8 +91,11 @@ pub fn run(
         }
         f
     };
-    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started).map_err(with_log);
-    match shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms)) {
+    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started);
+    let stopped = shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms));
+    // Read after the stop: the shim answers it once the server's output has all reached the log.
+    let result = result.map_err(with_log);
+    match stopped {
         Ok((exit, _)) => out.exits.push(exit),
         Err(f) if result.is_ok() => return Err(f),
         Err(_) => {}
