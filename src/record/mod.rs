@@ -488,4 +488,38 @@ pub(crate) mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_796_032_245), "2026-11-30T09:50:45Z");
     }
+
+    #[test]
+    fn memory_outside_the_tree_is_flagged_above_the_threshold_only() {
+        let at = |outside: u64| CgroupMemory {
+            usage_bytes: outside + (20 << 20),
+            peak_bytes: None,
+            anon_bytes: Some(outside + (10 << 20)),
+            outside_tree_bytes: Some(outside),
+        };
+        assert_eq!(MemoryMetrics::outside_tree_of(None, None), None);
+        assert_eq!(MemoryMetrics::outside_tree_of(Some(&at(OUTSIDE_TREE_THRESHOLD)), None), None);
+        let unread = CgroupMemory { outside_tree_bytes: None, ..at(0) };
+        assert_eq!(MemoryMetrics::outside_tree_of(Some(&unread), Some(&unread)), None);
+        let flag = MemoryMetrics::outside_tree_of(Some(&at(40 << 20)), Some(&at(300 << 20))).unwrap();
+        assert_eq!((flag.bytes, flag.at.as_str()), (300 << 20, "end"));
+        let flag = MemoryMetrics::outside_tree_of(Some(&at(40 << 20)), Some(&at(1 << 20))).unwrap();
+        assert_eq!(
+            (flag.bytes, flag.at.as_str(), flag.threshold_bytes),
+            (40 << 20, "after_initialize", 32 << 20)
+        );
+        let exit = |left| ExitInfo {
+            how: "exited".into(),
+            code: Some(0),
+            signal: None,
+            stop_ms: 1.0,
+            left_behind: left,
+        };
+        let one = crate::spec::Leftovers { processes: 2, rss_bytes: 7 };
+        assert_eq!(LeftBehind::of(&[exit(None)]), None);
+        assert_eq!(
+            LeftBehind::of(&[exit(Some(one)), exit(None), exit(Some(one))]),
+            Some(LeftBehind { spawns: 2, processes: 4, rss_bytes: 14 })
+        );
+    }
 }
