@@ -175,7 +175,7 @@ impl Shim {
             Request::Spawn { argv, env, cwd, stderr_log, output_to_log } => {
                 // Nothing of an earlier spawn may still run when this one starts.
                 let keep: Vec<u32> = self.children.keys().copied().collect();
-                let swept = match sweep::sweep(&self.proc_root, self.scope, &keep, SWEEP_LIMIT) {
+                let swept = match sweep::sweep(&self.proc_root, &self.scope, &keep, SWEEP_LIMIT) {
                     Ok(swept) => swept,
                     Err(message) => return (Reply::Error { message }, Vec::new()),
                 };
@@ -324,7 +324,7 @@ impl Shim {
         // Whatever the server left behind, in its group or out of it, is found, counted and
         // killed before the stop is answered.
         let keep: Vec<u32> = self.children.keys().copied().collect();
-        let now = match self.scope {
+        let now = match &self.scope {
             Scope::GroupOnly => self.group_members(pid, &keep),
             scope => sweep::sweep(&self.proc_root, scope, &keep, SWEEP_LIMIT)?,
         };
@@ -393,7 +393,7 @@ impl Shim {
         }
         // No one to answer: what was left is in the stops already answered, or goes unrecorded
         // with a driver that left without asking.
-        let _ = sweep::sweep(&self.proc_root, self.scope, &[], SWEEP_LIMIT);
+        let _ = sweep::sweep(&self.proc_root, &self.scope, &[], SWEEP_LIMIT);
         self.pumps.clear();
         self.swept_at_spawn.clear();
     }
@@ -451,10 +451,12 @@ pub fn run(
         // The driver connects through the lab's group.
         guard::lab_only(&sock, 0o770).map_err(|e| anyhow::anyhow!("chmod {}: {e}", sock.display()))?;
     }
-    let scope = match server_user {
-        Some((uid, _)) => Scope::Uid(uid),
-        None if std::process::id() == 1 => Scope::Container { shim: 1 },
-        None => Scope::GroupOnly,
+    let procs = memory_cgroup.as_ref().map(|d| d.join("cgroup.procs")).filter(|p| p.exists());
+    let scope = match (server_user, procs) {
+        (Some((uid, _)), _) => Scope::Uid(uid),
+        (None, _) if std::process::id() == 1 => Scope::Container { shim: 1 },
+        (None, Some(procs)) => Scope::Cgroup { procs, shim: std::process::id() },
+        (None, None) => Scope::GroupOnly,
     };
     let mut shim = Shim {
         proc_root: proc_root.to_path_buf(),

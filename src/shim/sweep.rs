@@ -10,12 +10,15 @@ use std::time::{Duration, Instant};
 use crate::spec::{CgroupMemory, Leftovers};
 
 /// Which processes belong to the server side of the container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     /// Every process whose real uid is this (the server runs as a user of its own).
     Uid(u32),
     /// Every process but the shim (the shim is PID 1 of the server's container).
     Container { shim: u32 },
+    /// Every process of a cgroup of the server side's own but the shim (a native cell's lab
+    /// cgroup): the pids its `cgroup.procs` lists.
+    Cgroup { procs: std::path::PathBuf, shim: u32 },
     /// Neither: only the server's process group can be reached (a shim on the host).
     GroupOnly,
 }
@@ -27,10 +30,16 @@ fn real_uid(status: &str) -> Option<u32> {
 
 /// The live processes of `scope` that are in none of the trees of `keep` (the servers still
 /// running), with their RSS in bytes.
-pub fn strays(proc_root: &Path, scope: Scope, keep: &[u32]) -> std::io::Result<Vec<(u32, u64)>> {
-    if scope == Scope::GroupOnly {
+pub fn strays(proc_root: &Path, scope: &Scope, keep: &[u32]) -> std::io::Result<Vec<(u32, u64)>> {
+    if *scope == Scope::GroupOnly {
         return Ok(Vec::new());
     }
+    let members: Vec<u32> = match scope {
+        Scope::Cgroup { procs, .. } => {
+            std::fs::read_to_string(procs)?.lines().filter_map(|l| l.trim().parse().ok()).collect()
+        }
+        _ => Vec::new(),
+    };
     let mut kept = Vec::new();
     for root in keep {
         kept.extend(super::tree_pids(proc_root, *root)?);
@@ -48,8 +57,9 @@ pub fn strays(proc_root: &Path, scope: Scope, keep: &[u32]) -> std::io::Result<V
             continue;
         }
         let ours = match scope {
-            Scope::Uid(uid) => real_uid(&status) == Some(uid),
-            Scope::Container { shim } => pid != shim,
+            Scope::Uid(uid) => real_uid(&status) == Some(*uid),
+            Scope::Container { shim } => pid != *shim,
+            Scope::Cgroup { shim, .. } => pid != *shim && members.contains(&pid),
             Scope::GroupOnly => false,
         };
         if ours {
@@ -62,7 +72,7 @@ pub fn strays(proc_root: &Path, scope: Scope, keep: &[u32]) -> std::io::Result<V
 /// Kills every stray of `scope` outside the trees of `keep`, again until none is left (one may
 /// fork while the others die), reaps those that were the shim's to reap, and says how many there
 /// were and their RSS when first seen. Gives up after `limit`, saying what is still alive.
-pub fn sweep(proc_root: &Path, scope: Scope, keep: &[u32], limit: Duration) -> Result<Leftovers, String> {
+pub fn sweep(proc_root: &Path, scope: &Scope, keep: &[u32], limit: Duration) -> Result<Leftovers, String> {
     let deadline = Instant::now() + limit;
     let mut seen: Vec<u32> = Vec::new();
     let mut found = Leftovers::default();
@@ -183,14 +193,19 @@ mod tests {
         proc_entry(r, 30, 1, 65534, 300_000, "S (sleeping)"); // a detached leftover
         proc_entry(r, 31, 1, 65534, 500, "Z (zombie)"); // dead already
         proc_entry(r, 40, 1, 1000, 700, "S (sleeping)"); // someone else's
-        let uid = strays(r, Scope::Uid(65534), &[10]).unwrap();
+        let uid = strays(r, &Scope::Uid(65534), &[10]).unwrap();
         assert_eq!(uid, vec![(30, 300_000 * 1024)]);
-        let mut all = strays(r, Scope::Container { shim: 1 }, &[10]).unwrap();
+        let mut all = strays(r, &Scope::Container { shim: 1 }, &[10]).unwrap();
         all.sort();
         assert_eq!(all, vec![(30, 300_000 * 1024), (40, 700 * 1024)]);
         // With no server left, its own tree is a stray too.
-        assert_eq!(strays(r, Scope::Uid(65534), &[]).unwrap().len(), 3);
-        assert!(strays(r, Scope::GroupOnly, &[]).unwrap().is_empty());
+        assert_eq!(strays(r, &Scope::Uid(65534), &[]).unwrap().len(), 3);
+        assert!(strays(r, &Scope::GroupOnly, &[]).unwrap().is_empty());
+        // A native lab cgroup: its members but the shim, outside the live trees.
+        let procs = r.join("cgroup.procs");
+        std::fs::write(&procs, "1\n10\n11\n30\n").unwrap();
+        let cgroup = Scope::Cgroup { procs, shim: 1 };
+        assert_eq!(strays(r, &cgroup, &[10]).unwrap(), vec![(30, 300_000 * 1024)]);
         assert_eq!(anon_of(r, &[10, 11, 31]), (10_000 + 500) * 1024);
     }
 
