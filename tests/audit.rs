@@ -122,6 +122,7 @@ fn record(i: usize) -> Record {
                     cgroup_peak_bytes: Some(123_456_789),
                     ..Default::default()
                 }),
+                ..Default::default()
             },
             load: i
                 .is_multiple_of(3)
@@ -166,7 +167,14 @@ fn record(i: usize) -> Record {
             server_info: Some(std::sync::Arc::new(
                 serde_json::json!({"name": "echo", "version": "1.0", "x": -1.5e-7}),
             )),
-            exits: vec![ExitInfo { how: "exited".into(), code: Some(0), signal: None, stop_ms: 1.25 }],
+            exits: vec![ExitInfo {
+                how: "exited".into(),
+                code: Some(0),
+                signal: None,
+                stop_ms: 1.25,
+                left_behind: None,
+            }],
+            left_behind: None,
         },
         environment: Environment {
             image: ImageManifest {

@@ -19,13 +19,14 @@ use benchlab::record::manifest::{
     RuntimeManifest, SandboxManifest,
 };
 use benchlab::record::{
-    Cell, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status, FORMAT_VERSION,
+    Cell, LeftBehind, MemoryMetrics, Metrics, Observed, Record, SampleMetric, ServerIdent, Status,
+    FORMAT_VERSION,
 };
 use benchlab::spec::{
-    DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason, HistogramMetric,
-    IdleSeries, Lifecycle, LoadMemory, LoadMetrics, LoadSeries, MemoryLevel, ParallelSlot, Placement, Repeat,
-    Reply, Request, ResourceSeries, SeriesInterval, ServerLaunch, Slope, SoakCycle, SoakFigures, SourceInfo,
-    Timeouts, TreeMemory, Warmup, Workload,
+    CgroupMemory, DriverEvent, DriverOutcome, DriverSpec, ExitInfo, Expect, Failure, FailureReason,
+    HistogramMetric, IdleSeries, Leftovers, Lifecycle, LoadMemory, LoadMetrics, LoadSeries, MemoryLevel,
+    ParallelSlot, Placement, Repeat, Reply, Request, ResourceSeries, SeriesInterval, ServerLaunch, Slope,
+    SoakCycle, SoakFigures, SourceInfo, Timeouts, TreeMemory, Warmup, Workload,
 };
 use benchlab::stats::LatencySummary;
 
@@ -256,8 +257,17 @@ fn soak_figures() -> SoakFigures {
     }
 }
 
+fn cgroup(usage: u64, outside: u64) -> CgroupMemory {
+    CgroupMemory {
+        usage_bytes: usage,
+        peak_bytes: Some(usage + (1 << 20)),
+        anon_bytes: Some(usage - (8 << 20)),
+        outside_tree_bytes: Some(outside),
+    }
+}
+
 fn exit_info() -> ExitInfo {
-    ExitInfo { how: "terminated".into(), code: Some(143), signal: Some(15), stop_ms: 12.5 }
+    ExitInfo { how: "terminated".into(), code: Some(143), signal: Some(15), stop_ms: 12.5, left_behind: None }
 }
 
 fn environment() -> Environment {
@@ -301,6 +311,7 @@ fn environment() -> Environment {
             scratch: vec!["/tmp:67108864".into()],
             pids_limit: Some(1024),
             network: "none".into(),
+            lab_user: Some("65533:65533".into()),
         }),
         services: Vec::new(),
     }
@@ -370,6 +381,9 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
                 after_initialize: Some(tree(30 << 20)),
                 end: Some(tree(31 << 20)),
                 under_load: Some(load_memory()),
+                cgroup_after_initialize: Some(cgroup(40 << 20, 0)),
+                cgroup_end: Some(cgroup(360 << 20, 300 << 20)),
+                outside_tree: MemoryMetrics::outside_tree_of(None, Some(&cgroup(360 << 20, 300 << 20))),
             },
             load: Some(Box::new(load_metrics())),
             services: Vec::new(),
@@ -382,8 +396,15 @@ fn record(seq: u64, status: Status, expect: Expect, workload: Workload) -> Recor
             )),
             exits: vec![
                 exit_info(),
-                ExitInfo { how: "exited".into(), code: Some(0), signal: None, stop_ms: 0.5 },
+                ExitInfo {
+                    how: "exited".into(),
+                    code: Some(0),
+                    signal: None,
+                    stop_ms: 0.5,
+                    left_behind: Some(Leftovers { processes: 2, rss_bytes: 300 << 20 }),
+                },
             ],
+            left_behind: Some(LeftBehind { spawns: 1, processes: 2, rss_bytes: 300 << 20 }),
         },
         env_hash: environment.hash(),
         environment: environment.into(),
@@ -907,6 +928,8 @@ fn driver_outcome() -> DriverOutcome {
         calls_ok: 999,
         memory_after_initialize: Some(tree(30 << 20)),
         memory_end: Some(tree(31 << 20)),
+        cgroup_after_initialize: Some(cgroup(40 << 20, 0)),
+        cgroup_end: Some(cgroup(360 << 20, 300 << 20)),
         exits: vec![exit_info()],
         load: Some(load_metrics()),
         load_memory: Some(load_memory()),
@@ -959,6 +982,7 @@ fn shim_wire_messages() {
         Request::Cpu { pid: 7 },
         Request::CgroupPeak,
         Request::CgroupUsage,
+        Request::CgroupMemory { pid: 7 },
         Request::Stop { pid: 7, grace_ms: 2_000, term_ms: 2_000 },
         Request::Shutdown,
     ];
@@ -967,6 +991,11 @@ fn shim_wire_messages() {
         Reply::Spawned { pid: 7 },
         Reply::Memory { memory: tree(30 << 20) },
         Reply::Cpu { cpu_ns: 1_234_567 },
+        Reply::CgroupMemory {
+            memory: Some(cgroup(360 << 20, 300 << 20)),
+            source: "/sys/fs/cgroup/memory".into(),
+        },
+        Reply::CgroupMemory { memory: None, source: "no memory/memory.usage_in_bytes".into() },
         Reply::CgroupPeak { bytes: Some(99 << 20), source: "memory.peak".into() },
         Reply::CgroupUsage { bytes: Some(98 << 20), source: "memory/memory.usage_in_bytes".into() },
         Reply::Stopped { exit: exit_info(), memory_before_stop: Some(tree(31 << 20)) },

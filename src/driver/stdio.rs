@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::mcp::{self, Incoming, RpcError};
 use crate::shim::{self};
 use crate::spec::ServerLaunch;
-use crate::spec::{ExitInfo, Reply, Request, TreeMemory};
+use crate::spec::{CgroupMemory, ExitInfo, Reply, Request, TreeMemory};
 use crate::spec::{Failure, FailureReason};
 
 /// The control-socket client of the shim.
@@ -102,6 +102,14 @@ impl ShimClient {
     pub fn cgroup_usage(&mut self) -> Result<Option<u64>, Failure> {
         match self.call(&Request::CgroupUsage)? {
             Reply::CgroupUsage { bytes, .. } => Ok(bytes),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The server container's cgroup memory beside `pid`'s process tree, if the shim can read it.
+    pub fn cgroup_memory(&mut self, pid: u32) -> Result<Option<CgroupMemory>, Failure> {
+        match self.call(&Request::CgroupMemory { pid })? {
+            Reply::CgroupMemory { memory, .. } => Ok(memory),
             other => Err(unexpected(other)),
         }
     }

@@ -117,9 +117,10 @@ fn fail(
     out: &mut DriverOutcome,
     f: Failure,
 ) -> Failure {
-    let f = with_stderr(f, &session);
+    // Stopped first: the shim answers once the server's stderr has all reached the log.
+    let log = session.stderr_log.clone();
     let _ = stop(spec, shim, session, out);
-    f
+    with_stderr(f, &log)
 }
 
 fn startup_failure(f: Failure) -> Failure {
@@ -130,8 +131,8 @@ fn startup_failure(f: Failure) -> Failure {
     }
 }
 
-fn with_stderr(mut f: Failure, session: &Session) -> Failure {
-    if let Some(tail) = stderr_tail(&session.stderr_log) {
+fn with_stderr(mut f: Failure, log: &std::path::Path) -> Failure {
+    if let Some(tail) = stderr_tail(log) {
         f.detail = format!("{}\n--- server stderr (tail) ---\n{}", f.detail, tail.trim_end());
     }
     f
@@ -278,12 +279,14 @@ fn cold_start(
         out.tools_list_ns.push(listed.as_nanos() as u64);
         if n == 0 {
             out.memory_after_initialize = Some(shim.memory(session.pid)?);
+            out.cgroup_after_initialize = shim.cgroup_memory(session.pid)?;
             if let Err(f) = gate(spec, suite, &mut session) {
                 return Err(fail(spec, shim, session, out, f));
             }
         }
         if n + 1 == spawns {
             out.memory_end = Some(shim.memory(session.pid)?);
+            out.cgroup_end = shim.cgroup_memory(session.pid)?;
         }
         stop(spec, shim, session, out)?;
         progress("spawns", u64::from(n) + 1, u64::from(spawns));
@@ -326,6 +329,7 @@ fn serial_calls(
     };
     let tool = tool.as_str();
     out.memory_after_initialize = Some(shim.memory(session.pid)?);
+    out.cgroup_after_initialize = shim.cgroup_memory(session.pid)?;
     if let Err(f) = gate(spec, suite, &mut session) {
         return Err(fail(spec, shim, session, out, f));
     }
@@ -368,6 +372,7 @@ fn serial_calls(
         return Err(fail(spec, shim, session, out, f));
     }
     out.memory_end = Some(shim.memory(session.pid)?);
+    out.cgroup_end = shim.cgroup_memory(session.pid)?;
     stop(spec, shim, session, out)
 }
 

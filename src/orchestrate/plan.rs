@@ -302,7 +302,7 @@ fn expectations_fetched(scenario: &Scenario) -> Result<(), RunError> {
 /// a root-only WORKDIR such as /root stay readable), with no capabilities all the same.
 fn sandbox_for(from_source: bool, no_bytecode: bool) -> Sandbox {
     match (from_source, no_bytecode) {
-        (true, _) => Sandbox { user: None, ..Sandbox::hardened() },
+        (true, _) => Sandbox { user: None, lab_user: None, ..Sandbox::hardened() },
         (false, true) => Sandbox { read_only_root: false, ..Sandbox::hardened() },
         (false, false) => Sandbox::hardened(),
     }

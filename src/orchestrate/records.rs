@@ -74,6 +74,7 @@ fn sandbox_manifest(s: &Sandbox) -> crate::record::manifest::SandboxManifest {
         scratch: s.scratch.iter().map(|(p, b)| format!("{p}:{b}")).collect(),
         pids_limit: s.pids_limit,
         network: "none".into(),
+        lab_user: s.lab_user.map(|(u, g)| format!("{u}:{g}")),
     }
 }
 
@@ -182,6 +183,21 @@ fn service_metrics(cell: &PlannedCell, ready: &[ServiceReady], ran: &[ServiceUsa
 /// The record of one cell from its outcome: what was measured, and the environment it ran in
 /// (run-wide facts, the backend's engine, the prepared image and what the cell reported of it).
 /// Its hashes and sequence number are the store's to fill.
+/// The memory figures of an outcome: the tree's, the cgroup's beside them, and the flag when
+/// the cgroup held memory outside the tree.
+fn memory_metrics(outcome: &mut crate::spec::DriverOutcome) -> MemoryMetrics {
+    let (cgroup_after_initialize, cgroup_end) =
+        (outcome.cgroup_after_initialize.take(), outcome.cgroup_end.take());
+    MemoryMetrics {
+        after_initialize: outcome.memory_after_initialize.take(),
+        end: outcome.memory_end.take(),
+        under_load: outcome.load_memory.take(),
+        outside_tree: MemoryMetrics::outside_tree_of(cgroup_after_initialize.as_ref(), cgroup_end.as_ref()),
+        cgroup_after_initialize,
+        cgroup_end,
+    }
+}
+
 pub fn build_record(
     ctx: &RunContext,
     cell: &PlannedCell,
@@ -190,7 +206,7 @@ pub fn build_record(
     cell_outcome: CellOutcome,
 ) -> Record {
     let CellOutcome {
-        driver: outcome,
+        driver: mut outcome,
         failure: failure_override,
         facts,
         sandbox,
@@ -277,11 +293,7 @@ pub fn build_record(
             cold_start: samples(&outcome.cold_start_ns),
             tools_list: samples(&outcome.tools_list_ns),
             calls,
-            memory: MemoryMetrics {
-                after_initialize: outcome.memory_after_initialize,
-                end: outcome.memory_end,
-                under_load: outcome.load_memory,
-            },
+            memory: memory_metrics(&mut outcome),
             load: outcome.load.map(Box::new),
             services: service_metrics(cell, &outcome.services, &services),
         }),
@@ -307,6 +319,7 @@ fn observed(
         protocol_version,
         server_info: info.map(std::sync::Arc::new),
         server_info_truncated: truncated,
+        left_behind: crate::record::LeftBehind::of(&exits),
         exits,
     }
 }

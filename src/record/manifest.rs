@@ -93,6 +93,12 @@ pub struct SandboxManifest {
     pub pids_limit: Option<u32>,
     /// `none`: loopback only.
     pub network: String,
+    /// `uid:gid` the shim (root in that group, keeping only SETUID, SETGID and KILL) and the
+    /// driver ran as, apart from the server: the shim non-dumpable, /lab closed to the server,
+    /// the server under a seccomp filter that refuses ptrace and process_vm_readv/writev. Absent
+    /// when they shared the server's user (every record written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_user: Option<String>,
 }
 
 /// The environment of one cell. `env_hash` is the sha256 of its canonical JSON.

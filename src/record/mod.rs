@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::mcp::transport::HttpTarget;
 use crate::spec::SourceInfo;
 use crate::spec::Timeouts;
-use crate::spec::{ExitInfo, TreeMemory};
+use crate::spec::{CgroupMemory, ExitInfo, TreeMemory};
 use crate::spec::{Expect, Workload};
 use crate::stats::LatencySummary;
 use std::collections::BTreeMap;
@@ -118,7 +118,9 @@ pub struct SampleMetric {
     pub summary: LatencySummary,
 }
 
-/// Memory of the server's process tree (from /proc inside its container).
+/// Memory of the server's process tree (from /proc inside its container), and of its container's
+/// cgroup at the same points: the tree is the figure reports and claims read; the cgroup is where
+/// memory held outside the tree (a detached child) cannot hide.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryMetrics {
@@ -128,6 +130,48 @@ pub struct MemoryMetrics {
     /// container's cgroup memory peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadMemory>,
+    /// The container's cgroup memory when `after_initialize` was read (absent in records written
+    /// before it existed, and where the shim could not read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_after_initialize: Option<CgroupMemory>,
+    /// The container's cgroup memory when `end` was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_end: Option<CgroupMemory>,
+    /// Set when the cgroup held more anonymous memory outside the server's tree than
+    /// [`OUTSIDE_TREE_THRESHOLD`] at either point: the tree's figures understate the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_tree: Option<OutsideTree>,
+}
+
+/// Anonymous memory the container's cgroup holds outside the server's tree and the shim beyond
+/// which a record is flagged: well above the kernel's per-CPU charge batches and the shim's
+/// stderr pumps, well below any process that holds memory to hide it.
+pub const OUTSIDE_TREE_THRESHOLD: u64 = 32 << 20;
+
+/// Memory outside the server's process tree, found in its container's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideTree {
+    /// The larger of the two readings' `outside_tree_bytes`.
+    pub bytes: u64,
+    /// Where it was read: `after_initialize` or `end`.
+    pub at: String,
+    pub threshold_bytes: u64,
+}
+
+impl MemoryMetrics {
+    /// The flag from the two cgroup readings: the larger gap, when above the threshold.
+    pub fn outside_tree_of(
+        after_initialize: Option<&CgroupMemory>,
+        end: Option<&CgroupMemory>,
+    ) -> Option<OutsideTree> {
+        [("after_initialize", after_initialize), ("end", end)]
+            .into_iter()
+            .filter_map(|(at, m)| Some((at, m?.outside_tree_bytes?)))
+            .filter(|(_, bytes)| *bytes > OUTSIDE_TREE_THRESHOLD)
+            .max_by_key(|(_, bytes)| *bytes)
+            .map(|(at, bytes)| OutsideTree { bytes, at: at.into(), threshold_bytes: OUTSIDE_TREE_THRESHOLD })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -186,6 +230,32 @@ pub struct Observed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_info_truncated: Option<u64>,
     pub exits: Vec<ExitInfo>,
+    /// Set when a spawn left processes behind (each exit's `left_behind`, summed): the shim
+    /// killed them before the next spawn, and the cell's figures may owe them something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_behind: Option<LeftBehind>,
+}
+
+/// The processes a cell's server spawns left behind, over all its spawns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeftBehind {
+    /// How many spawns left any.
+    pub spawns: u32,
+    pub processes: u32,
+    /// Their summed RSS when the shim found them, bytes.
+    pub rss_bytes: u64,
+}
+
+impl LeftBehind {
+    pub fn of(exits: &[ExitInfo]) -> Option<LeftBehind> {
+        let left: Vec<_> = exits.iter().filter_map(|e| e.left_behind).collect();
+        (!left.is_empty()).then(|| LeftBehind {
+            spawns: left.len() as u32,
+            processes: left.iter().map(|l| l.processes).sum(),
+            rss_bytes: left.iter().map(|l| l.rss_bytes).sum(),
+        })
+    }
 }
 
 /// Where a cluster backend ran one cell.
@@ -356,6 +426,7 @@ pub(crate) mod tests {
                     after_initialize: Some(TreeMemory { rss_bytes: 4096, hwm_bytes: 8192, processes: 1 }),
                     end: None,
                     under_load: None,
+                    ..Default::default()
                 },
                 load: None,
                 services: vec![],
@@ -365,6 +436,7 @@ pub(crate) mod tests {
                 protocol_version: Some("2025-11-25".into()),
                 server_info: Some(Arc::new(json!({"name": "x", "v": 1.5e-7}))),
                 exits: vec![],
+                left_behind: None,
             },
             environment: Environment {
                 image: ImageManifest {
@@ -424,5 +496,39 @@ pub(crate) mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_796_032_245), "2026-11-30T09:50:45Z");
+    }
+
+    #[test]
+    fn memory_outside_the_tree_is_flagged_above_the_threshold_only() {
+        let at = |outside: u64| CgroupMemory {
+            usage_bytes: outside + (20 << 20),
+            peak_bytes: None,
+            anon_bytes: Some(outside + (10 << 20)),
+            outside_tree_bytes: Some(outside),
+        };
+        assert_eq!(MemoryMetrics::outside_tree_of(None, None), None);
+        assert_eq!(MemoryMetrics::outside_tree_of(Some(&at(OUTSIDE_TREE_THRESHOLD)), None), None);
+        let unread = CgroupMemory { outside_tree_bytes: None, ..at(0) };
+        assert_eq!(MemoryMetrics::outside_tree_of(Some(&unread), Some(&unread)), None);
+        let flag = MemoryMetrics::outside_tree_of(Some(&at(40 << 20)), Some(&at(300 << 20))).unwrap();
+        assert_eq!((flag.bytes, flag.at.as_str()), (300 << 20, "end"));
+        let flag = MemoryMetrics::outside_tree_of(Some(&at(40 << 20)), Some(&at(1 << 20))).unwrap();
+        assert_eq!(
+            (flag.bytes, flag.at.as_str(), flag.threshold_bytes),
+            (40 << 20, "after_initialize", 32 << 20)
+        );
+        let exit = |left| ExitInfo {
+            how: "exited".into(),
+            code: Some(0),
+            signal: None,
+            stop_ms: 1.0,
+            left_behind: left,
+        };
+        let one = crate::spec::Leftovers { processes: 2, rss_bytes: 7 };
+        assert_eq!(LeftBehind::of(&[exit(None)]), None);
+        assert_eq!(
+            LeftBehind::of(&[exit(Some(one)), exit(None), exit(Some(one))]),
+            Some(LeftBehind { spawns: 2, processes: 4, rss_bytes: 14 })
+        );
     }
 }

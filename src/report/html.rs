@@ -186,6 +186,26 @@ fn failures(o: &mut String, records: &[Record]) {
     }
 }
 
+/// Cells whose server kept memory or processes out of its own figures, and which figure the
+/// report shows (only for records that carry a cgroup reading).
+fn hidden_section(o: &mut String, records: &[Record]) {
+    let Some(lines) = super::hidden::lines(records) else { return };
+    let _ = writeln!(
+        o,
+        "<h2>Memory outside the server's process tree</h2>\n<p class=\"note\">{}</p>",
+        esc(super::hidden::FIGURE_NOTE)
+    );
+    if lines.is_empty() {
+        o.push_str("<p>No cell flagged.</p>\n");
+        return;
+    }
+    o.push_str("<ul>\n");
+    for (cell, text) in lines {
+        let _ = writeln!(o, "<li><span class=\"failed\">{}</span>: {}</li>", esc(&cell), esc(&text));
+    }
+    o.push_str("</ul>\n");
+}
+
 fn environment(o: &mut String, records: &[Record]) {
     o.push_str("<h2>Environment</h2>\n<ul>\n");
     for line in host_lines(records) {
@@ -285,6 +305,7 @@ pub fn html(records: &[Record]) -> String {
     o.push_str("<h2>Per cell</h2>\n");
     metric_table(&mut o, &rows);
     failures(&mut o, records);
+    hidden_section(&mut o, records);
     environment(&mut o, records);
     let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(PERCENTILE_NOTE));
     o.push_str("</body>\n</html>\n");

@@ -315,6 +315,17 @@ fn per_cell_and_rest(o: &mut String, records: &[Record]) {
         }
     }
 
+    if let Some(lines) = super::hidden::lines(records) {
+        let _ =
+            writeln!(o, "\n## Memory outside the server's process tree\n\n{}\n", super::hidden::FIGURE_NOTE);
+        if lines.is_empty() {
+            o.push_str("No cell flagged.\n");
+        }
+        for (id, text) in lines {
+            let _ = writeln!(o, "- `{}`: {}", cell(&id), cell(&text));
+        }
+    }
+
     o.push_str("\n## Environment\n\n");
     o.push_str(
         "| cell | runtime | cpus server/driver | memory limit | image input hash | env hash | deviations |\n",

@@ -10,6 +10,7 @@ mod bencher;
 mod charts;
 pub mod compare;
 mod csv;
+mod hidden;
 pub mod history;
 pub mod hlog;
 mod html;

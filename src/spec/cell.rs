@@ -205,14 +205,26 @@ pub struct Repeat {
     pub fresh_container: bool,
 }
 
-/// The user every sandboxed lab container runs as: `nobody:nogroup` (65534:65534). Every Debian
-/// (and Node, Bun) image knows it by name, so runtimes that look their user up in /etc/passwd
-/// still work, it owns no file of the image, and server and sidecar share it: the sidecar can
-/// connect to the shim's socket and read the logs in /lab (the volume is mode 1777) without
-/// either side being root.
+/// The user every sandboxed server (and backing service) runs as: `nobody:nogroup`
+/// (65534:65534). Every Debian (and Node, Bun) image knows it by name, so runtimes that look their
+/// user up in /etc/passwd still work, and it owns no file of the image. The lab's own processes
+/// run apart from it ([`LAB_UID`], [`Sandbox::lab_user`]), so the server reaches neither the
+/// shim nor /lab.
 pub const SANDBOX_UID: u32 = 65534;
 
 pub const SANDBOX_GID: u32 = 65534;
+
+/// The lab's own user (shim group, driver) in a sandbox that keeps the server out of the lab's
+/// reach ([`Sandbox::lab_user`]): no image knows it by name and no server runs as it, so a server
+/// can neither signal, trace nor write what runs or is written under it.
+pub const LAB_UID: u32 = 65533;
+
+pub const LAB_GID: u32 = 65533;
+
+/// The capabilities the shim keeps when it starts the server as another user: to switch to that
+/// user (`SETUID`, `SETGID`) and to kill what it leaves behind (`KILL`). The server loses them at
+/// its `setuid`.
+pub const SHIM_CAPABILITIES: [&str; 3] = ["SETUID", "SETGID", "KILL"];
 
 /// Where sandboxed containers get writable scratch space; `HOME` and `TMPDIR` point there.
 pub const SCRATCH_DIR: &str = "/tmp";
@@ -235,6 +247,16 @@ pub struct Sandbox {
     pub scratch: Vec<(String, u64)>,
     /// The most processes and threads the container may hold at once (a fork bomb stops here).
     pub pids_limit: Option<u32>,
+    /// The lab's own `(uid, gid)`, apart from the server's `user`: the driver runs as it, the
+    /// shim runs as root in its group with only [`SHIM_CAPABILITIES`] and starts the server as
+    /// `user`, non-dumpable, with `/lab` closed to the server (mode 0750, the lab's group). `None`
+    /// (every record written before it existed): shim, driver and server share `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_user: Option<(u32, u32)>,
+    /// Capabilities this container keeps although `drop_all_capabilities` (only the shim's
+    /// container, see [`Sandbox::for_shim`]); never set on a cell's stored sandbox.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep_capabilities: Vec<String>,
 }
 
 impl Sandbox {
@@ -247,12 +269,15 @@ impl Sandbox {
             read_only_root: false,
             scratch: Vec::new(),
             pids_limit: None,
+            lab_user: None,
+            keep_capabilities: Vec::new(),
         }
     }
 
     /// What every measured container gets: the sandbox user, no capabilities, no new
     /// privileges, a read-only root with a 64 MiB scratch tmpfs at [`SCRATCH_DIR`], and at most
-    /// 1024 processes/threads (Node and the Python SDKs run a few dozen threads at most).
+    /// 1024 processes/threads (Node and the Python SDKs run a few dozen threads at most); the
+    /// lab's own processes under [`LAB_UID`], out of the server's reach.
     pub fn hardened() -> Sandbox {
         Sandbox {
             user: Some((SANDBOX_UID, SANDBOX_GID)),
@@ -261,7 +286,36 @@ impl Sandbox {
             read_only_root: true,
             scratch: vec![(SCRATCH_DIR.to_string(), 64 << 20)],
             pids_limit: Some(1024),
+            lab_user: Some((LAB_UID, LAB_GID)),
+            keep_capabilities: Vec::new(),
         }
+    }
+
+    /// The server container's own sandbox: with a `lab_user`, the shim runs as root in the lab's
+    /// group keeping only [`SHIM_CAPABILITIES`] (it starts the server as `user`); otherwise this
+    /// sandbox as it is.
+    pub fn for_shim(&self) -> Sandbox {
+        match self.lab_user {
+            Some((_, gid)) => Sandbox {
+                user: Some((0, gid)),
+                keep_capabilities: SHIM_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+                ..self.clone()
+            },
+            None => self.clone(),
+        }
+    }
+
+    /// The sidecar's sandbox: the driver runs as the `lab_user` when there is one.
+    pub fn for_driver(&self) -> Sandbox {
+        match self.lab_user {
+            Some(lab) => Sandbox { user: Some(lab), ..self.clone() },
+            None => self.clone(),
+        }
+    }
+
+    /// The user the shim starts the server as, when it is not the shim's own (`lab_user` set).
+    pub fn server_user(&self) -> Option<(u32, u32)> {
+        self.lab_user.and(self.user)
     }
 
     /// The environment a process needs when its user has no writable home and the root file

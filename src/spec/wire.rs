@@ -63,6 +63,12 @@ pub struct DriverOutcome {
     /// Memory of the server's process tree after the handshake, and just before it was stopped.
     pub memory_after_initialize: Option<TreeMemory>,
     pub memory_end: Option<TreeMemory>,
+    /// The server container's cgroup memory read at the same two points (absent where the shim
+    /// could not read it, and from drivers older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_after_initialize: Option<CgroupMemory>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_end: Option<CgroupMemory>,
     pub exits: Vec<ExitInfo>,
     /// HTTP load workloads: throughput, latency, errors; memory before, during and after.
     pub load: Option<LoadMetrics>,
@@ -107,6 +113,8 @@ pub enum Request {
     CgroupPeak,
     /// The server container's cgroup memory usage now.
     CgroupUsage,
+    /// The server container's cgroup memory now, beside the process tree of `pid`.
+    CgroupMemory { pid: u32 },
     /// Stop the server: the driver has closed its stdin; wait `grace_ms` for it to exit, then
     /// SIGTERM its process group, wait `term_ms`, then SIGKILL.
     Stop { pid: u32, grace_ms: u64, term_ms: u64 },
@@ -123,6 +131,7 @@ pub enum Reply {
     Cpu { cpu_ns: u64 },
     CgroupPeak { bytes: Option<u64>, source: String },
     CgroupUsage { bytes: Option<u64>, source: String },
+    CgroupMemory { memory: Option<CgroupMemory>, source: String },
     Stopped { exit: ExitInfo, memory_before_stop: Option<TreeMemory> },
     Bye,
     Error { message: String },
@@ -139,6 +148,44 @@ pub struct ExitInfo {
     pub signal: Option<i32>,
     /// Milliseconds from the stop request to the exit.
     pub stop_ms: f64,
+    /// Processes of the server's user (or, without one, of its container) still alive once the
+    /// server itself had exited and its process group was killed, or found before its spawn:
+    /// the shim killed them before answering. Absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_behind: Option<Leftovers>,
+}
+
+/// Processes a server left behind, found and killed by the shim.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Leftovers {
+    pub processes: u32,
+    /// Their summed VmRSS when found, bytes.
+    pub rss_bytes: u64,
+}
+
+impl Leftovers {
+    pub fn plus(self, other: Leftovers) -> Leftovers {
+        Leftovers { processes: self.processes + other.processes, rss_bytes: self.rss_bytes + other.rss_bytes }
+    }
+}
+
+/// The server container's cgroup memory at one point. It counts every process of the container
+/// (the shim's few MiB included) and, in `usage_bytes`, the page cache and tmpfs pages it
+/// touched; a process outside the server's tree (a detached child) cannot hide from it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupMemory {
+    /// cgroup v1 `memory.usage_in_bytes` (v2 `memory.current`, untested: no v2 host here).
+    pub usage_bytes: u64,
+    /// cgroup v1 `memory.max_usage_in_bytes` (v2 `memory.peak`): the high-water mark since the
+    /// container started.
+    pub peak_bytes: Option<u64>,
+    /// Anonymous memory charged to the cgroup: v1 `memory.stat` `total_rss` (v2 `anon`).
+    pub anon_bytes: Option<u64>,
+    /// `anon_bytes` less the anonymous resident memory (RssAnon) of the server's process tree
+    /// and of the shim: memory held by processes outside the server's tree, 0 when negative.
+    pub outside_tree_bytes: Option<u64>,
 }
 
 /// Memory of a process tree, summed over the server and all its descendants.

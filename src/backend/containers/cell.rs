@@ -141,12 +141,7 @@ impl<E: Engine> Cell<'_, E> {
             Mount::Volume { name: self.volume.into(), target: "/lab".into() },
         ];
         let server = engine
-            .create_container(&self.container(
-                "server",
-                vec![LAB_BINARY.into(), "shim".into(), "--dir".into(), "/lab".into()],
-                &labels,
-                &mounts,
-            ))
+            .create_container(&self.container("server", shim_command(&job.sandbox), &labels, &mounts))
             .await?;
         created.push(server.clone());
         let known = image_facts.lock().expect("not poisoned").contains_key(&self.image.id);
@@ -241,8 +236,10 @@ impl<E: Engine> Cell<'_, E> {
     }
 
     /// The server container's spec (the sidecar starts from it). Both containers are sandboxed
-    /// alike (same unprivileged user, so the driver can use the shim's socket and logs in /lab);
-    /// HOME and TMPDIR point at the scratch tmpfs.
+    /// alike, but for their users: with a `lab_user`, the shim runs as root in the lab's group
+    /// (keeping only what starts the server as its own user) and the driver as the lab's user, so
+    /// both reach the socket and logs in /lab and the server reaches neither; HOME and TMPDIR
+    /// point at the scratch tmpfs.
     fn container(
         &self,
         role: &str,
@@ -250,7 +247,10 @@ impl<E: Engine> Cell<'_, E> {
         labels: &BTreeMap<String, String>,
         mounts: &[Mount],
     ) -> ContainerSpec {
-        let sandbox = self.job.sandbox.clone();
+        let sandbox = match role {
+            "server" => self.job.sandbox.for_shim(),
+            _ => self.job.sandbox.for_driver(),
+        };
         ContainerSpec {
             name: format!("{}-{role}", self.name),
             image: self.image.id.clone(),
@@ -283,6 +283,16 @@ async fn reread<E: Engine>(engine: &E, driver: &str) -> Result<Result<DriverOutc
         })
         .await?;
     Ok(again.finish())
+}
+
+/// The server container's command: the shim on /lab, starting the server as the sandbox's
+/// server user when that is not the shim's own.
+pub fn shim_command(sandbox: &crate::spec::Sandbox) -> Vec<String> {
+    let mut cmd = vec![LAB_BINARY.to_string(), "shim".into(), "--dir".into(), "/lab".into()];
+    if let Some((uid, gid)) = sandbox.server_user() {
+        cmd.extend(["--server-user".to_string(), format!("{uid}:{gid}")]);
+    }
+    cmd
 }
 
 /// What an image says about itself: its Debian packages and the image manifest (runtime version,

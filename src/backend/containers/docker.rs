@@ -105,6 +105,9 @@ fn network_options(network: &Network) -> (Option<String>, Option<Vec<String>>) {
 fn apply_sandbox(sandbox: &Sandbox, host: &mut HostConfig, config: &mut Config<String>) {
     if sandbox.drop_all_capabilities {
         host.cap_drop = Some(vec!["ALL".to_string()]);
+        if !sandbox.keep_capabilities.is_empty() {
+            host.cap_add = Some(sandbox.keep_capabilities.clone());
+        }
     }
     if sandbox.no_new_privileges {
         host.security_opt = Some(vec!["no-new-privileges".to_string()]);
@@ -547,6 +550,14 @@ mod tests {
         let tmpfs = host.tmpfs.unwrap();
         assert_eq!(tmpfs["/tmp"], format!("rw,nosuid,nodev,noexec,size={},mode=1777", 64 << 20));
         assert_eq!(config.user.as_deref(), Some("65534:65534"));
+        assert_eq!(host.cap_add, None);
+        // The shim's container: root in the lab's group, keeping only what starts the server as
+        // another user and kills what it leaves.
+        let (mut host, mut config) = (HostConfig::default(), Config::default());
+        apply_sandbox(&Sandbox::hardened().for_shim(), &mut host, &mut config);
+        assert_eq!(config.user.as_deref(), Some("0:65533"));
+        assert_eq!(host.cap_add, Some(vec!["SETUID".into(), "SETGID".into(), "KILL".into()]));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
 
         let (mut host, mut config) = (HostConfig::default(), Config::<String>::default());
         apply_sandbox(&Sandbox::none(), &mut host, &mut config);

@@ -265,10 +265,12 @@ fn spawn_shim(
     let shim_err = std::fs::File::create(shim_log)
         .map_err(|e| EngineError::op("create", shim_log.display().to_string(), e))?;
     let mut shim_cmd = tokio::process::Command::new(benchlab_exe);
+    shim_cmd.arg("shim").arg("--dir").arg(lab);
+    // The lab cgroup holds the server side alone: its memory is the server's, beside the tree's.
+    if let Some(dir) = cgroup.and_then(NativeCgroup::memory_dir) {
+        shim_cmd.arg("--memory-cgroup").arg(dir);
+    }
     shim_cmd
-        .arg("shim")
-        .arg("--dir")
-        .arg(lab)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(shim_err))

@@ -91,8 +91,11 @@ pub fn run(
         }
         f
     };
-    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started).map_err(with_log);
-    match shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms)) {
+    let result = run_spawned(spec, suite, shim, out, progress, target, pid, started);
+    let stopped = shim.stop_pid(pid, Duration::from_millis(spec.timeouts.term_ms));
+    // Read after the stop: the shim answers it once the server's output has all reached the log.
+    let result = result.map_err(with_log);
+    match stopped {
         Ok((exit, _)) => out.exits.push(exit),
         Err(f) if result.is_ok() => return Err(f),
         Err(_) => {}
@@ -291,6 +294,7 @@ fn run_spawned(
     // Idle memory (a soak samples a whole idle phase), then the load with the sampler beside it.
     let idle = shim.memory(pid)?;
     out.memory_after_initialize = Some(idle.clone());
+    out.cgroup_after_initialize = shim.cgroup_memory(pid)?;
     let soak_before = soak::idle_before(spec, shim, pid, progress)?;
     let (result, sampled, closed_at) = load_with_sampler(&plan, suite, shim, pid, progress)?;
     let mut m = result?;
@@ -319,6 +323,7 @@ fn run_spawned(
         load.soak = Some(soak::figures(&spec.workload, load, before));
     }
     out.memory_end = mem.after.clone();
+    out.cgroup_end = shim.cgroup_memory(pid)?;
     out.load_memory = Some(mem);
     if !sampled.died && died_idle.is_none() && no_success.is_none() {
         if let Some(soak) = out.load.as_mut().and_then(|l| l.soak.as_mut()) {

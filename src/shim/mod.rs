@@ -3,7 +3,12 @@
 //! ends to the driver over the control socket (SCM_RIGHTS), keeps the server's stderr drained into
 //! a log file, stops it the way the MCP lifecycle says (close stdin, wait, SIGTERM, SIGKILL) and
 //! reads its process tree's memory from /proc. It never measures latency: that is the driver's
-//! job, on the other CPU set.
+//! job, on the other CPU set. Out of the server's reach (`guard`): non-dumpable, the server started
+//! as another user when the sandbox says so, under a seccomp filter, its stderr copied into the
+//! log by the shim; and nothing the server starts outlives its spawn (`sweep`).
+
+pub mod guard;
+pub mod sweep;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -15,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::spec::{ExitInfo, Reply, Request, TreeMemory, SOCKET};
+use crate::spec::{ExitInfo, Leftovers, Reply, Request, TreeMemory, SOCKET};
 use nix::fcntl::OFlag;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 use nix::unistd::Pid;
+use sweep::Scope;
 
 /// Reads the memory of `root` and its descendants from a /proc-like folder (a root path, so
 /// tests can point it at fixtures).
@@ -42,7 +48,7 @@ pub fn tree_memory(proc_root: &Path, root: u32) -> std::io::Result<TreeMemory> {
 /// Whether a `/proc/<pid>/status` is a zombie's or a dead process's (`State: Z` or `X`): a
 /// server killed by the OOM killer or exited stays a zombie until the shim reaps it, and must
 /// count as gone.
-fn is_dead(status: &str) -> bool {
+pub(crate) fn is_dead(status: &str) -> bool {
     status
         .lines()
         .find_map(|l| l.strip_prefix("State:"))
@@ -119,6 +125,12 @@ pub fn cgroup_usage(cgroup_root: &Path) -> (Option<u64>, String) {
     cgroup_number(cgroup_root, ["memory/memory.usage_in_bytes", "memory.current"])
 }
 
+/// The process group from /proc/<pid>/stat (the field after the parent pid).
+fn parse_pgrp(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// The parent pid from /proc/<pid>/stat; the command name may hold spaces and parentheses, so
 /// parse from the last ')'.
 fn parse_ppid(stat: &str) -> Option<u32> {
@@ -126,7 +138,7 @@ fn parse_ppid(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn status_kib(status: &str, key: &str) -> u64 {
+pub(crate) fn status_kib(status: &str, key: &str) -> u64 {
     status
         .lines()
         .find(|l| l.starts_with(key))
@@ -138,15 +150,42 @@ fn status_kib(status: &str, key: &str) -> u64 {
 struct Shim {
     proc_root: PathBuf,
     children: HashMap<u32, Child>,
+    /// `(uid, gid)` the server runs as, when not the shim's own.
+    server_user: Option<(u32, u32)>,
+    /// Where leftovers are looked for.
+    scope: Scope,
+    /// The memory cgroup folder that holds the server side alone, when there is one.
+    memory_cgroup: Option<PathBuf>,
+    /// The seccomp program each server gets before its exec.
+    filter: Vec<libc::sock_filter>,
+    /// Each live server's stderr pump (pipe to log) and what was swept before its spawn.
+    pumps: HashMap<u32, std::thread::JoinHandle<()>>,
+    swept_at_spawn: HashMap<u32, Leftovers>,
 }
+
+/// How long the shim waits for the processes it killed to be gone, and for a stopped server's
+/// stderr to reach its log.
+const SWEEP_LIMIT: Duration = Duration::from_secs(5);
+const PUMP_LIMIT: Duration = Duration::from_secs(2);
 
 impl Shim {
     /// Handles a request; a spawn also returns the client's ends of the server's pipes.
     fn handle(&mut self, req: Request) -> (Reply, Vec<OwnedFd>) {
         let reply = match req {
             Request::Spawn { argv, env, cwd, stderr_log, output_to_log } => {
+                // Nothing of an earlier spawn may still run when this one starts.
+                let keep: Vec<u32> = self.children.keys().copied().collect();
+                let swept = match sweep::sweep(&self.proc_root, &self.scope, &keep, SWEEP_LIMIT) {
+                    Ok(swept) => swept,
+                    Err(message) => return (Reply::Error { message }, Vec::new()),
+                };
                 return match self.spawn(&argv, &env, cwd.as_deref(), &stderr_log, output_to_log) {
-                    Ok((pid, ends)) => (Reply::Spawned { pid }, ends),
+                    Ok((pid, ends)) => {
+                        if swept.processes > 0 {
+                            self.swept_at_spawn.insert(pid, swept);
+                        }
+                        (Reply::Spawned { pid }, ends)
+                    }
                     Err(e) => (Reply::Error { message: format!("spawn {argv:?}: {e}") }, Vec::new()),
                 };
             }
@@ -169,6 +208,23 @@ impl Shim {
             Request::CgroupUsage => {
                 let (bytes, source) = cgroup_usage(Path::new("/sys/fs/cgroup"));
                 Reply::CgroupUsage { bytes, source }
+            }
+            Request::CgroupMemory { pid } => {
+                let tree = tree_pids(&self.proc_root, pid).unwrap_or_default();
+                let tree_anon = sweep::anon_of(&self.proc_root, &tree);
+                let shim_anon = sweep::anon_of(&self.proc_root, &[std::process::id()]);
+                match &self.memory_cgroup {
+                    Some(dir) => {
+                        let (memory, source) = sweep::cgroup_memory(dir, tree_anon, shim_anon);
+                        Reply::CgroupMemory { memory, source }
+                    }
+                    None => Reply::CgroupMemory {
+                        memory: None,
+                        source:
+                            "no memory cgroup of the server's own (a shim outside a container, given none)"
+                                .into(),
+                    },
+                }
             }
             Request::Stop { pid, grace_ms, term_ms } => {
                 let memory_before_stop = tree_memory(&self.proc_root, pid).ok().filter(|m| m.processes > 0);
@@ -195,7 +251,11 @@ impl Shim {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
-        let stderr = File::create(stderr_log)?;
+        // The server writes its stderr into a pipe; the shim copies it into the log, which the
+        // server never holds (it cannot rewrite or append to another spawn's log).
+        let log = File::create(stderr_log)?;
+        let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let stderr = File::from(err_w);
         let mut ends = Vec::new();
         let (stdin, stdout) = if output_to_log {
             (Stdio::null(), Stdio::from(stderr.try_clone()?))
@@ -216,11 +276,27 @@ impl Shim {
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }
+        if let Some((uid, gid)) = self.server_user {
+            // std drops the supplementary groups, then setgid, setuid: the capabilities go too.
+            cmd.uid(uid).gid(gid);
+        }
+        let filter = self.filter.clone();
+        // SAFETY: the closure runs in the forked child before exec and only makes two prctl
+        // calls on memory allocated before the fork (`install_filter` does not allocate).
+        unsafe {
+            cmd.pre_exec(move || guard::install_filter(&filter));
+        }
         // The child's ends are dropped (closed here) with `cmd`; only the server holds them.
         let child = cmd.spawn()?;
         drop(cmd);
         let pid = child.id();
+        let pump = std::thread::spawn(move || {
+            let mut from = File::from(err_r);
+            let mut log = log;
+            let _ = std::io::copy(&mut from, &mut log);
+        });
         self.children.insert(pid, child);
+        self.pumps.insert(pid, pump);
         Ok((pid, ends))
     }
 
@@ -244,23 +320,82 @@ impl Shim {
             let _ = killpg(group, Signal::SIGKILL);
             status = child.wait().ok();
         }
-        // Whatever the server left behind in its group goes too.
+        let status = status.ok_or_else(|| format!("could not reap pid {pid}"))?;
+        // Whatever the server left behind, in its group or out of it, is found, counted and
+        // killed before the stop is answered.
+        let keep: Vec<u32> = self.children.keys().copied().collect();
+        let now = match &self.scope {
+            Scope::GroupOnly => self.group_members(pid, &keep),
+            scope => sweep::sweep(&self.proc_root, scope, &keep, SWEEP_LIMIT)?,
+        };
         let _ = killpg(group, Signal::SIGKILL);
         reap_orphans();
-        let status = status.ok_or_else(|| format!("could not reap pid {pid}"))?;
+        let left = now.plus(self.swept_at_spawn.remove(&pid).unwrap_or_default());
+        self.finish_pump(pid);
         Ok(ExitInfo {
             how: how.into(),
             code: status.code(),
             signal: status.signal(),
             stop_ms: started.elapsed().as_secs_f64() * 1e3,
+            left_behind: (left.processes > 0).then_some(left),
         })
     }
 
+    /// The live processes of the server's process group once the server itself is gone (its
+    /// children left running), outside the trees of `keep`; counted before the group is killed.
+    /// A shim that can see no further (on the host, without a user of the server's own) counts
+    /// only these.
+    fn group_members(&self, pgid: u32, keep: &[u32]) -> Leftovers {
+        let mut kept = Vec::new();
+        for k in keep {
+            kept.extend(tree_pids(&self.proc_root, *k).unwrap_or_default());
+        }
+        let mut left = Leftovers::default();
+        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
+            return left;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let (Ok(stat), Ok(status)) = (
+                std::fs::read_to_string(entry.path().join("stat")),
+                std::fs::read_to_string(entry.path().join("status")),
+            ) else {
+                continue;
+            };
+            if is_dead(&status) || kept.contains(&pid) || parse_pgrp(&stat) != Some(pgid) {
+                continue;
+            }
+            left = left.plus(Leftovers { processes: 1, rss_bytes: status_kib(&status, "VmRSS:") * 1024 });
+        }
+        left
+    }
+
+    /// Waits (a bounded time) for a stopped server's stderr pump to copy the last of it.
+    fn finish_pump(&mut self, pid: u32) {
+        let Some(pump) = self.pumps.remove(&pid) else { return };
+        let deadline = Instant::now() + PUMP_LIMIT;
+        while !pump.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if pump.is_finished() {
+            let _ = pump.join();
+        }
+    }
+
+    /// Kills every server and whatever they left (a driver gone without stopping them, or the
+    /// end of the cell): nothing of this driver's cell waits for the next.
     fn kill_all(&mut self) {
         for (pid, mut child) in self.children.drain() {
             let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
             let _ = child.wait();
         }
+        // No one to answer: what was left is in the stops already answered, or goes unrecorded
+        // with a driver that left without asking.
+        let _ = sweep::sweep(&self.proc_root, &self.scope, &[], SWEEP_LIMIT);
+        self.pumps.clear();
+        self.swept_at_spawn.clear();
     }
 }
 
@@ -291,13 +426,49 @@ fn reap_orphans() {
     }
 }
 
-/// Runs the shim: serves the control socket in `dir` until a `shutdown` request.
-pub fn run(dir: &Path, proc_root: &Path) -> anyhow::Result<()> {
+/// Runs the shim: serves the control socket in `dir` until a `shutdown` request. With a
+/// `server_user`, servers run as that user and `dir` is closed to it (mode 0750, the shim's
+/// group: the driver's). `memory_cgroup` is the memory cgroup folder of the server side (its
+/// container's own when the shim is PID 1 and given none).
+pub fn run(
+    dir: &Path,
+    proc_root: &Path,
+    server_user: Option<(u32, u32)>,
+    memory_cgroup: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    guard::make_non_dumpable().map_err(|e| anyhow::anyhow!("make the shim non-dumpable: {e}"))?;
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes no pointers. Orphans of the server come to
+    // the shim (it reaps what it kills) when it is not PID 1 already.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if server_user.is_some() {
+        guard::close_lab(dir).map_err(|e| anyhow::anyhow!("close the lab folder to the server: {e}"))?;
+    }
     let sock = dir.join(SOCKET);
     let _ = std::fs::remove_file(&sock);
     let listener = UnixListener::bind(&sock)
         .map_err(|e| anyhow::anyhow!("bind control socket {}: {e}", sock.display()))?;
-    let mut shim = Shim { proc_root: proc_root.to_path_buf(), children: HashMap::new() };
+    if server_user.is_some() {
+        // The driver connects through the lab's group.
+        guard::lab_only(&sock, 0o770).map_err(|e| anyhow::anyhow!("chmod {}: {e}", sock.display()))?;
+    }
+    let procs = memory_cgroup.as_ref().map(|d| d.join("cgroup.procs")).filter(|p| p.exists());
+    let scope = match (server_user, procs) {
+        (Some((uid, _)), _) => Scope::Uid(uid),
+        (None, _) if std::process::id() == 1 => Scope::Container { shim: 1 },
+        (None, Some(procs)) => Scope::Cgroup { procs, shim: std::process::id() },
+        (None, None) => Scope::GroupOnly,
+    };
+    let mut shim = Shim {
+        proc_root: proc_root.to_path_buf(),
+        children: HashMap::new(),
+        server_user,
+        scope,
+        memory_cgroup: memory_cgroup
+            .or_else(|| sweep::default_memory_cgroup(Path::new("/sys/fs/cgroup"), std::process::id() == 1)),
+        filter: guard::tracing_filter(),
+        pumps: HashMap::new(),
+        swept_at_spawn: HashMap::new(),
+    };
     for conn in listener.incoming() {
         let conn = conn?;
         if serve_connection(&mut shim, conn)? {
