@@ -128,7 +128,8 @@ fn service_manifests(cell: &PlannedCell, ran: &[ServiceUsage]) -> Vec<ServiceMan
 }
 
 /// The server's runtime version: the lab's own for a native server, else what the image says of
-/// itself, else (a server built from its source) what its base rule installed.
+/// itself, else (a server built from its source) what its base rule installed (the bare suite
+/// when it installs nothing).
 fn runtime_version(image: &crate::recipe::ImagePlan, facts: &crate::backend::ImageFacts) -> String {
     match image.runtime_kind {
         RuntimeKind::Native => env!("CARGO_PKG_VERSION").to_string(),
@@ -148,14 +149,15 @@ fn source_runtime(
     installed: &[crate::record::manifest::Package],
 ) -> Option<String> {
     image.fetched.as_ref()?;
-    let crate::recipe::base::BaseSource::Bootstrap { packages, .. } = &image.base else { return None };
+    let crate::recipe::base::BaseSource::Bootstrap { packages, suite } = &image.base else { return None };
     let named: Vec<String> = packages
         .iter()
         .filter_map(|name| {
             installed.iter().find(|p| &p.name == name).map(|p| format!("{name} {}", p.version))
         })
         .collect();
-    (!named.is_empty()).then(|| named.join(", "))
+    // A rule that installs nothing leaves the bare Debian suite as the runtime.
+    Some(if named.is_empty() { format!("debian {suite}") } else { named.join(", ") })
 }
 
 /// Each service's figures: the driver's readying and seeding beside the backend's usage.

@@ -111,6 +111,13 @@ pub fn tables(records: &[Record]) -> String {
             out.push_str(&format!("  {}: {}\n", c.server, super::labels::claim_line(c)));
         }
     }
+    // Only flagged cells: a run where nothing hid prints nothing more.
+    if let Some(flagged) = super::hidden::lines(records).filter(|l| !l.is_empty()) {
+        out.push_str("\nMemory outside the server's process tree (the RSS above is the tree's):\n");
+        for (id, text) in flagged {
+            out.push_str(&format!("  {id}: {text}\n"));
+        }
+    }
     if let Some(h) = history_table(records) {
         out.push('\n');
         out.push_str(&h);
