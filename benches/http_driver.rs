@@ -131,7 +131,7 @@ fn lab_http(url: &str, args: &[String]) -> (Figures, Value) {
     // over all of them.
     let mut cmd = Command::new(LAB);
     cmd.args(["measure", "--url", url, "--suite", "weekly", "--driver-cpus", "0"]);
-    cmd.args(["--warmup-secs", "0", "--json"]).args(args);
+    cmd.args(["--warmup-secs", "0s", "--json"]).args(args);
     let v: Value = serde_json::from_str(&run(&mut cmd, "benchlab measure --url")).expect("measure's JSON");
     let load = &v["load"];
     let calls = load["ok"].as_f64().unwrap_or(0.0) + load["failed"].as_f64().unwrap_or(0.0);
@@ -406,7 +406,7 @@ fn main() {
                             "--workers".to_string(),
                             conns.to_string(),
                             "--duration".into(),
-                            secs.to_string(),
+                            format!("{secs}s"),
                         ];
                         let f = measured(spid, || {
                             let (f, v) = lab_http(&url, &args);
@@ -464,7 +464,7 @@ fn main() {
                 "--workers".into(),
                 "100".into(),
                 "--duration".into(),
-                open_secs.to_string(),
+                format!("{open_secs}s"),
             ];
             let mut load = Value::Null;
             let f = measured(spid, || {

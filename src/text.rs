@@ -45,6 +45,47 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     Ok(ms.round() as u64)
 }
 
+/// A duration flag's value (`--duration 10s`, `--call-timeout 500ms`): every duration flag takes
+/// the scenario's syntax (`500ms`, `5s`, `2m`). A bare number is the old spelling, seconds, kept
+/// for one release: `bare` says so, for the CLI's deprecation notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationArg {
+    pub ms: u64,
+    pub bare: bool,
+}
+
+impl DurationArg {
+    pub fn secs(secs: u64) -> DurationArg {
+        DurationArg { ms: secs * 1000, bare: false }
+    }
+
+    pub fn duration(self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.ms)
+    }
+
+    /// The notice for a bare number given to `flag`, if it was one.
+    pub fn deprecation(self, flag: &str) -> Option<String> {
+        self.bare.then(|| {
+            let secs = self.ms as f64 / 1000.0;
+            format!(
+                "{flag} {secs}: a bare number of seconds is deprecated; write {secs}s (every duration flag takes 500ms, 5s, 2m)"
+            )
+        })
+    }
+}
+
+/// Parses a duration flag: [`parse_duration_ms`]'s syntax, or a bare number of seconds (the old
+/// spelling).
+pub fn parse_duration_arg(s: &str) -> Result<DurationArg, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && (0.0..=86_400.0).contains(&secs) => {
+            Ok(DurationArg { ms: (secs * 1000.0).round() as u64, bare: true })
+        }
+        Ok(_) => Err(format!("duration {s:?} is out of range")),
+        Err(_) => parse_duration_ms(s).map(|ms| DurationArg { ms, bare: false }),
+    }
+}
+
 /// Parses `"512MiB"`, `"1GiB"`, `"64KiB"` or a plain number of bytes.
 pub fn parse_memory(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -108,5 +149,23 @@ pub fn three_digits(v: f64) -> String {
         format!("{v:.2}")
     } else {
         format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_flag_takes_the_scenario_syntax_and_a_bare_number_as_the_old_seconds() {
+        assert_eq!(parse_duration_arg("500ms"), Ok(DurationArg { ms: 500, bare: false }));
+        assert_eq!(parse_duration_arg("2m"), Ok(DurationArg { ms: 120_000, bare: false }));
+        assert_eq!(parse_duration_arg("0.2"), Ok(DurationArg { ms: 200, bare: true }));
+        assert_eq!(
+            DurationArg { ms: 200, bare: true }.deprecation("--warmup-secs").unwrap(),
+            "--warmup-secs 0.2: a bare number of seconds is deprecated; write 0.2s (every duration flag takes 500ms, 5s, 2m)"
+        );
+        assert_eq!(DurationArg::secs(3).deprecation("--duration"), None);
+        assert!(parse_duration_arg("-1").is_err() && parse_duration_arg("1 parsec").is_err());
     }
 }

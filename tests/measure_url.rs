@@ -41,9 +41,9 @@ fn server(fault: Option<&str>) -> Server {
 
 fn measure(url: &str, args: &[&str]) -> (i32, Value, String) {
     let mut cmd = Command::new(BIN);
-    cmd.args(["measure", "--url", url, "--duration", "1", "--json"]).args(args);
+    cmd.args(["measure", "--url", url, "--duration", "1s", "--json"]).args(args);
     if !args.contains(&"--warmup-secs") {
-        cmd.args(["--warmup-secs", "0.2"]);
+        cmd.args(["--warmup-secs", "200ms"]);
     }
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -81,7 +81,7 @@ fn two_driver_cpus_drive_one_load_from_two_threads() {
     let s = server(None);
     // Five users dealt between two threads (3 and 2): every one counted once, every answer checked.
     let mut child = Command::new(BIN)
-        .args(["measure", "--url", &s.url, "--duration", "1", "--json", "--warmup-secs", "0.2"])
+        .args(["measure", "--url", &s.url, "--duration", "1s", "--json", "--warmup-secs", "200ms"])
         .args(["--suite", "weekly", "--workers", "5", "--driver-cpus", "0-1"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -138,7 +138,7 @@ fn a_server_that_turns_wrong_mid_load_has_every_wrong_answer_counted() {
     // Right for the first 400 calls (the gate's included), then every answer is the right one
     // with one digit changed: same length, same bytes but one.
     let s = server(Some("wrong@400"));
-    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--workers", "2", "--warmup-secs", "0"]);
+    let (code, v, err) = measure(&s.url, &["--suite", "weekly", "--workers", "2", "--warmup-secs", "0s"]);
     assert_eq!(code, 0, "{err}");
     let load = &v["load"];
     let ok = load["ok"].as_u64().unwrap();
@@ -176,13 +176,16 @@ fn bad_urls_and_options_are_refused_with_exit_2() {
         (vec!["--url", "http://127.0.0.1:1/mcp", "--suite", "nope"], "unknown suite"),
         (vec!["--url", "http://127.0.0.1:1/mcp", "--runs", "3"], "cannot be used"),
         (vec!["--rate", "10", "--", "python3"], "--url"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--duration", "5 parsecs"], "unknown unit"),
+        (vec!["--url", "http://127.0.0.1:1/mcp", "--duration", "0s"], "more than 0"),
     ] {
         let out = Command::new(BIN).arg("measure").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
-    // Nothing listens there: an error that names the address, not a panic.
+    // Nothing listens there: an error that names the address, not a panic. The old spelling of
+    // a duration (a bare number of seconds) still works, with a notice.
     let out = Command::new(BIN)
         .args(["measure", "--url", "http://127.0.0.1:1/mcp", "--duration", "1"])
         .output()
@@ -190,6 +193,7 @@ fn bad_urls_and_options_are_refused_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(err.contains("--duration 1: a bare number of seconds is deprecated; write 1s"), "{err}");
 }
 
 /// Reads from `s` until what came satisfies `done` or the server closes (10 s at most).

@@ -11,6 +11,17 @@ use crate::spec::{LoadMode, TreeMemory};
 
 /// Runs `benchlab measure`.
 pub(super) fn run(args: MeasureArgs) -> Result<i32, Exit> {
+    let durations = [
+        ("--duration", args.duration),
+        ("--warmup-secs", args.warmup_secs),
+        ("--startup-timeout", Some(args.startup_timeout)),
+        ("--call-timeout", Some(args.call_timeout)),
+    ];
+    for (flag, d) in durations {
+        if let Some(n) = d.and_then(|d| d.deprecation(flag)) {
+            eprintln!("benchlab: {n}");
+        }
+    }
     if let Some(url) = args.url.clone() {
         let r = with_progress(|on_event| crate::measure::url::measure_url(&args, &url, on_event))?;
         let text = match args.json {

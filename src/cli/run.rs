@@ -92,12 +92,12 @@ pub struct NoiseArgs {
     /// interval, runs as the unit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeats: Option<u32>,
-    /// Before each cell, wait up to SECS (default 60) for its CPUs to be quiet (no other
+    /// Before each cell, wait up to DURATION (default 60s) for its CPUs to be quiet (no other
     /// process above the threshold, no steal, no memory pressure); a cell whose host stays
     /// loud fails as `noisy_host` instead of being measured. Without it every cell is still
     /// checked and a loud one is flagged `noisy` in its record.
-    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60")]
-    pub require_quiet: Option<u64>,
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "60s", value_parser = crate::text::parse_duration_arg)]
+    pub require_quiet: Option<crate::text::DurationArg>,
 }
 
 /// `--order`.
@@ -124,7 +124,11 @@ impl NoiseArgs {
     /// Applies the seed and the quiet wait to the run's options.
     pub fn options(&self, opts: &mut RunOptions) {
         opts.order_seed = self.order_seed;
-        opts.require_quiet_s = self.require_quiet;
+        if let Some(n) = self.require_quiet.and_then(|d| d.deprecation("--require-quiet")) {
+            eprintln!("benchlab: {n}");
+        }
+        // The quiet wait counts whole seconds (at least one).
+        opts.require_quiet_s = self.require_quiet.map(|d| d.ms.div_ceil(1000).max(1));
     }
 }
 

@@ -80,12 +80,12 @@ pub struct MeasureArgs {
     /// Do not use a cgroup even when one could be made: CPU pinning only.
     #[arg(long)]
     pub no_cgroup: bool,
-    /// Seconds to wait for the initialize result of one spawn.
-    #[arg(long, default_value_t = 30)]
-    pub startup_timeout: u64,
-    /// Seconds to wait for one call's answer.
-    #[arg(long, default_value_t = 10)]
-    pub call_timeout: u64,
+    /// How long to wait for the initialize result of one spawn ("30s", "500ms").
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::text::parse_duration_arg)]
+    pub startup_timeout: crate::text::DurationArg,
+    /// How long to wait for one call's answer ("10s", "500ms").
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::text::parse_duration_arg)]
+    pub call_timeout: crate::text::DurationArg,
     /// Print the result as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -103,12 +103,12 @@ pub struct MeasureArgs {
     /// With --url: an open loop at this many calls per second instead of a closed loop.
     #[arg(long, value_name = "CALLS_PER_S")]
     pub rate: Option<u64>,
-    /// With --url: the measured window in seconds (default 10).
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<f64>,
-    /// With --url: the warm-up before the window in seconds, its calls not counted (default 2).
-    #[arg(long, value_name = "SECONDS")]
-    pub warmup_secs: Option<f64>,
+    /// With --url: the measured window ("10s", the default; "500ms", "2m").
+    #[arg(long, value_name = "DURATION", value_parser = crate::text::parse_duration_arg)]
+    pub duration: Option<crate::text::DurationArg>,
+    /// With --url: the warm-up before the window, its calls not counted ("2s", the default).
+    #[arg(long, value_name = "DURATION", value_parser = crate::text::parse_duration_arg)]
+    pub warmup_secs: Option<crate::text::DurationArg>,
     /// The server command and its arguments, after `--` (not with --url).
     #[arg(last = true, required_unless_present = "url", conflicts_with = "url", value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -334,8 +334,8 @@ pub fn measure(
             cwd: Some(cwd.display().to_string()),
         },
         timeouts: Timeouts {
-            startup_ms: args.startup_timeout * 1000,
-            call_ms: args.call_timeout * 1000,
+            startup_ms: args.startup_timeout.ms,
+            call_ms: args.call_timeout.ms,
             ..Timeouts::default()
         },
         suite,

@@ -94,18 +94,11 @@ fn transport(name: Option<&str>) -> Result<Transport, MeasureError> {
 
 /// The load `args` asks for: an open loop with --rate, else a closed loop.
 fn workload(args: &MeasureArgs, tool: &str) -> Result<Workload, MeasureError> {
-    let secs = |v: f64, what: &str| {
-        if v.is_finite() && v >= 0.0 {
-            Ok((v * 1000.0).round() as u64)
-        } else {
-            Err(MeasureError::input(format!("{what} must be a number of seconds ≥ 0")))
-        }
-    };
-    let duration_ms = secs(args.duration.unwrap_or(10.0), "--duration")?;
+    let duration_ms = args.duration.map_or(10_000, |d| d.ms);
     if duration_ms == 0 {
         return Err(MeasureError::input("--duration must be more than 0 seconds"));
     }
-    let warmup_ms = secs(args.warmup_secs.unwrap_or(2.0), "--warmup-secs")?;
+    let warmup_ms = args.warmup_secs.map_or(2_000, |d| d.ms);
     match args.rate {
         Some(0) => Err(MeasureError::input("--rate must be at least 1 call per second")),
         Some(rate) => Ok(Workload::OpenLoop {
@@ -185,7 +178,7 @@ pub fn measure_url(
         }
         (_, t) => t.clone().unwrap_or_default(),
     };
-    let limit = Duration::from_secs(args.call_timeout.max(1));
+    let limit = args.call_timeout.duration().max(Duration::from_millis(1));
     let mut plan =
         LoadPlan::new(&workload(args, &tool)?, target, limit).map_err(|f| MeasureError::input(f.detail))?;
     plan.ungated = ungated.clone();
