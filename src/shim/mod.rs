@@ -159,7 +159,8 @@ struct Shim {
     /// The seccomp program each server gets before its exec.
     filter: Vec<libc::sock_filter>,
     /// Each live server's stderr pump (pipe to log) and what was swept before its spawn.
-    pumps: HashMap<u32, std::thread::JoinHandle<()>>,
+    /// A pump says it is done on its channel (the pipe closed: every writer is gone).
+    pumps: HashMap<u32, std::sync::mpsc::Receiver<()>>,
     swept_at_spawn: HashMap<u32, Leftovers>,
 }
 
@@ -290,10 +291,12 @@ impl Shim {
         let child = cmd.spawn()?;
         drop(cmd);
         let pid = child.id();
-        let pump = std::thread::spawn(move || {
+        let (done, pump) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut from = File::from(err_r);
             let mut log = log;
             let _ = std::io::copy(&mut from, &mut log);
+            let _ = done.send(());
         });
         self.children.insert(pid, child);
         self.pumps.insert(pid, pump);
@@ -375,13 +378,9 @@ impl Shim {
     /// Waits (a bounded time) for a stopped server's stderr pump to copy the last of it.
     fn finish_pump(&mut self, pid: u32) {
         let Some(pump) = self.pumps.remove(&pid) else { return };
-        let deadline = Instant::now() + PUMP_LIMIT;
-        while !pump.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if pump.is_finished() {
-            let _ = pump.join();
-        }
+        // Its end, or the limit: a pipe still held open (a leftover the sweep has not reached)
+        // must not hold the stop's answer; the pump then ends with the pipe's last writer.
+        let _ = pump.recv_timeout(PUMP_LIMIT);
     }
 
     /// Kills every server and whatever they left (a driver gone without stopping them, or the
